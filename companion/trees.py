@@ -1,0 +1,81 @@
+"""Stacking and unstacking pytrees of arrays.
+
+``jax.lax.scan`` and ``jax.vmap`` return *one* pytree whose leaves carry a
+leading axis (time or environment). Plotting and animation code wants a
+Python list of single pytrees instead; these two helpers convert between the
+two forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def leading_size(tree: Any, argname: str = "tree") -> int:
+    """Return the common size of the leading axis of every leaf of ``tree``.
+
+    Raises:
+        ValueError: if ``tree`` has no array leaves, if a leaf is a scalar, or
+            if the leaves disagree on the size of their leading axis.
+    """
+    leaves = jax.tree.leaves(tree)
+    if not leaves:
+        raise ValueError(f"{argname}: expected a pytree with array leaves, got no leaves")
+    sizes = set()
+    for leaf in leaves:
+        shape = np.shape(leaf)
+        if len(shape) == 0:
+            raise ValueError(
+                f"{argname}: every leaf needs a leading (batch or time) axis, found a scalar leaf"
+            )
+        sizes.add(shape[0])
+    if len(sizes) != 1:
+        raise ValueError(
+            f"{argname}: leaves disagree on the size of the leading axis: {sorted(sizes)}"
+        )
+    return sizes.pop()
+
+
+def unstack(tree: Any) -> list:
+    """Split a pytree with a leading axis of size ``n`` into a list of ``n`` pytrees.
+
+    Args:
+        tree: pytree whose leaves all have shape ``(n, ...)``, for example the
+            states returned by ``jax.lax.scan`` (time axis) or ``jax.vmap``
+            (environment axis).
+
+    Returns:
+        A list of ``n`` pytrees with the same structure; leaf ``i`` of item
+        ``k`` is ``leaf_i[k]`` with shape ``(...)``.
+
+    Raises:
+        ValueError: see :func:`leading_size`.
+
+    Example:
+        >>> states = unstack(batched_states)   # [state_env0, state_env1, ...]
+    """
+    n = leading_size(tree)
+    return [jax.tree.map(lambda leaf, k=k: leaf[k], tree) for k in range(n)]
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """Stack a non-empty sequence of pytrees with one structure along a new leading axis.
+
+    The inverse of :func:`unstack`.
+
+    Raises:
+        ValueError: if ``trees`` is empty or the pytrees differ in structure.
+    """
+    if len(trees) == 0:
+        raise ValueError("trees: expected a non-empty sequence of pytrees, got an empty one")
+    first = jax.tree.structure(trees[0])
+    for k, tree in enumerate(trees[1:], start=1):
+        if jax.tree.structure(tree) != first:
+            raise ValueError(
+                f"trees[{k}] has structure {jax.tree.structure(tree)}, expected {first}"
+            )
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)

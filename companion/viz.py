@@ -1,0 +1,192 @@
+"""Figures and inline animations that show in Jupyter, Colab and the static book.
+
+Animations are rendered with matplotlib's ``FuncAnimation.to_jshtml``: every
+frame is embedded as a PNG in a small HTML/JavaScript player with play, pause
+and step controls. It needs no ffmpeg and no running kernel, so it works in
+the published HTML pages as well as in notebooks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib import animation
+
+from companion.envs.maze import maze_rgb
+
+#: Largest animation, in MB, that :func:`animate_frames` embeds (matplotlib's
+#: default of 20 MB silently drops the frames past the limit).
+EMBED_LIMIT_MB = 100.0
+
+
+def _check_episode_list(states: Any, argname: str) -> None:
+    if not isinstance(states, (list, tuple)):
+        raise TypeError(
+            f"{argname}: expected a list of single environment states, got "
+            f"{type(states).__name__}. A state stacked over time (from jax.lax.scan) or over "
+            "environments (from jax.vmap) must be split first: companion.trees.unstack(states)"
+        )
+    if len(states) == 0:
+        raise ValueError(f"{argname}: expected a non-empty list of environment states, got []")
+
+
+def animate_frames(
+    frames: Sequence[Sequence[np.ndarray]],
+    *,
+    titles: Sequence[str] | None = None,
+    captions: Sequence[str] | None = None,
+    interval_ms: int = 200,
+    panel_inches: float = 2.4,
+    dpi: int = 80,
+):
+    """Turn images into an inline HTML animation with play controls.
+
+    Args:
+        frames: a non-empty sequence of frames; each frame is a sequence of
+            ``num_panels`` RGB images (float in [0, 1] or uint8, shape
+            ``(height, width, 3)``) drawn side by side. Every frame must have
+            the same number of panels.
+        titles: optional title of each panel (``num_panels`` strings).
+        captions: optional text shown under the panels, one string a frame.
+        interval_ms: delay between frames in milliseconds.
+        panel_inches: width of one panel in inches (the figure is
+            ``num_panels * panel_inches`` wide).
+        dpi: dots per inch of the embedded PNG frames.
+
+    Returns:
+        ``IPython.display.HTML`` holding the player; the last expression of a
+        cell displays it. Its ``.data`` is the HTML text.
+
+    Raises:
+        ValueError: if ``frames`` is empty, frames differ in their number of
+            panels, or ``titles``/``captions`` have the wrong length.
+    """
+    from IPython.display import HTML
+
+    if len(frames) == 0:
+        raise ValueError("frames: expected a non-empty sequence of frames, got an empty one")
+    num_panels = len(frames[0])
+    if num_panels == 0:
+        raise ValueError("frames[0]: expected at least one image panel, got none")
+    for t, frame in enumerate(frames):
+        if len(frame) != num_panels:
+            raise ValueError(f"frames[{t}] has {len(frame)} panels, expected {num_panels}")
+    if titles is not None and len(titles) != num_panels:
+        raise ValueError(f"titles: expected {num_panels} strings, got {len(titles)}")
+    if captions is not None and len(captions) != len(frames):
+        raise ValueError(f"captions: expected {len(frames)} strings, got {len(captions)}")
+
+    height, width = np.shape(frames[0][0])[:2]
+    panel_h = panel_inches * height / width
+    fig, axes = plt.subplots(
+        1, num_panels, figsize=(num_panels * panel_inches, panel_h + (0.5 if captions else 0.2)),
+        squeeze=False, dpi=dpi,
+    )
+    images = []
+    for p, ax in enumerate(axes[0]):
+        images.append(ax.imshow(frames[0][p], interpolation="nearest"))
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if titles is not None:
+            ax.set_title(titles[p], fontsize=9)
+    text = fig.text(0.5, 0.02, captions[0] if captions else "", ha="center", fontsize=9)
+    fig.tight_layout()
+
+    def draw(t: int):
+        for p, image in enumerate(images):
+            image.set_data(frames[t][p])
+        if captions:
+            text.set_text(captions[t])
+        return (*images, text)
+
+    anim = animation.FuncAnimation(fig, draw, frames=len(frames), interval=interval_ms, blit=False)
+    try:
+        with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB}):
+            html = anim.to_jshtml(default_mode="once")
+    finally:
+        plt.close(fig)
+    return HTML(html)
+
+
+def animate_maze(states: Sequence[Any], *, interval_ms: int = 200, panel_inches: float = 2.4):
+    """Animate one Maze episode from a list of single states.
+
+    Args:
+        states: non-empty list of single (not batched) Maze states, one per
+            time step, for example ``companion.trees.unstack(states_over_time)``.
+        interval_ms: delay between frames in milliseconds.
+        panel_inches: width of the maze picture in inches.
+
+    Returns:
+        ``IPython.display.HTML`` with one frame per state and play controls.
+
+    Raises:
+        TypeError: if ``states`` is not a list or tuple (a stacked state).
+        ValueError: if ``states`` is empty or holds a batched state.
+    """
+    return animate_mazes([states], interval_ms=interval_ms, panel_inches=panel_inches)
+
+
+def animate_mazes(
+    episodes: Sequence[Sequence[Any]],
+    *,
+    titles: Sequence[str] | None = None,
+    interval_ms: int = 200,
+    panel_inches: float = 2.4,
+):
+    """Animate several Maze episodes side by side.
+
+    Episodes may differ in length; a finished episode keeps showing its last
+    state until the longest one ends.
+
+    Args:
+        episodes: non-empty list of episodes, each a non-empty list of single
+            Maze states.
+        titles: optional title of each episode's panel.
+        interval_ms: delay between frames in milliseconds.
+        panel_inches: width of one maze picture in inches.
+
+    Returns:
+        ``IPython.display.HTML`` with ``max(len(e) for e in episodes)`` frames.
+
+    Raises:
+        TypeError, ValueError: as :func:`animate_maze`, naming the episode.
+    """
+    _check_episode_list(episodes, "episodes")
+    images = []
+    for e, states in enumerate(episodes):
+        _check_episode_list(states, f"episodes[{e}]" if len(episodes) > 1 else "states")
+        name = f"episodes[{e}]" if len(episodes) > 1 else "states"
+        images.append([maze_rgb(s, argname=f"{name}[{t}]") for t, s in enumerate(states)])
+    length = max(len(imgs) for imgs in images)
+    frames = [[imgs[min(t, len(imgs) - 1)] for imgs in images] for t in range(length)]
+    captions = [f"step {t}" for t in range(length)]
+    return animate_frames(
+        frames, titles=titles, captions=captions, interval_ms=interval_ms, panel_inches=panel_inches
+    )
+
+
+def show_maze(state: Any, ax=None, title: str | None = None):
+    """Draw one Maze state or observation on a matplotlib axis.
+
+    Args:
+        state: single Maze ``State`` or ``Observation``.
+        ax: axis to draw on; a new 3 x 3 inch figure is made when ``None``.
+        title: optional axis title.
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3, 3))
+    ax.imshow(maze_rgb(state), interpolation="nearest")
+    rows, cols = np.shape(state.walls)
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(rows))
+    ax.tick_params(labelsize=7)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
