@@ -1,0 +1,127 @@
+import base64
+import re
+import struct
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from companion.envs.maze import make_maze
+from companion.trees import unstack
+from companion.viz import animate_frames, animate_maze, animate_mazes, show_maze
+
+
+def _pngs(html: str) -> list[bytes]:
+    """The embedded PNG frames, decoded (the player splits base64 over lines)."""
+    chunks = re.findall(r'"data:image/png;base64,([^"]+)"', html)
+    return [base64.b64decode(re.sub(r"[^A-Za-z0-9+/=]", "", c)) for c in chunks]
+
+
+def _frame_count(html: str) -> int:
+    declared = re.findall(r"new Array\((\d+)\)", html)
+    assert len(declared) == 1
+    return int(declared[0])
+
+
+@pytest.fixture(scope="module")
+def episode():
+    """A 12-step random episode of the Maze as a list of single states."""
+    env = make_maze()
+    state, timestep = env.reset(jax.random.key(0))
+
+    def body(carry, key):
+        state, timestep = carry
+        logits = jnp.where(timestep.observation.action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(key, logits)
+        state, timestep = env.step(state, action)
+        return (state, timestep), state
+
+    _, states = jax.lax.scan(body, (state, timestep), jax.random.split(jax.random.key(1), 11))
+    return [state] + unstack(states)
+
+
+def test_every_frame_is_embedded_and_the_figure_closed(episode):
+    before = plt.get_fignums()
+    html = animate_maze(episode).data
+    assert _frame_count(html) == len(episode) == 12
+    assert len(_pngs(html)) == 12
+    assert plt.get_fignums() == before
+    # Play controls are part of the player.
+    assert "anim_step_forward" in html or "Play" in html
+
+
+def test_frames_differ_when_the_agent_moves(episode):
+    html = animate_maze(episode).data
+    pngs = _pngs(html)
+    moved = [
+        (int(a.agent_position.row), int(a.agent_position.col))
+        != (int(b.agent_position.row), int(b.agent_position.col))
+        for a, b in zip(episode, episode[1:])
+    ]
+    assert any(moved)
+    for t, m in enumerate(moved):
+        if m:
+            assert pngs[t] != pngs[t + 1], f"frame {t + 1} does not show the agent's move"
+
+
+def test_long_episodes_keep_every_frame(episode):
+    long_episode = episode * 30  # 360 frames: more than a small embed limit would keep
+    html = animate_maze(long_episode, panel_inches=1.5).data
+    assert len(_pngs(html)) == 360
+
+
+def test_sensible_size(episode):
+    """Frames are small PNGs (jumanji's own viewer draws very large figures)."""
+    html = animate_maze(episode).data
+    raw = _pngs(html)[0]
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", raw[16:24])  # the PNG's IHDR chunk
+    assert 100 <= width <= 400 and 100 <= height <= 400, (width, height)
+
+
+def test_side_by_side_pads_shorter_episodes(episode):
+    html = animate_mazes([episode, episode[:5]], titles=["a", "b"]).data
+    assert _frame_count(html) == 12
+
+
+def test_empty_list_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"states: expected a non-empty list"):
+        animate_maze([])
+    with pytest.raises(ValueError, match="non-empty"):
+        animate_mazes([])
+    with pytest.raises(ValueError, match="frames: expected a non-empty"):
+        animate_frames([])
+
+
+def test_batched_state_is_a_clear_error():
+    env = make_maze()
+    batched, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 4))
+    with pytest.raises(ValueError, match=r"states\[0\].*batched.*unstack"):
+        animate_maze([batched])
+    with pytest.raises(TypeError, match="unstack"):
+        animate_maze(batched)
+    assert plt.get_fignums() == []
+
+
+def test_episode_errors_name_the_episode(episode):
+    with pytest.raises(ValueError, match=r"episodes\[1\]: expected a non-empty"):
+        animate_mazes([episode, []])
+
+
+def test_animate_frames_checks_panels_and_labels():
+    img = np.zeros((4, 4, 3))
+    with pytest.raises(ValueError, match=r"frames\[1\] has 1 panels, expected 2"):
+        animate_frames([[img, img], [img]])
+    with pytest.raises(ValueError, match="titles: expected 1"):
+        animate_frames([[img]], titles=["a", "b"])
+    with pytest.raises(ValueError, match="captions: expected 1"):
+        animate_frames([[img]], captions=[])
+
+
+def test_show_maze_draws_on_given_axis(episode):
+    fig, ax = plt.subplots()
+    assert show_maze(episode[0], ax=ax, title="t") is ax
+    assert ax.get_title() == "t" and len(ax.images) == 1
+    plt.close(fig)
