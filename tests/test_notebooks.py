@@ -12,7 +12,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def test_there_are_notebooks():
-    assert len(NOTEBOOKS) >= 2
+    assert len(NOTEBOOKS) >= 3
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -71,8 +71,20 @@ def test_jax_essentials_shows_measured_figures(executed):
     text = "".join(o.get("text", "") for _, o in outputs(nb))
     assert "df/dx   = [ 6.  8. 10. 12. 14.]" in text
     assert "compile time (once)" in text and "x NumPy" in text
-    assert "lax.scan (jit)" in text
+    assert "lax.scan (jit)" in text and "Python loop, jit step" in text
     assert "all solutions check out" in text
+    assert len(_png_outputs(nb)) >= 1
+
+
+def test_neural_networks_chapter_claims(executed):
+    nb = executed(ROOT / "notebooks" / "02_neural_networks.ipynb")
+    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    assert "jax.grad: gradient for the constant scale = " in text
+    assert "eqx.filter_grad: gradient for scale = None" in text
+    assert "traces with a float temperature: 5" in text
+    assert "traces with an array temperature: 1" in text
+    assert "Non-hashable static arguments" in text
+    assert text.count("check passed") == 3
     assert len(_png_outputs(nb)) >= 1
 
 
