@@ -8,7 +8,7 @@ the published HTML pages as well as in notebooks.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -82,8 +82,11 @@ def animate_frames(
     height, width = np.shape(frames[0][0])[:2]
     panel_h = panel_inches * height / width
     fig, axes = plt.subplots(
-        1, num_panels, figsize=(num_panels * panel_inches, panel_h + (0.5 if captions else 0.2)),
-        squeeze=False, dpi=dpi,
+        1,
+        num_panels,
+        figsize=(num_panels * panel_inches, panel_h + (0.5 if captions else 0.2)),
+        squeeze=False,
+        dpi=dpi,
     )
     images = []
     for p, ax in enumerate(axes[0]):
@@ -165,7 +168,11 @@ def animate_mazes(
     frames = [[imgs[min(t, len(imgs) - 1)] for imgs in images] for t in range(length)]
     captions = [f"step {t}" for t in range(length)]
     return animate_frames(
-        frames, titles=titles, captions=captions, interval_ms=interval_ms, panel_inches=panel_inches
+        frames,
+        titles=titles,
+        captions=captions,
+        interval_ms=interval_ms,
+        panel_inches=panel_inches,
     )
 
 

@@ -28,7 +28,10 @@ def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndar
     except Exception as exc:  # a tracer, a list of mixed things...
         fail(f"{what} should be an array of shape {expected}, got {type(got).__name__} ({exc})")
     if arr.shape != tuple(expected):
-        fail(f"{what} has shape {arr.shape}, expected {tuple(expected)}." + (f" {hint}" if hint else ""))
+        fail(
+            f"{what} has shape {arr.shape}, expected {tuple(expected)}."
+            + (f" {hint}" if hint else "")
+        )
     if not np.all(np.isfinite(arr)):
         fail(f"{what} contains NaN or inf values")
     return arr

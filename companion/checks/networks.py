@@ -43,18 +43,25 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
     try:
         got = mlp_apply(params, x)
     except Exception as exc:
-        fail(f"mlp_apply(params, x) raised {type(exc).__name__}: {exc}. "
-             "Shapes: x (5, 3), W1 (3, 8), b1 (8,), W2 (8, 2), b2 (2,)")
-    got = check_shape(got, (5, 2), "mlp_apply(params, x) with x of shape (5, 3)",
-                      hint="The output has one row per example and one column per output unit.")
+        fail(
+            f"mlp_apply(params, x) raised {type(exc).__name__}: {exc}. "
+            "Shapes: x (5, 3), W1 (3, 8), b1 (8,), W2 (8, 2), b2 (2,)"
+        )
+    got = check_shape(
+        got,
+        (5, 2),
+        "mlp_apply(params, x) with x of shape (5, 3)",
+        hint="The output has one row per example and one column per output unit.",
+    )
     expected = _reference_mlp_apply(params, x)
     if close(got, expected):
         passed("mlp_apply matches tanh(x @ W1 + b1) @ W2 + b2")
         return
     (w1, b1), (w2, b2) = params
     mistakes = {
-        "tanh is applied to the output layer too; the last layer should stay linear":
-            jnp.tanh(expected),
+        "tanh is applied to the output layer too; the last layer should stay linear": jnp.tanh(
+            expected
+        ),
         "the hidden layer has no tanh activation": (x @ w1 + b1) @ w2 + b2,
         "a bias is missing": jnp.tanh(x @ w1) @ w2 + b2,
         "the output bias is missing": jnp.tanh(x @ w1 + b1) @ w2,
@@ -63,8 +70,10 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
     for message, wrong in mistakes.items():
         if close(got, wrong):
             fail(f"mlp_apply: {message}.")
-    fail("mlp_apply returns the right shape but wrong values; compare with "
-         "tanh(x @ W1 + b1) @ W2 + b2 on a single example.")
+    fail(
+        "mlp_apply returns the right shape but wrong values; compare with "
+        "tanh(x @ W1 + b1) @ W2 + b2 on a single example."
+    )
 
 
 def check_mse_loss(mse_loss: Callable) -> None:
@@ -84,10 +93,16 @@ def check_mse_loss(mse_loss: Callable) -> None:
     try:
         got = mse_loss(model, x, y)
     except Exception as exc:
-        fail(f"mse_loss(model, x, y) raised {type(exc).__name__}: {exc}. The model takes ONE "
-             "input of shape (3,): use jax.vmap(model)(x) for a batch.")
-    got = check_shape(got, (), "mse_loss(model, x, y)",
-                      hint="The loss must be a scalar: take the mean over the batch and outputs.")
+        fail(
+            f"mse_loss(model, x, y) raised {type(exc).__name__}: {exc}. The model takes ONE "
+            "input of shape (3,): use jax.vmap(model)(x) for a batch."
+        )
+    got = check_shape(
+        got,
+        (),
+        "mse_loss(model, x, y)",
+        hint="The loss must be a scalar: take the mean over the batch and outputs.",
+    )
     pred = jax.vmap(model)(x)
     expected = jnp.mean((pred - y) ** 2)
     if float(got) < 0:
@@ -104,8 +119,10 @@ def check_mse_loss(mse_loss: Callable) -> None:
     ref = eqx.filter_grad(lambda m, x, y: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model, x, y)
     for g, r in zip(jax.tree.leaves(grads), jax.tree.leaves(ref)):
         if not close(g, r, rtol=1e-4, atol=1e-6):
-            fail("mse_loss has the right value but wrong gradients: is part of it wrapped in "
-                 "jax.lax.stop_gradient or computed with NumPy?")
+            fail(
+                "mse_loss has the right value but wrong gradients: is part of it wrapped in "
+                "jax.lax.stop_gradient or computed with NumPy?"
+            )
     passed("mse_loss gives the mean squared error and its gradient")
 
 
@@ -134,17 +151,23 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     x = jnp.array([1.0, -2.0, 3.0, 0.5])
     out = check_shape(module(x), (), "module(x) with x of shape (4,)")
     if not close(out, 2.0 * np.sum(weight * np.asarray(x))):
-        fail(f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
-             f"{float(2.0 * np.sum(weight * np.asarray(x))):.4f}")
+        fail(
+            f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
+            f"{float(2.0 * np.sum(weight * np.asarray(x))):.4f}"
+        )
     grads = eqx.filter_grad(lambda m: m(x))(module)
     if grads.weight is None:
-        fail("eqx.filter_grad gives None for weight: the weight must be a JAX array "
-             "of floats, not a NumPy array, a list or a static field")
+        fail(
+            "eqx.filter_grad gives None for weight: the weight must be a JAX array "
+            "of floats, not a NumPy array, a list or a static field"
+        )
     static = {f.name for f in dataclasses.fields(module) if f.metadata.get("static", False)}
     if "scale" not in static and getattr(grads, "scale", None) is not None:
-        fail("the constant `scale` gets a gradient; it should be None. A JAX array field is "
-             "trainable: store the constant as a Python float, or mark the field "
-             "eqx.field(static=True).")
+        fail(
+            "the constant `scale` gets a gradient; it should be None. A JAX array field is "
+            "trainable: store the constant as a Python float, or mark the field "
+            "eqx.field(static=True)."
+        )
     if not close(grads.weight, 2.0 * np.asarray(x)):
         fail("the gradient of module(x) with respect to weight should be scale * x")
     passed("weight is trainable and the constant scale gets no gradient (None)")

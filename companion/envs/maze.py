@@ -56,7 +56,10 @@ def _single_maze_arrays(state: Any, argname: str):
             "with companion.trees.unstack(state)"
         )
     agent = (int(np.asarray(state.agent_position.row)), int(np.asarray(state.agent_position.col)))
-    target = (int(np.asarray(state.target_position.row)), int(np.asarray(state.target_position.col)))
+    target = (
+        int(np.asarray(state.target_position.row)),
+        int(np.asarray(state.target_position.col)),
+    )
     return walls, agent, target
 
 
