@@ -77,3 +77,139 @@ def test_action_names_follow_jumanji_moves():
                 assert got == (row + dr, col + dc), name
                 tried.add(name)
     assert tried == set(ACTION_NAMES)
+
+
+# --- observation image -----------------------------------------------------------------------
+
+from collections import Counter  # noqa: E402
+
+import jax.numpy as jnp  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from companion.envs.maze import (  # noqa: E402
+    MEDIUM_MAZE,
+    EmptyMazeGenerator,
+    FixedMazeGenerator,
+    medium_maze_generator,
+    observation_image,
+    parse_maze,
+    shortest_path_length,
+)
+
+
+def test_observation_image_channels():
+    env = make_maze()
+    _, timestep = env.reset(jax.random.key(1))
+    obs = timestep.observation
+    image = observation_image(obs)
+    assert image.shape == (3, 10, 10) and image.dtype == jnp.float32
+    np.testing.assert_array_equal(image[0], np.asarray(obs.walls, np.float32))
+    r, c = int(obs.agent_position.row), int(obs.agent_position.col)
+    tr, tc = int(obs.target_position.row), int(obs.target_position.col)
+    assert float(image[1].sum()) == 1.0 and float(image[1, r, c]) == 1.0
+    assert float(image[2].sum()) == 1.0 and float(image[2, tr, tc]) == 1.0
+    assert set(np.unique(np.asarray(image))) <= {0.0, 1.0}
+
+
+def test_observation_image_batches_with_vmap_and_rejects_raw_batches():
+    env = make_maze()
+    _, timesteps = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 5))
+    images = jax.jit(jax.vmap(observation_image))(timesteps.observation)
+    assert images.shape == (5, 3, 10, 10)
+    np.testing.assert_array_equal(images[3], observation_image(unstack_obs(timesteps, 3)))
+    with pytest.raises(ValueError, match=r"walls has shape \(5, 10, 10\).*jax.vmap"):
+        observation_image(timesteps.observation)
+
+
+def unstack_obs(timesteps, i):
+    return jax.tree.map(lambda leaf: leaf[i], timesteps.observation)
+
+
+# --- generators ------------------------------------------------------------------------------
+
+def _pair_counts(generator, n=9000):
+    states = jax.jit(jax.vmap(generator))(jax.random.split(jax.random.key(0), n))
+    pairs = zip(
+        zip(np.asarray(states.agent_position.row), np.asarray(states.agent_position.col)),
+        zip(np.asarray(states.target_position.row), np.asarray(states.target_position.col)),
+    )
+    return Counter((tuple(map(int, s)), tuple(map(int, t))) for s, t in pairs)
+
+
+def _all_pairs_uniform(counts, num_pairs):
+    if len(counts) != num_pairs:
+        return False
+    return stats.chisquare(list(counts.values())).pvalue > 1e-3
+
+
+def test_medium_maze_draws_all_nine_pairs_uniformly():
+    counts = _pair_counts(medium_maze_generator())
+    assert _all_pairs_uniform(counts, 9), counts
+
+
+def test_the_two_of_three_mistake_is_caught():
+    class OffByOne(FixedMazeGenerator):  # maxval=len - 1: randint never draws the last cell
+        def __call__(self, key):
+            state = super().__call__(key)
+            k1, k2 = jax.random.split(key)
+            s = self.starts[jax.random.randint(k1, (), 0, self.starts.shape[0] - 1)]
+            t = self.targets[jax.random.randint(k2, (), 0, self.targets.shape[0] - 1)]
+            position = type(state.agent_position)
+            return state.replace(
+                agent_position=position(row=s[0], col=s[1]),
+                target_position=position(row=t[0], col=t[1]),
+            )
+
+    counts = _pair_counts(OffByOne(*parse_maze(MEDIUM_MAZE)))
+    assert len(counts) == 4 and not _all_pairs_uniform(counts, 9)
+
+
+def test_medium_maze_layout_is_solvable_from_every_start():
+    walls, starts, targets = parse_maze(MEDIUM_MAZE)
+    assert walls.shape == (10, 10) and len(starts) == 3 and len(targets) == 3
+    for s in starts:
+        for t in targets:
+            assert shortest_path_length(walls, s, t) > 0
+
+
+def test_generators_work_inside_the_environment():
+    env = make_maze(generator=medium_maze_generator())
+    walls, starts, targets = parse_maze(MEDIUM_MAZE)
+    state, timestep = jax.jit(env.reset)(jax.random.key(3))
+    np.testing.assert_array_equal(state.walls, walls)
+    assert (int(state.agent_position.row), int(state.agent_position.col)) in starts
+    assert (int(state.target_position.row), int(state.target_position.col)) in targets
+    # the action mask is computed by the environment from our walls
+    assert timestep.observation.action_mask.shape == (4,)
+
+    empty = make_maze(generator=EmptyMazeGenerator())
+    state, timestep = empty.reset(jax.random.key(0))
+    assert not np.asarray(state.walls).any()
+    assert (int(state.agent_position.row), int(state.agent_position.col)) == (0, 0)
+    assert (int(state.target_position.row), int(state.target_position.col)) == (9, 9)
+    np.testing.assert_array_equal(timestep.observation.action_mask, [False, True, True, False])
+
+
+def test_generator_errors_name_the_argument():
+    walls = np.zeros((3, 3), bool)
+    walls[1, 1] = True
+    with pytest.raises(ValueError, match=r"starts: cell \(1, 1\) is a wall"):
+        FixedMazeGenerator(walls, [(1, 1)], [(0, 0)])
+    with pytest.raises(ValueError, match=r"targets: cell \(5, 0\) is outside the 3x3 maze"):
+        FixedMazeGenerator(walls, [(0, 0)], [(5, 0)])
+    with pytest.raises(ValueError, match="starts: expected a non-empty list"):
+        FixedMazeGenerator(walls, [], [(0, 0)])
+    with pytest.raises(ValueError, match="walls: expected a 2-D array"):
+        FixedMazeGenerator(np.zeros(3, bool), [(0, 0)], [(0, 0)])
+    with pytest.raises(ValueError, match="unknown character 'x'"):
+        parse_maze(["..", ".x"])
+
+
+def test_shortest_path_by_hand():
+    empty = np.zeros((10, 10), bool)
+    assert shortest_path_length(empty, (0, 0), (9, 9)) == 18
+    assert shortest_path_length(empty, (4, 4), (4, 4)) == 0
+    corridor = np.array([[0, 1, 0], [0, 1, 0], [0, 0, 0]], bool)
+    assert shortest_path_length(corridor, (0, 0), (0, 2)) == 6
+    blocked = np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0]], bool)
+    assert shortest_path_length(blocked, (0, 0), (0, 2)) == -1

@@ -8,11 +8,19 @@ int32 scalars) and ``action_mask`` (bool, shape ``(4,)``, actions
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from typing import Any, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from companion.envs.jumanji_import import import_jumanji
+
+import_jumanji()  # before any jumanji submodule: keeps matplotlib's backend
+
+from jumanji.environments.routing.maze.generator import Generator  # noqa: E402
+from jumanji.environments.routing.maze.types import Position, State  # noqa: E402
 
 #: Action names of jumanji's Maze, indexed by action id.
 ACTION_NAMES = ("up", "right", "down", "left")
@@ -86,3 +94,170 @@ def maze_rgb(state: Any, argname: str = "state") -> np.ndarray:
     image[target] = COLOURS["target"]
     image[agent] = COLOURS["agent"]
     return image
+
+
+def observation_image(obs: Any) -> jax.Array:
+    """Turn one Maze observation into a 3-channel image for a convolutional network.
+
+    Args:
+        obs: a single (not batched) Maze ``Observation`` or ``State``;
+            ``jax.vmap(observation_image)`` handles a batch.
+
+    Returns:
+        float32 array of shape ``(3, rows, cols)``: channel 0 is 1.0 on walls,
+        channel 1 is 1.0 on the agent's cell, channel 2 is 1.0 on the target's
+        cell; every other entry is 0.0.
+
+    Raises:
+        ValueError: if ``obs.walls`` is not 2-D (a batch: use ``jax.vmap``).
+    """
+    walls = jnp.asarray(obs.walls)
+    if walls.ndim != 2:
+        raise ValueError(
+            f"obs: walls has shape {walls.shape}, expected (rows, cols); "
+            "for a batch of observations use jax.vmap(observation_image)"
+        )
+    zeros = jnp.zeros(walls.shape, jnp.float32)
+    agent = zeros.at[obs.agent_position.row, obs.agent_position.col].set(1.0)
+    target = zeros.at[obs.target_position.row, obs.target_position.col].set(1.0)
+    return jnp.stack([walls.astype(jnp.float32), agent, target])
+
+
+def _cells(cells: Sequence[Sequence[int]], name: str, walls: np.ndarray) -> jax.Array:
+    arr = np.asarray(cells, dtype=np.int32)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
+        raise ValueError(f"{name}: expected a non-empty list of (row, col) pairs, got {cells!r}")
+    rows, cols = walls.shape
+    for r, c in arr:
+        if not (0 <= r < rows and 0 <= c < cols):
+            raise ValueError(f"{name}: cell {(int(r), int(c))} is outside the {rows}x{cols} maze")
+        if walls[r, c]:
+            raise ValueError(f"{name}: cell {(int(r), int(c))} is a wall")
+    return jnp.asarray(arr)
+
+
+class FixedMazeGenerator(Generator):
+    """A fixed wall layout; start and target drawn uniformly from given cells.
+
+    The start is drawn uniformly from ``starts`` and, independently, the target
+    uniformly from ``targets``, so every (start, target) pair occurs with
+    probability ``1 / (len(starts) * len(targets))``. (``jax.random.randint``
+    excludes its upper bound: drawing with ``maxval=len(cells) - 1`` would
+    silently never pick the last cell.)
+
+    Args:
+        walls: bool array-like ``(rows, cols)``, True for a wall.
+        starts: non-empty list of ``(row, col)`` free cells.
+        targets: non-empty list of ``(row, col)`` free cells.
+
+    Raises:
+        ValueError: if ``walls`` is not 2-D or a cell is outside the maze or a wall.
+    """
+
+    def __init__(self, walls: Any, starts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]):
+        walls_np = np.asarray(walls, dtype=bool)
+        if walls_np.ndim != 2:
+            raise ValueError(f"walls: expected a 2-D array (rows, cols), got shape {walls_np.shape}")
+        super().__init__(num_rows=walls_np.shape[0], num_cols=walls_np.shape[1])
+        self.walls = jnp.asarray(walls_np)
+        self.starts = _cells(starts, "starts", walls_np)
+        self.targets = _cells(targets, "targets", walls_np)
+
+    def __call__(self, key: jax.Array) -> State:
+        key, start_key, target_key = jax.random.split(key, 3)
+        start = self.starts[jax.random.randint(start_key, (), 0, self.starts.shape[0])]
+        target = self.targets[jax.random.randint(target_key, (), 0, self.targets.shape[0])]
+        return State(
+            agent_position=Position(row=start[0], col=start[1]),
+            target_position=Position(row=target[0], col=target[1]),
+            walls=self.walls,
+            action_mask=None,
+            key=key,
+            step_count=jnp.array(0, jnp.int32),
+        )
+
+
+class EmptyMazeGenerator(FixedMazeGenerator):
+    """A maze without walls, with one start and one target.
+
+    Defaults: 10 x 10 cells, start (0, 0), target (9, 9) (18 steps apart).
+    """
+
+    def __init__(self, num_rows: int = 10, num_cols: int = 10, start=(0, 0), target=(9, 9)):
+        super().__init__(np.zeros((num_rows, num_cols), bool), [start], [target])
+
+
+#: A hand-made 10 x 10 maze ("#" wall, "." free) with three start cells (S)
+#: and three target cells (T), used by :func:`medium_maze_generator`.
+MEDIUM_MAZE = (
+    "S..#......",
+    ".#.#.####T",
+    ".#...#....",
+    ".###.#.###",
+    ".S.#...#.T",
+    "##.###.#.#",
+    "...#...#..",
+    ".#.#.###..",
+    ".#...#...#",
+    "S#.#...#.T",
+)
+
+
+def parse_maze(layout: Sequence[str]) -> tuple[np.ndarray, list, list]:
+    """Parse rows of ``"#"`` (wall), ``"."`` (free), ``"S"`` (start), ``"T"`` (target).
+
+    Returns:
+        ``(walls, starts, targets)``: bool ``(rows, cols)`` and two lists of ``(row, col)``.
+
+    Raises:
+        ValueError: for rows of different lengths or an unknown character.
+    """
+    if len({len(row) for row in layout}) != 1:
+        raise ValueError("layout: every row must have the same length")
+    walls = np.zeros((len(layout), len(layout[0])), bool)
+    starts, targets = [], []
+    for r, row in enumerate(layout):
+        for c, ch in enumerate(row):
+            if ch == "#":
+                walls[r, c] = True
+            elif ch == "S":
+                starts.append((r, c))
+            elif ch == "T":
+                targets.append((r, c))
+            elif ch != ".":
+                raise ValueError(f"layout: unknown character {ch!r} at {(r, c)}")
+    return walls, starts, targets
+
+
+def medium_maze_generator() -> FixedMazeGenerator:
+    """The fixed :data:`MEDIUM_MAZE` with its 3 starts and 3 targets (9 pairs)."""
+    return FixedMazeGenerator(*parse_maze(MEDIUM_MAZE))
+
+
+def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]) -> int:
+    """Fewest moves from ``start`` to ``target`` (breadth-first search).
+
+    Args:
+        walls: bool array-like ``(rows, cols)``.
+        start, target: ``(row, col)`` cells.
+
+    Returns:
+        The number of moves (0 when ``start == target``), or -1 when the
+        target cannot be reached.
+    """
+    walls = np.asarray(walls, dtype=bool)
+    rows, cols = walls.shape
+    start, target = tuple(int(v) for v in start), tuple(int(v) for v in target)
+    distance = {start: 0}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if cell == target:
+            return distance[cell]
+        r, c = cell
+        for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
+            nxt = (r + dr, c + dc)
+            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in distance:
+                distance[nxt] = distance[cell] + 1
+                queue.append(nxt)
+    return -1
