@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv test book serve clean
+.PHONY: venv test book bench serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: venv
 # is not executed again. Any warning or cell error fails the build.
 book: venv
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
+
+# Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to benchmarks/results.
+bench: venv
+	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
+	$(BIN)/python benchmarks/env_throughput.py
 
 # Preview the built book at http://localhost:8000
 serve:

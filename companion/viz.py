@@ -8,13 +8,15 @@ the published HTML pages as well as in notebooks.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import matplotlib
+import matplotlib.patches
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
 
+from companion.envs.cartpole import DEFAULT_PARAMS, CartPoleParams
 from companion.envs.maze import maze_rgb
 
 #: Largest animation, in MB, that :func:`animate_frames` embeds (matplotlib's
@@ -64,8 +66,6 @@ def animate_frames(
         ValueError: if ``frames`` is empty, frames differ in their number of
             panels, or ``titles``/``captions`` have the wrong length.
     """
-    from IPython.display import HTML
-
     if len(frames) == 0:
         raise ValueError("frames: expected a non-empty sequence of frames, got an empty one")
     num_panels = len(frames[0])
@@ -105,7 +105,14 @@ def animate_frames(
             text.set_text(captions[t])
         return (*images, text)
 
-    anim = animation.FuncAnimation(fig, draw, frames=len(frames), interval=interval_ms, blit=False)
+    return _animation_html(fig, draw, len(frames), interval_ms)
+
+
+def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_ms: int):
+    """Render ``draw(t)`` for every frame into an HTML player and close ``fig``."""
+    from IPython.display import HTML
+
+    anim = animation.FuncAnimation(fig, draw, frames=num_frames, interval=interval_ms, blit=False)
     try:
         with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB}):
             html = anim.to_jshtml(default_mode="once")
@@ -197,3 +204,106 @@ def show_maze(state: Any, ax=None, title: str | None = None):
     if title:
         ax.set_title(title, fontsize=10)
     return ax
+
+
+def _cartpole_physics(states: Sequence[Any], argname: str) -> np.ndarray:
+    _check_episode_list(states, argname)
+    rows = []
+    for t, s in enumerate(states):
+        physics = np.asarray(getattr(s, "physics", s), dtype=np.float64)
+        if physics.shape != (4,):
+            raise ValueError(
+                f"{argname}[{t}]: expected a CartPoleState or an observation of shape (4,), "
+                f"got shape {physics.shape}. A batched state must be split first: "
+                "companion.trees.unstack(states)"
+            )
+        rows.append(physics)
+    return np.stack(rows)
+
+
+def _draw_cartpole(ax, params: CartPoleParams):
+    limit = params.x_threshold
+    ax.set_xlim(-limit - 0.3, limit + 0.3)
+    ax.set_ylim(-0.4, 1.4)
+    ax.set_aspect("equal")
+    ax.set_yticks([])
+    ax.set_xlabel("cart position x (m)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.axhline(0, color="grey", lw=1)
+    for x in (-limit, limit):
+        ax.axvline(x, color="tab:red", lw=0.8, ls=":")
+    cart = matplotlib.patches.Rectangle((0, 0), 0.5, 0.3, color="tab:blue")
+    ax.add_patch(cart)
+    (pole,) = ax.plot([], [], lw=5, color="tab:orange", solid_capstyle="round")
+    return cart, pole
+
+
+def _place_cartpole(cart, pole, physics, params: CartPoleParams):
+    x, theta = physics[0], physics[2]
+    cart.set_xy((x - 0.25, -0.05))
+    pole_len = 2 * params.length
+    top = 0.25
+    pole.set_data([x, x + pole_len * np.sin(theta)], [top, top + pole_len * np.cos(theta)])
+
+
+def show_cartpole(state: Any, ax=None, params: CartPoleParams = DEFAULT_PARAMS, title=None):
+    """Draw one CartPole state (a ``CartPoleState`` or an observation ``(4,)``).
+
+    The dotted red lines mark the track limits (|x| = 2.4 m); the pole is drawn
+    at its full length of ``2 * params.length`` metres.
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    (physics,) = _cartpole_physics([state], "state")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 2))
+    cart, pole = _draw_cartpole(ax, params)
+    _place_cartpole(cart, pole, physics, params)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def animate_cartpole(
+    states: Sequence[Any],
+    *,
+    params: CartPoleParams = DEFAULT_PARAMS,
+    interval_ms: int = 40,
+    width_inches: float = 5.0,
+    title: str | None = None,
+):
+    """Animate a CartPole episode.
+
+    Args:
+        states: non-empty list of single ``CartPoleState``s or observations of
+            shape ``(4,)``, one per time step (``companion.trees.unstack`` turns
+            a scanned state into such a list).
+        params: the constants used for drawing (track limits, pole length).
+        interval_ms: delay between frames (gymnasium's time step is 20 ms).
+        width_inches: width of the figure.
+        title: optional title above the track.
+
+    Returns:
+        ``IPython.display.HTML`` with one frame per state and play controls.
+
+    Raises:
+        TypeError: if ``states`` is not a list or tuple.
+        ValueError: if it is empty or an item is not a single state.
+    """
+    physics = _cartpole_physics(states, "states")
+    fig, ax = plt.subplots(figsize=(width_inches, width_inches * 0.42), dpi=80)
+    cart, pole = _draw_cartpole(ax, params)
+    caption = ax.text(0.02, 0.92, "", transform=ax.transAxes, fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+
+    def draw(t: int):
+        _place_cartpole(cart, pole, physics[t], params)
+        caption.set_text(
+            f"step {t}   x = {physics[t, 0]:+.2f} m   theta = {np.degrees(physics[t, 2]):+.1f} deg"
+        )
+        return cart, pole, caption
+
+    return _animation_html(fig, draw, len(physics), interval_ms)

@@ -12,7 +12,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def test_there_are_notebooks():
-    assert len(NOTEBOOKS) >= 3
+    assert len(NOTEBOOKS) >= 5
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -118,3 +118,27 @@ def test_plain_jumanji_import_in_a_kernel_is_what_the_guard_prevents(tmp_path):
         assert "ipympl" in str(exc)
     else:  # a jumanji that no longer switches backends must leave it alone too
         assert "inline" in backend, backend
+
+
+def test_maze_in_depth_claims(executed):
+    nb = executed(ROOT / "notebooks" / "04_maze_in_depth.ipynb")
+    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    assert "already the NEXT episode" in text
+    assert "9 of 9 pairs occur" in text
+    assert "all leaves equal: True" in text
+    assert "pooled / per-step:" in text
+    animations = [h for h in _html_outputs(nb) if "new Array(" in h]
+    assert len(animations) == 1
+    assert len(_png_outputs(nb)) >= 3
+
+
+def test_cartpole_claims(executed):
+    nb = executed(ROOT / "notebooks" / "05_cartpole.ipynb")
+    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    assert "falling pole -> terminated: True  reward: 1.0" in text
+    assert "step 500 -> truncated: True  terminated: False" in text
+    assert "action: expected 0 (push left) or 1 (push right)" in text
+    assert "linear controller  mean return  500.0" in text
+    animations = [h for h in _html_outputs(nb) if "new Array(" in h]
+    assert len(animations) == 2
+    assert len(_png_outputs(nb)) >= 2

@@ -125,3 +125,50 @@ def test_show_maze_draws_on_given_axis(episode):
     assert show_maze(episode[0], ax=ax, title="t") is ax
     assert ax.get_title() == "t" and len(ax.images) == 1
     plt.close(fig)
+
+
+# --- CartPole --------------------------------------------------------------------------------
+
+from companion.envs import cartpole  # noqa: E402
+from companion.viz import animate_cartpole, show_cartpole  # noqa: E402
+
+
+def _cartpole_episode(n=15):
+    state, _ = cartpole.reset(jax.random.key(0))
+    states = [state]
+    for t in range(n - 1):
+        state, _ = cartpole.step(state, t % 2)
+        states.append(state)
+    return states
+
+
+def test_cartpole_animation_has_every_frame_and_closes_its_figure():
+    before = plt.get_fignums()
+    states = _cartpole_episode()
+    html = animate_cartpole(states).data
+    assert _frame_count(html) == 15 and len(_pngs(html)) == 15
+    assert plt.get_fignums() == before
+    # observations work as well as states
+    html = animate_cartpole([s.physics for s in states[:4]]).data
+    assert _frame_count(html) == 4
+
+
+def test_cartpole_pole_is_drawn_at_its_angle():
+    fig, ax = plt.subplots()
+    show_cartpole(jnp.array([1.0, 0.0, 0.3, 0.0]), ax=ax)
+    (pole,) = [line for line in ax.lines if line.get_linewidth() == 5]
+    xs, ys = pole.get_data()
+    assert xs[0] == pytest.approx(1.0)
+    assert xs[1] - xs[0] == pytest.approx(np.sin(0.3), rel=1e-6)  # pole length 1 m
+    assert ys[1] - ys[0] == pytest.approx(np.cos(0.3), rel=1e-6)
+    plt.close(fig)
+
+
+def test_cartpole_animation_errors():
+    with pytest.raises(ValueError, match="non-empty"):
+        animate_cartpole([])
+    batched, _ = jax.vmap(cartpole.reset)(jax.random.split(jax.random.key(0), 3))
+    with pytest.raises(ValueError, match=r"states\[0\].*shape \(3, 4\).*unstack"):
+        animate_cartpole([batched])
+    with pytest.raises(TypeError, match="unstack"):
+        animate_cartpole(batched)

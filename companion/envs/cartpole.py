@@ -225,3 +225,33 @@ def step_autoreset(
         key=key,
     )
     return new_state, timestep._replace(obs=new_state.physics)
+
+
+def random_rollout(
+    key: jax.Array, num_envs: int, num_steps: int, params: CartPoleParams = DEFAULT_PARAMS
+) -> tuple[CartPoleState, jax.Array]:
+    """Run ``num_envs`` CartPoles for ``num_steps`` steps of uniformly random actions.
+
+    The batch is stepped with ``jax.vmap(step_autoreset)`` inside ``jax.lax.scan``;
+    wrap the call in ``jax.jit`` (with ``num_envs`` and ``num_steps`` static).
+
+    Args:
+        key: PRNG key.
+        num_envs: number of environments (batch size), a positive int.
+        num_steps: number of steps of every environment, a positive int.
+        params: physical constants.
+
+    Returns:
+        ``(states, episodes)``: the final batched state, and the number of
+        episodes that ended (int32 scalar).
+    """
+    reset_key, action_key = jax.random.split(key)
+    states, _ = jax.vmap(reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
+
+    def body(states, step_key):
+        actions = jax.random.bernoulli(step_key, shape=(num_envs,)).astype(jnp.int32)
+        states, timestep = jax.vmap(step_autoreset, in_axes=(0, 0, None))(states, actions, params)
+        return states, timestep.done.sum(dtype=jnp.int32)
+
+    states, ended = jax.lax.scan(body, states, jax.random.split(action_key, num_steps))
+    return states, ended.sum()

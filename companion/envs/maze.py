@@ -154,10 +154,14 @@ class FixedMazeGenerator(Generator):
         ValueError: if ``walls`` is not 2-D or a cell is outside the maze or a wall.
     """
 
-    def __init__(self, walls: Any, starts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]):
+    def __init__(
+        self, walls: Any, starts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
+    ):
         walls_np = np.asarray(walls, dtype=bool)
         if walls_np.ndim != 2:
-            raise ValueError(f"walls: expected a 2-D array (rows, cols), got shape {walls_np.shape}")
+            raise ValueError(
+                f"walls: expected a 2-D array (rows, cols), got shape {walls_np.shape}"
+            )
         super().__init__(num_rows=walls_np.shape[0], num_cols=walls_np.shape[1])
         self.walls = jnp.asarray(walls_np)
         self.starts = _cells(starts, "starts", walls_np)
@@ -257,7 +261,12 @@ def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]
         r, c = cell
         for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
             nxt = (r + dr, c + dc)
-            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in distance:
+            if (
+                0 <= nxt[0] < rows
+                and 0 <= nxt[1] < cols
+                and not walls[nxt]
+                and nxt not in distance
+            ):
                 distance[nxt] = distance[cell] + 1
                 queue.append(nxt)
     return -1

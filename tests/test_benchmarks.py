@@ -1,0 +1,50 @@
+"""The benchmark scripts keep working (tiny sizes; no timing assertions)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from companion.bench import hardware, throughput, timed
+from notebook_runner import ROOT
+
+
+def test_timed_reports_median_and_spread():
+    calls = []
+    result = timed(lambda: calls.append(1), repeats=3)
+    assert len(calls) == 4  # one warm-up call, three timed
+    assert result["min_s"] <= result["median_s"] <= result["max_s"]
+    assert result["compile_s"] >= 0 and result["repeats"] == 3
+    with pytest.raises(ValueError, match="repeats: expected at least 1"):
+        timed(lambda: None, repeats=0)
+
+
+def test_throughput_divides_steps_by_time():
+    result = throughput(lambda: sum(range(1000)), steps_per_call=500, repeats=2)
+    assert result["steps_per_s"] == pytest.approx(500 / result["median_s"])
+    assert result["steps_per_s_low"] <= result["steps_per_s"] <= result["steps_per_s_high"]
+
+
+def test_hardware_names_the_machine():
+    hw = hardware()
+    assert hw["cpu"] and hw["cpu_cores"] >= 1 and hw["backend"] in ("cpu", "gpu", "tpu")
+
+
+def test_env_throughput_quick_mode_writes_json(tmp_path):
+    out = tmp_path / "env.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "env_throughput.py"), "--quick", "--out", str(out)],
+        check=True, cwd=ROOT, capture_output=True, timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert result["quick"] is True
+    assert set(result["jax_cartpole"]) == {"1", "8"}
+    for r in result["jax_cartpole"].values():
+        assert r["steps_per_s"] > 0 and r["compile_s"] >= 0
+    assert result["maze"]["pooled_reset"]["steps_per_s"] > 0
+    assert "gym.make" in result["gymnasium"]
+    assert result["hardware"]["jax"]
+    assert "maze_pooled_vs_per_step" in result["ratios"]
+    if not result["gymnax_cartpole"]:
+        assert "gymnax_skipped" in result
