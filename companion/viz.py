@@ -25,7 +25,7 @@ EMBED_LIMIT_MB = 100.0
 
 
 def _check_episode_list(states: Any, argname: str) -> None:
-    if not isinstance(states, (list, tuple)):
+    if not isinstance(states, (list, tuple)) or hasattr(states, "_fields"):  # a NamedTuple state
         raise TypeError(
             f"{argname}: expected a list of single environment states, got "
             f"{type(states).__name__}. A state stacked over time (from jax.lax.scan) or over "
