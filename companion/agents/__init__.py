@@ -1,0 +1,1 @@
+"""Reinforcement-learning agents built in the book's chapters."""

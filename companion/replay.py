@@ -1,0 +1,166 @@
+"""A uniform replay buffer as pure functions over a pytree state.
+
+Experience replay (Lin, 1992; used by DQN, Mnih et al., 2015) stores
+transitions in a fixed-size ring and trains on minibatches sampled uniformly
+from it: this decorrelates consecutive updates and reuses each transition many
+times. The buffer is a pytree, so it can live in a ``jax.lax.scan`` carry and
+be ``jax.vmap``-ed over seeds.
+
+Layout: every leaf of the example transition with shape ``s`` and dtype ``d``
+gets storage of shape ``(capacity, *s)`` and dtype ``d``. ``position`` is the
+slot the next transition goes to; ``size`` counts the filled slots (at most
+``capacity``). When the ring is full, the oldest transitions are overwritten.
+
+For real projects, flashbax (InstaDeep) offers the same and more (prioritised
+and trajectory buffers).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+class ReplayBuffer(NamedTuple):
+    """Buffer state.
+
+    Fields:
+        data: pytree like the example transition, each leaf ``(capacity, ...)``.
+        position: int32 (), the slot the next transition is written to.
+        size: int32 (), the number of filled slots, ``0 <= size <= capacity``.
+    """
+
+    data: Any
+    position: jax.Array
+    size: jax.Array
+
+    @property
+    def capacity(self) -> int:
+        return jax.tree.leaves(self.data)[0].shape[0]
+
+
+def replay_init(example: Any, capacity: int) -> ReplayBuffer:
+    """An empty buffer for transitions shaped like ``example``.
+
+    Args:
+        example: one transition, a pytree of arrays (or scalars); only its
+            structure, shapes and dtypes are used.
+        capacity: number of transitions kept, a positive int.
+
+    Returns:
+        :class:`ReplayBuffer` filled with zeros, ``position = size = 0``.
+
+    Raises:
+        ValueError: if ``capacity`` is not a positive int or ``example`` has no leaves.
+    """
+    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
+        raise ValueError(f"capacity: expected a positive int, got {capacity!r}")
+    leaves = jax.tree.leaves(example)
+    if not leaves:
+        raise ValueError("example: expected a transition with at least one array leaf")
+    data = jax.tree.map(
+        lambda leaf: jnp.zeros((capacity, *jnp.shape(leaf)), jnp.asarray(leaf).dtype), example
+    )
+    return ReplayBuffer(
+        data=data, position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32)
+    )
+
+
+def _check_like(buffer: ReplayBuffer, transitions: Any, batched: bool, argname: str) -> int:
+    expected = jax.tree.structure(buffer.data)
+    got = jax.tree.structure(transitions)
+    if got != expected:
+        raise ValueError(f"{argname}: structure {got} differs from the buffer's {expected}")
+    sizes = set()
+    for path, (store, leaf) in zip(
+        [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(buffer.data)],
+        zip(jax.tree.leaves(buffer.data), jax.tree.leaves(transitions)),
+    ):
+        shape = jnp.shape(leaf)
+        want = store.shape[1:]
+        if batched:
+            if len(shape) != len(want) + 1 or tuple(shape[1:]) != tuple(want):
+                raise ValueError(
+                    f"{argname}{path}: shape {tuple(shape)}, expected (batch, *{tuple(want)})"
+                )
+            sizes.add(shape[0])
+        elif tuple(shape) != tuple(want):
+            raise ValueError(f"{argname}{path}: shape {tuple(shape)}, expected {tuple(want)}")
+        dtype = jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype") else leaf.dtype
+        if jnp.dtype(dtype).kind != jnp.dtype(store.dtype).kind:
+            raise ValueError(f"{argname}{path}: dtype {dtype}, expected {store.dtype}")
+    if batched:
+        if len(sizes) != 1:
+            raise ValueError(f"{argname}: leaves disagree on the batch size: {sorted(sizes)}")
+        return sizes.pop()
+    return 1
+
+
+def replay_add(buffer: ReplayBuffer, transition: Any) -> ReplayBuffer:
+    """Write one transition at ``position`` (overwriting the oldest when full).
+
+    Raises:
+        ValueError: if ``transition``'s structure or leaf shapes differ from the
+            buffer's example, or a dtype kind differs (float for int, say).
+    """
+    _check_like(buffer, transition, batched=False, argname="transition")
+    batch = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], transition)
+    return replay_add_batch(buffer, batch)
+
+
+def replay_add_batch(buffer: ReplayBuffer, transitions: Any) -> ReplayBuffer:
+    """Write a batch of ``n`` transitions (leaves ``(n, ...)``) at consecutive slots.
+
+    The slots are ``position, position + 1, ...`` modulo ``capacity``, so a batch
+    may cross the end of the ring.
+
+    Raises:
+        ValueError: for a structure, shape or dtype mismatch, or ``n > capacity``.
+    """
+    n = _check_like(buffer, transitions, batched=True, argname="transitions")
+    capacity = buffer.capacity
+    if n > capacity:
+        raise ValueError(
+            f"transitions: a batch of {n} does not fit a buffer of capacity {capacity}"
+        )
+    slots = (buffer.position + jnp.arange(n)) % capacity
+    data = jax.tree.map(
+        lambda store, new: store.at[slots].set(new.astype(store.dtype)), buffer.data, transitions
+    )
+    return ReplayBuffer(
+        data=data,
+        position=(buffer.position + n) % capacity,
+        size=jnp.minimum(buffer.size + n, capacity),
+    )
+
+
+def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
+    """Sample ``batch_size`` transitions uniformly, with replacement, from the filled slots.
+
+    Args:
+        buffer: a buffer holding at least one transition.
+        key: PRNG key.
+        batch_size: number of transitions, a positive int (static).
+
+    Returns:
+        Pytree like the example transition, each leaf ``(batch_size, ...)``.
+
+    Raises:
+        ValueError: if ``batch_size`` is not a positive int; at run time (also
+            under ``jit``) if the buffer is empty.
+    """
+    if not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size: expected a positive int, got {batch_size!r}")
+    size = eqx.error_if(buffer.size, buffer.size <= 0, "replay_sample: the buffer is empty")
+    # Slots 0 .. size-1 are the filled ones: the ring fills from slot 0 and
+    # never empties, so this holds before and after it wraps around.
+    indices = jax.random.randint(key, (batch_size,), 0, size)
+    return jax.tree.map(lambda store: store[indices], buffer.data)
+
+
+def replay_size(buffer: ReplayBuffer) -> jax.Array:
+    """Number of transitions stored (int32 scalar)."""
+    return buffer.size

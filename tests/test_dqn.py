@@ -1,0 +1,134 @@
+"""DQN pieces against hand-computed values, and the training function on a tiny budget."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from companion.agents.dqn import (
+    DQNConfig,
+    Transition,
+    dqn_loss,
+    epsilon_greedy,
+    greedy_returns,
+    make_q_network,
+    make_train,
+    td_target,
+    update_target,
+)
+from companion.envs import cartpole
+
+
+def test_td_target_terminal_equals_reward_and_truncation_bootstraps():
+    reward = jnp.array([1.0, 1.0, 0.5])
+    terminated = jnp.array([True, False, False])  # the 2nd is a truncation: not terminated
+    q_next = jnp.array([[10.0, 20.0], [3.0, 7.0], [-1.0, -2.0]])
+    target = td_target(reward, terminated, q_next, gamma=0.9)
+    np.testing.assert_allclose(target, [1.0, 1.0 + 0.9 * 7.0, 0.5 + 0.9 * -1.0])
+
+
+def _batch():
+    return Transition(
+        obs=jnp.array([[0.1, 0.0, 0.02, 0.0], [0.0, 0.1, -0.01, 0.2]]),
+        action=jnp.array([0, 1], jnp.int32),
+        reward=jnp.array([1.0, 1.0]),
+        next_obs=jnp.array([[0.1, 0.1, 0.02, 0.1], [0.0, 0.2, -0.01, 0.3]]),
+        terminated=jnp.array([True, False]),
+    )
+
+
+def test_loss_by_hand_and_huber_agrees_for_small_errors():
+    network = make_q_network(2, (8,))
+    params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
+    target_params = network.init(jax.random.key(1), jnp.zeros((1, 4)))
+    batch = _batch()
+    q = network.apply(params, batch.obs)
+    q_next = network.apply(target_params, batch.next_obs)
+    target = np.array([1.0, 1.0 + 0.99 * float(q_next[1].max())])
+    err = np.array([float(q[0, 0]), float(q[1, 1])]) - target
+    loss, aux = dqn_loss(params, target_params, batch, network.apply, 0.99)
+    assert float(loss) == pytest.approx(np.mean(0.5 * err**2), rel=1e-5)
+    huber, _ = dqn_loss(params, target_params, batch, network.apply, 0.99, "huber", 100.0)
+    assert float(huber) == pytest.approx(float(loss), rel=1e-5)
+    huber_small, _ = dqn_loss(params, target_params, batch, network.apply, 0.99, "huber", 0.01)
+    assert float(huber_small) < float(loss)
+    with pytest.raises(ValueError, match="loss: expected 'squared' or 'huber'"):
+        dqn_loss(params, target_params, batch, network.apply, 0.99, "l1")
+
+
+def test_no_gradient_flows_through_the_target():
+    network = make_q_network(2, (8,))
+    params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
+    # Same parameters for both: without stop_gradient the target would contribute.
+    grad_target = jax.grad(lambda t: dqn_loss(params, t, _batch(), network.apply, 0.99)[0])(params)
+    assert all(float(jnp.abs(g).max()) == 0.0 for g in jax.tree.leaves(grad_target))
+    grad_online = jax.grad(lambda p: dqn_loss(p, params, _batch(), network.apply, 0.99)[0])(params)
+    assert any(float(jnp.abs(g).max()) > 0.0 for g in jax.tree.leaves(grad_online))
+
+
+def test_target_changes_only_on_sync_steps():
+    online, target = {"w": jnp.ones(3)}, {"w": jnp.zeros(3)}
+    for step in range(1, 13):
+        new = update_target(online, target, jnp.int32(step), period=4, tau=1.0)
+        expected = 1.0 if step % 4 == 0 else 0.0
+        np.testing.assert_array_equal(new["w"], expected)
+    polyak = update_target(online, target, jnp.int32(3), period=1, tau=0.1)
+    np.testing.assert_allclose(polyak["w"], 0.1)
+
+
+def test_greedy_action_is_argmax_and_epsilon_one_is_uniform():
+    q = jax.random.normal(jax.random.key(0), (500, 2))
+    keys = jax.random.split(jax.random.key(1), 500)
+    greedy = jax.vmap(epsilon_greedy, in_axes=(0, 0, None))(keys, q, 0.0)
+    np.testing.assert_array_equal(greedy, jnp.argmax(q, axis=-1))
+    q_fixed = jnp.tile(jnp.array([[0.0, 5.0]]), (4000, 1))
+    keys = jax.random.split(jax.random.key(2), 4000)
+    random_actions = jax.vmap(epsilon_greedy, in_axes=(0, 0, None))(keys, q_fixed, 1.0)
+    assert stats.chisquare(np.bincount(np.asarray(random_actions), minlength=2)).pvalue > 1e-3
+    some = jax.vmap(epsilon_greedy, in_axes=(0, 0, None))(keys, q_fixed, 0.2)
+    assert float(jnp.mean(some == 0)) == pytest.approx(0.1, abs=0.02)  # half the random ones
+
+
+TINY = DQNConfig(
+    num_envs=2, total_steps=1_200, learning_starts=200, buffer_capacity=500, batch_size=32,
+    eval_every=100, eval_episodes=2, epsilon_decay_steps=500,
+)
+
+
+def test_make_train_runs_and_stores_true_next_observations():
+    runner, metrics = jax.jit(make_train(TINY))(jax.random.key(0))
+    iterations = TINY.warmup_iterations + TINY.num_blocks * TINY.block_iterations
+    assert metrics["loss"].shape == (iterations,)
+    assert metrics["eval_return"].shape == (TINY.num_blocks,)
+    assert int(runner.env_steps) == iterations * TINY.num_envs
+    assert int(runner.updates) == TINY.num_blocks * TINY.block_iterations * 2
+    data, size = runner.buffer.data, int(runner.buffer.size)
+    predicted = jax.vmap(cartpole.dynamics)(data.obs[:size], data.action[:size])
+    # next_obs is what the action led to, also on the steps that ended an episode
+    np.testing.assert_allclose(predicted, data.next_obs[:size], atol=1e-6)
+    assert bool(jnp.any(data.terminated[:size]))
+    # keep_best: the returned parameters are the best evaluated ones
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, runner.params, runner.best_params))
+    assert float(runner.best_score) == float(metrics["eval_return"].max())
+
+
+def test_train_vmaps_over_seeds_with_different_results():
+    runner, metrics = jax.jit(jax.vmap(make_train(TINY)))(jax.random.split(jax.random.key(0), 2))
+    assert metrics["loss"].shape[0] == 2
+    assert not np.allclose(metrics["loss"][0], metrics["loss"][1])
+
+
+def test_greedy_returns_are_episode_lengths():
+    network = make_q_network(2, (8,))
+    params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
+    returns = greedy_returns(params, jax.random.key(1), 5, network)
+    assert returns.shape == (5,)
+    assert np.all((np.asarray(returns) >= 1) & (np.asarray(returns) <= 500))
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="learning_starts"):
+        make_train(TINY._replace(learning_starts=10))
+    with pytest.raises(ValueError, match="total_steps"):
+        make_train(TINY._replace(total_steps=200))
