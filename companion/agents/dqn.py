@@ -75,7 +75,6 @@ class DQNConfig(NamedTuple):
     hidden_sizes: tuple = (64, 64)
     eval_every: int = 1_000  # iterations between greedy evaluations during training
     eval_episodes: int = 10  # greedy episodes per evaluation
-    keep_best: bool = True  # return the parameters with the best evaluation so far
     progress_bar: bool = False
 
     @property
@@ -236,7 +235,14 @@ def make_train(config: DQNConfig = DQNConfig()):
     ``env_steps`` int32, ``returns_sum`` and ``episodes`` (completed episodes'
     returns and their count in that iteration), ``epsilon``, ``loss``,
     ``q_mean``. The first ``warmup_iterations`` entries (random actions, no
-    updates) report ``loss = q_mean = 0``.
+    updates) report ``loss = q_mean = 0``. It also has one entry per block of
+    ``eval_every`` iterations: ``eval_return`` (mean greedy return over
+    ``eval_episodes`` episodes) and ``eval_env_steps``.
+
+    ``runner_state.params`` are the final parameters; ``runner_state.best_params``
+    those with the best evaluation during training (the later ones on ties), and
+    ``best_score`` that evaluation. Selecting by a 10-episode evaluation is
+    model selection: confirm the choice on fresh episodes (:func:`greedy_returns`).
 
     The function is pure: ``jax.jit(train)`` compiles it once and
     ``jax.vmap(train)`` runs several seeds at once.
@@ -382,8 +388,6 @@ def make_train(config: DQNConfig = DQNConfig()):
         learn_metrics = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), learn_metrics)
         metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), warm_metrics, learn_metrics)
         metrics.update(evals)
-        if config.keep_best:
-            runner = runner._replace(params=runner.best_params)
         return runner, metrics
 
     return train
