@@ -142,3 +142,19 @@ def test_cartpole_claims(executed):
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 2
     assert len(_png_outputs(nb)) >= 2
+
+
+def test_dqn_chapter(executed):
+    nb = executed(ROOT / "notebooks" / "06_dqn.ipynb")
+    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    assert "same contents and same samples as companion.replay: True" in text
+    assert "mine:      [ 1.   95.05]" in text and "companion: [ 1.   95.05]" in text
+    loss_line = next(line for line in text.splitlines() if line.startswith("loss: mine"))
+    mine, theirs = loss_line.replace(",", "").split()[2], loss_line.split()[-1]
+    assert mine == theirs
+    assert text.count("check passed") == 2
+    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    assert len(tables) == 1 and "seeds solved" in tables[0]
+    animations = [h for h in _html_outputs(nb) if "new Array(" in h]
+    assert len(animations) == 1
+    assert len(_png_outputs(nb)) >= 3
