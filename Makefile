@@ -31,6 +31,7 @@ book: venv
 bench: venv
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/env_throughput.py
+	$(BIN)/python benchmarks/dqn_cartpole.py
 
 # Preview the built book at http://localhost:8000
 serve:

@@ -48,3 +48,18 @@ def test_env_throughput_quick_mode_writes_json(tmp_path):
     assert "maze_pooled_vs_per_step" in result["ratios"]
     if not result["gymnax_cartpole"]:
         assert "gymnax_skipped" in result
+
+
+def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
+    out = tmp_path / "dqn.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "dqn_cartpole.py"), "--quick", "--out", str(out)],
+        check=True, cwd=ROOT, capture_output=True, timeout=900,
+    )
+    result = json.loads(out.read_text())
+    assert result["quick"] is True and result["hardware"]["jax"]
+    (book,) = result["book"]
+    assert book["compile_s"] > 0 and book["run_s"] > 0 and book["env_steps"] > 0
+    assert result["book_all_seeds"]["num_seeds"] == 2
+    assert len(result["book_all_seeds"]["mean_returns"]) == 2
+    assert "rejax" in result or "rejax_skipped" in result

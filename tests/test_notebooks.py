@@ -154,7 +154,7 @@ def test_dqn_chapter(executed):
     assert mine == theirs
     assert text.count("check passed") == 2
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
-    assert len(tables) == 1 and "seeds solved" in tables[0]
+    assert any("seeds solved" in t for t in tables)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 3
