@@ -382,7 +382,10 @@ def make_train(config: DQNConfig = DQNConfig()):
         if config.progress_bar:
             from jax_tqdm import scan_tqdm
 
-            block = scan_tqdm(config.num_blocks, tqdm_type="std", desc="DQN")(block)
+            updates = max(1, config.num_blocks // 4)  # a handful of updates keeps logs short
+            block = scan_tqdm(config.num_blocks, print_rate=updates, tqdm_type="std", desc="DQN")(
+                block
+            )
         runner, warm_metrics = jax.lax.scan(warmup_body, runner, length=config.warmup_iterations)
         runner, (learn_metrics, evals) = jax.lax.scan(block, runner, jnp.arange(config.num_blocks))
         learn_metrics = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), learn_metrics)
