@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv test book bench serve clean
+.PHONY: venv test book bench lab serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/dqn_cartpole.py
+
+# Student copies (solutions replaced by stubs) in lab/student, full copies in lab/solutions.
+lab: venv
+	$(BIN)/python tools/make_lab.py --out lab
 
 # Preview the built book at http://localhost:8000
 serve:

@@ -16,7 +16,6 @@ Also measured: the chapter's whole training (10 seeds, vmapped).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import statistics
 import time
@@ -26,7 +25,7 @@ import jax
 import numpy as np
 
 from companion.agents import dqn
-from companion.bench import hardware
+from companion.bench import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SOLVED = 475.0
@@ -95,10 +94,7 @@ def main(argv=None) -> dict:
 
     started = time.perf_counter()
     result = {
-        "benchmark": "dqn_cartpole",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "hardware": hardware(),
+        **result_header("dqn_cartpole", args.quick),
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()},
         "book": [measure_book(config, s) for s in seeds],
     }

@@ -15,7 +15,6 @@ figures measured in this run. Writes JSON (default benchmarks/results/env_throug
 from __future__ import annotations
 
 import argparse
-import datetime
 import functools
 import json
 import time
@@ -28,7 +27,7 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from jumanji.wrappers import AutoResetWrapper
 
-from companion.bench import hardware, throughput
+from companion.bench import result_header, throughput
 from companion.envs import cartpole
 from companion.envs.autoreset import make_reset_pool, pooled_autoreset_step, reset_with_next_obs
 from companion.envs.maze import make_maze
@@ -138,10 +137,7 @@ def main(argv=None) -> dict:
 
     started = time.perf_counter()
     result = {
-        "benchmark": "env_throughput",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "hardware": hardware(),
+        **result_header("env_throughput", args.quick),
         "gymnasium": measure_gymnasium(gym_steps, repeats),
         "jax_cartpole": {},
         "gymnax_cartpole": {},

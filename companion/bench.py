@@ -7,6 +7,7 @@ several runs, reported with its spread (min and max); the hardware is named.
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
 import statistics
@@ -85,3 +86,13 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
         steps_per_s_high=steps_per_call / result["min_s"],
     )
     return result
+
+
+def result_header(name: str, quick: bool) -> dict:
+    """The common head of a benchmark's JSON: its name, the UTC date, the mode and the hardware."""
+    return {
+        "benchmark": name,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "quick": quick,
+        "hardware": hardware(),
+    }
