@@ -51,3 +51,18 @@ def test_setup_cells_install_from_the_configured_repository():
         assert len(setup) == 1, path.name
         source = setup[0].source
         assert f'REPO = "{url}"' in source and f"git+{{REPO}}@{branch}" in source, path.name
+        # the libraries it pins are the versions the book is built with
+        pins = dict(r.split("==") for r in _requirements())
+        for pin in re.findall(r"([A-Za-z0-9_.\-]+)==([0-9][0-9A-Za-z.]*)", source):
+            assert pins.get(pin[0]) == pin[1], f"{path.name}: {pin[0]}=={pin[1]} is not in requirements.txt"
+        assert "jax==" not in source and "jaxlib" not in source  # never touch Colab's JAX
+
+
+def test_every_notebook_opens_with_a_colab_badge():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = config["repository"]["url"].removeprefix("https://github.com/")
+    for path in NOTEBOOKS:
+        first = nbformat.read(path, as_version=4).cells[0]
+        link = (f"https://colab.research.google.com/github/{repo}/blob/"
+                f"{config['repository']['branch']}/notebooks/{path.name}")
+        assert first.cell_type == "markdown" and link in first.source, path.name
