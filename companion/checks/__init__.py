@@ -6,8 +6,20 @@ It prints one line when everything agrees and otherwise raises
 a gradient that should be ``None``), not only *that* it is wrong.
 """
 
+from companion.checks.basics import (
+    check_discounted_returns,
+    check_noisy_batch,
+    check_softplus_grad,
+)
 from companion.checks.core import CheckFailed
-from companion.checks.dqn import check_sample, check_td_target
+from companion.checks.dqn import check_double_dqn_target, check_sample, check_td_target
+from companion.checks.envs import (
+    check_balancing_policy,
+    check_legal_fraction,
+    check_semi_implicit_step,
+    check_termination_and_truncation,
+    check_up_first_policy,
+)
 from companion.checks.networks import (
     check_frozen_constant,
     check_mlp_apply,
@@ -16,6 +28,15 @@ from companion.checks.networks import (
 
 __all__ = [
     "CheckFailed",
+    "check_balancing_policy",
+    "check_discounted_returns",
+    "check_double_dqn_target",
+    "check_legal_fraction",
+    "check_noisy_batch",
+    "check_semi_implicit_step",
+    "check_softplus_grad",
+    "check_termination_and_truncation",
+    "check_up_first_policy",
     "check_frozen_constant",
     "check_mlp_apply",
     "check_mse_loss",

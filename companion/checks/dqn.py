@@ -126,3 +126,45 @@ def check_sample(sample: Callable[[Any, jax.Array, int], Any]) -> None:
     if np.array_equal(np.asarray(other["action"]), actions):
         fail("sample ignores its key: different keys should give different batches")
     passed("sample draws uniformly from the filled slots only")
+
+
+def check_double_dqn_target(double_dqn_target: Callable) -> None:
+    """Check ``double_dqn_target(reward, terminated, q_next_online, q_next_target, gamma)``.
+
+    Double DQN (van Hasselt et al., 2016): the online network chooses the next
+    action, the target network evaluates it:
+    ``reward + gamma * (1 - terminated) * q_next_target[argmax(q_next_online)]``.
+
+    Raises:
+        CheckFailed: for the plain DQN target (max of the target network), the
+            online network's values, or termination ignored.
+    """
+    reward = jnp.array([1.0, 1.0, 1.0])
+    terminated = jnp.array([False, False, True])
+    q_online = jnp.array([[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]])
+    q_target = jnp.array([[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]])
+    gamma = 0.5
+    try:
+        got = double_dqn_target(reward, terminated, q_online, q_target, gamma)
+    except Exception as exc:
+        fail(f"double_dqn_target raised {type(exc).__name__}: {exc}")
+    got = check_shape(got, (3,), "double_dqn_target(...) for a batch of 3")
+    chosen = jnp.take_along_axis(q_target, jnp.argmax(q_online, -1)[:, None], -1)[:, 0]
+    expected = reward + gamma * (1 - terminated) * chosen
+    if close(got, expected):
+        passed("double_dqn_target: the online network chooses, the target network evaluates")
+        return
+    for message, wrong in {
+        "this is the plain DQN target: choose the action with the ONLINE network's argmax": reward
+        + gamma * (1 - terminated) * q_target.max(-1),
+        "the chosen action is evaluated with the online network; evaluate it with the target network": reward
+        + gamma * (1 - terminated) * q_online.max(-1),
+        "the roles are swapped: the target network chooses and the online network evaluates": reward
+        + gamma
+        * (1 - terminated)
+        * jnp.take_along_axis(q_online, jnp.argmax(q_target, -1)[:, None], -1)[:, 0],
+        "termination is ignored: after it the target is the reward alone": reward + gamma * chosen,
+    }.items():
+        if close(got, wrong):
+            fail(f"double_dqn_target: {message}.")
+    fail(f"double_dqn_target gives {np.asarray(got)}, expected {np.asarray(expected)}")

@@ -1,0 +1,175 @@
+"""Self-checks of chapters 1, 3-6: they pass reference answers and name planted mistakes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from companion.checks import (
+    CheckFailed,
+    check_balancing_policy,
+    check_discounted_returns,
+    check_double_dqn_target,
+    check_legal_fraction,
+    check_noisy_batch,
+    check_semi_implicit_step,
+    check_softplus_grad,
+    check_termination_and_truncation,
+    check_up_first_policy,
+)
+from companion.envs import cartpole
+
+
+def _passes(check, answer, capsys):
+    check(answer)
+    assert "check passed" in capsys.readouterr().out
+
+
+# --- chapter 1 ----------------------------------------------------------------------------
+
+def test_softplus_grad(capsys):
+    _passes(check_softplus_grad, lambda w, x: x * jax.nn.sigmoid(w * x), capsys)
+    _passes(check_softplus_grad, jax.grad(lambda w, x: jnp.sum(jnp.log1p(jnp.exp(w * x)))), capsys)
+    for wrong, msg in [
+        (lambda w, x: jax.nn.sigmoid(w * x), "factor x is missing"),
+        (lambda w, x: x * jax.nn.softplus(w * x), "softplus itself"),
+        (lambda w, x: -x * jax.nn.sigmoid(w * x), "sign is wrong"),
+        (lambda w, x: jnp.sum(x * jax.nn.sigmoid(w * x)), r"shape \(\), expected \(3,\)"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_softplus_grad(wrong)
+
+
+def _reverse_scan_returns(rewards, gamma):
+    def body(g, r):
+        g = r + gamma * g
+        return g, g
+
+    return jax.lax.scan(body, jnp.zeros(()), rewards, reverse=True)[1]
+
+
+def test_discounted_returns(capsys):
+    _passes(check_discounted_returns, _reverse_scan_returns, capsys)
+
+    def forwards(rewards, gamma):
+        def body(g, r):
+            g = r + gamma * g
+            return g, g
+
+        return jax.lax.scan(body, jnp.zeros(()), rewards)[1]
+
+    for wrong, msg in [
+        (forwards, "accumulate forwards"),
+        (lambda r, g: g * _reverse_scan_returns(r, g), "current reward is discounted"),
+        (lambda r, g: _reverse_scan_returns(r, g) - r, "leaves out r_t"),
+        (lambda r, g: jnp.cumsum(r[::-1])[::-1], "without discounting"),
+        (lambda r, g: _reverse_scan_returns(r, g)[:-1], r"shape \(4,\), expected \(5,\)"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_discounted_returns(wrong)
+
+
+def test_noisy_batch(capsys):
+    def good(key, n):
+        key, sub = jax.random.split(key)
+        return jax.random.normal(sub, (n,)), key
+
+    _passes(check_noisy_batch, good, capsys)
+    for wrong, msg in [
+        (lambda key, n: (jax.random.normal(key, (n,)), key), "returns the key it was given"),
+        (lambda key, n: (jax.random.normal(key, (n,)), jax.random.split(key)[0]), "draws with the key"),
+        (lambda key, n: (jax.random.normal(jax.random.key(9), (n,)), jax.random.split(key)[0]),
+         "same samples"),
+        (lambda key, n: (jax.random.uniform(jax.random.split(key)[1], (n,)), jax.random.split(key)[0]),
+         "mean"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_noisy_batch(wrong)
+
+
+# --- chapters 3 and 4 ---------------------------------------------------------------------
+
+def test_legal_fraction(capsys):
+    _passes(check_legal_fraction, lambda m: jnp.mean(m, axis=0), capsys)
+    for wrong, msg in [(lambda m: jnp.mean(m, axis=1), "axis 0"),
+                       (lambda m: jnp.sum(m, axis=0), "counts the masks")]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_legal_fraction(wrong)
+
+
+def _random_legal(key, mask):
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
+
+
+def test_up_first_policy(capsys):
+    _passes(check_up_first_policy,
+            lambda k, m: jnp.where(m[0], 0, _random_legal(k, m)), capsys)
+    for wrong, msg in [
+        (_random_legal, "should always go up"),
+        (lambda k, m: jnp.where(m[0], 0, jax.random.randint(k, (), 0, 4)), "illegal"),
+        (lambda k, m: jnp.where(m[0], 0, jnp.argmax(m)), "equally likely"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_up_first_policy(wrong)
+
+
+def test_termination_and_truncation(capsys):
+    def good(reward, last):
+        terminated = last & (reward > 0)
+        return terminated, last & ~terminated
+
+    _passes(check_termination_and_truncation, good, capsys)
+    for wrong, msg in [
+        (lambda r, l: (l, jnp.zeros_like(l)), "time limit is a truncation"),
+        (lambda r, l: tuple(jnp.roll(x, 1) for x in good(r, l)), "one step late"),
+        (lambda r, l: (r > 0, l & ~(r > 0) | (r == 0) & jnp.roll(l, -1)), "not LAST is flagged"),
+        (lambda r, l: (l & (r > 0), jnp.zeros_like(l)), "expected terminated"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_termination_and_truncation(wrong)
+
+
+# --- chapter 5 ----------------------------------------------------------------------------
+
+def _semi_implicit(physics, action):
+    p = cartpole.DEFAULT_PARAMS
+    explicit = cartpole.dynamics(physics, action)
+    x_dot = explicit[1]  # explicit Euler's new velocities are the same
+    theta_dot = explicit[3]
+    return jnp.stack([physics[0] + p.tau * x_dot, x_dot, physics[2] + p.tau * theta_dot, theta_dot])
+
+
+def test_semi_implicit_step(capsys):
+    _passes(check_semi_implicit_step, _semi_implicit, capsys)
+    with pytest.raises(CheckFailed, match="explicit Euler"):
+        check_semi_implicit_step(cartpole.dynamics)
+    with pytest.raises(CheckFailed, match="expected"):
+        check_semi_implicit_step(lambda p, a: _semi_implicit(p, 1 - a))
+
+
+def test_balancing_policy(capsys):
+    _passes(check_balancing_policy,
+            lambda obs: (jnp.dot(jnp.array([0.1, 0.5, 10.0, 2.0]), obs) > 0).astype(jnp.int32),
+            capsys)
+    with pytest.raises(CheckFailed, match="push right"):
+        check_balancing_policy(lambda obs: (obs[2] < 0).astype(jnp.int32))
+    with pytest.raises(CheckFailed, match="below 475"):
+        check_balancing_policy(lambda obs: (obs[2] > 0).astype(jnp.int32))
+
+
+# --- chapter 6 ----------------------------------------------------------------------------
+
+def test_double_dqn_target(capsys):
+    def good(r, d, q_online, q_target, gamma):
+        a = jnp.argmax(q_online, axis=-1)
+        return r + gamma * (1 - d) * jnp.take_along_axis(q_target, a[:, None], -1)[:, 0]
+
+    _passes(check_double_dqn_target, good, capsys)
+    for wrong, msg in [
+        (lambda r, d, qo, qt, g: r + g * (1 - d) * qt.max(-1), "plain DQN target"),
+        (lambda r, d, qo, qt, g: r + g * (1 - d) * qo.max(-1), "evaluated with the online"),
+        (lambda r, d, qo, qt, g: good(r, jnp.zeros_like(d), qo, qt, g), "termination is ignored"),
+        (lambda r, d, qo, qt, g: good(r, d, qt, qo, g), "roles are swapped"),
+    ]:
+        with pytest.raises(CheckFailed, match=msg):
+            check_double_dqn_target(wrong)
