@@ -49,13 +49,21 @@ def executed():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_runs_on_tiny_budget_without_warnings_or_widgets(path, executed):
+def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed):
+    """No errors, no warnings; a widget only in a cell whose output the book removes,
+    followed by a static fallback (a figure or an animation) within the next two cells."""
     nb = executed(path)
     for i, out in outputs(nb):
         assert out.output_type != "error", f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
         if out.output_type == "stream" and out.name == "stderr":
             assert "Warning" not in out.text, f"cell {i} warned: {out.text[:500]}"
-        assert WIDGET_MIME not in out.get("data", {}), f"cell {i} shows a widget"
+        if WIDGET_MIME in out.get("data", {}):
+            assert "remove-output" in nb.cells[i].metadata.get("tags", []), (
+                f"cell {i} shows a widget, which the static book cannot show")
+            following = [o for c in nb.cells[i + 1 : i + 3] if c.cell_type == "code"
+                         for o in c.get("outputs", [])]
+            assert any("image/png" in o.get("data", {}) or "text/html" in o.get("data", {})
+                       for o in following), f"cell {i}: a widget without a static fallback"
 
 
 def _html_outputs(nb):
@@ -132,7 +140,9 @@ def test_maze_in_depth_claims(executed):
     assert text.count("check passed") == 1
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
-    assert len(_png_outputs(nb)) >= 3
+    assert len(_png_outputs(nb)) >= 4
+    widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
+    assert len(widget_cells) == 1  # the episode explorer
 
 
 def test_cartpole_claims(executed):
@@ -161,4 +171,6 @@ def test_dqn_chapter(executed):
     assert any("seeds solved" in t for t in tables)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
-    assert len(_png_outputs(nb)) >= 3
+    assert len(_png_outputs(nb)) >= 4
+    widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
+    assert len(widget_cells) == 1  # the episode explorer
