@@ -32,7 +32,9 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
     if "application/vnd.jupyter.widget-view+json" in html and "static fallback" not in html:
         problems.append(f"{page.name}: a widget without a static fallback")
     for img in re.findall(r'<img[^>]+src="([^"]+)"', html):
-        if not img.startswith("data:") and not (page.parent / img).resolve().exists():
+        if img.startswith(("data:", "http://", "https://")):
+            continue
+        if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
 
 if problems:
