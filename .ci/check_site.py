@@ -29,6 +29,8 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         problems.append(f"{page.name}: no cell outputs")
     if "Traceback (most recent call last)" in html or 'class="output traceback' in html:
         problems.append(f"{page.name}: shows an error")
+    if "```{" in html or ":::{" in html:
+        problems.append(f"{page.name}: a MyST directive is shown as raw text")
     if "application/vnd.jupyter.widget-view+json" in html and "static fallback" not in html:
         problems.append(f"{page.name}: a widget without a static fallback")
     for img in re.findall(r'<img[^>]+src="([^"]+)"', html):

@@ -101,7 +101,7 @@ def test_make_train_runs_and_stores_true_next_observations():
     iterations = TINY.warmup_iterations + TINY.num_blocks * TINY.block_iterations
     assert metrics["loss"].shape == (iterations,)
     assert metrics["eval_return"].shape == (TINY.num_blocks,)
-    assert int(runner.env_steps) == iterations * TINY.num_envs
+    assert int(runner.env_steps) == iterations * TINY.num_envs == TINY.env_steps_run
     assert int(runner.updates) == TINY.num_blocks * TINY.block_iterations * 2
     data, size = runner.buffer.data, int(runner.buffer.size)
     predicted = jax.vmap(cartpole.dynamics)(data.obs[:size], data.action[:size])

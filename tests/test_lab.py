@@ -30,8 +30,8 @@ def test_every_chapter_has_solutions_and_the_student_copy_stubs_them(path):
     assert nb.cells[solution_cells[0]].source != student.cells[solution_cells[0]].source  # nb untouched
 
 
-def test_student_copy_runs_up_to_its_first_stub(tmp_path):
-    path = ROOT / "notebooks" / "01_jax_essentials.ipynb"
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_student_copy_runs_up_to_its_first_stub(path):
     student = student_copy(nbformat.read(path, as_version=4))
     first_stub = next(i for i, c in enumerate(student.cells) if "exercise" in c.metadata.get("tags", []))
     with pytest.raises(CellExecutionError, match="NotImplementedError"):

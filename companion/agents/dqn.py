@@ -48,11 +48,16 @@ class Transition(NamedTuple):
 
 
 class DQNConfig(NamedTuple):
-    """Hyperparameters. Times are counted in environment steps over all environments.
+    """Hyperparameters.
 
-    The defaults solve CartPole-v1 (mean greedy return >= 475 over 100 episodes)
-    for 10 of 10 seeds in 80,000 environment steps in the book's runs; see the
-    DQN chapter for the measurements.
+    Units: ``total_steps``, ``learning_starts`` and ``epsilon_decay_steps`` count
+    environment steps over all environments; ``eval_every`` counts iterations
+    (one vectorised step of ``num_envs`` environments); ``target_update_period``
+    counts gradient steps. Training runs ``warmup_iterations`` plus
+    ``num_blocks * block_iterations`` iterations, so up to one block less than
+    ``total_steps`` when they do not divide evenly (``env_steps_run``).
+
+    The DQN chapter measures what the defaults achieve on CartPole-v1.
     """
 
     num_envs: int = 4
@@ -94,6 +99,11 @@ class DQNConfig(NamedTuple):
     @property
     def block_iterations(self) -> int:
         return min(self.eval_every, self.num_iterations - self.warmup_iterations)
+
+    @property
+    def env_steps_run(self) -> int:
+        """Environment steps that training actually runs (per seed)."""
+        return (self.warmup_iterations + self.num_blocks * self.block_iterations) * self.num_envs
 
 
 def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:

@@ -12,8 +12,8 @@ explicit Euler update, and the same episode ends.
 - Termination: |x| > 2.4 or |theta| > 12 degrees (0.2095 rad) after the step.
 - Truncation (not termination): when the step count reaches 500.
   As in gymnasium's ``TimeLimit`` wrapper, a step can be both terminated and
-  truncated; an agent must bootstrap only when it is truncated and not
-  terminated.
+  truncated. A TD target bootstraps whenever ``terminated`` is False,
+  truncated steps included.
 - Reset: each of the four state variables uniform in [-0.05, 0.05].
 
 All functions are pure and work under ``jax.jit``, ``jax.vmap`` and
