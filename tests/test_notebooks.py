@@ -140,9 +140,7 @@ def test_maze_in_depth_claims(executed):
     assert text.count("check passed") == 1
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
-    assert len(_png_outputs(nb)) >= 4
-    widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
-    assert len(widget_cells) == 1  # the episode explorer
+    assert len(_png_outputs(nb)) >= 3
 
 
 def test_cartpole_claims(executed):
