@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed
 
 
 def check_softplus_grad(grad_g: Callable) -> None:
@@ -35,14 +35,16 @@ def check_softplus_grad(grad_g: Callable) -> None:
     if close(got, expected):
         passed("grad_g matches x * sigmoid(w * x) (and jax.grad)")
         return
-    for message, wrong in {
-        "the chain rule's factor x is missing": jax.nn.sigmoid(w * x),
-        "that is softplus itself; its derivative is the sigmoid": x * jax.nn.softplus(w * x),
-        "the sign is wrong": -expected,
-        "the derivative is taken with respect to x, not w": w * jax.nn.sigmoid(w * x),
-    }.items():
-        if close(got, wrong):
-            fail(f"grad_g: {message}.")
+    name_mistake(
+        got,
+        {
+            "the chain rule's factor x is missing": jax.nn.sigmoid(w * x),
+            "that is softplus itself; its derivative is the sigmoid": x * jax.nn.softplus(w * x),
+            "the sign is wrong": -expected,
+            "the derivative is taken with respect to x, not w": w * jax.nn.sigmoid(w * x),
+        },
+        "grad_g",
+    )
     fail(f"grad_g gives {np.asarray(got)}, jax.grad gives {np.asarray(expected)}")
 
 
@@ -79,16 +81,20 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
         passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} (a Python loop)")
         return
     forward = _returns_reference(rewards[::-1], gamma)[::-1]
-    for message, wrong in {
-        "the returns accumulate forwards in time; G_t sums the rewards from t on "
-        "(use lax.scan with reverse=True)": forward,
-        "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not gamma * r_t + ...": gamma
-        * expected,
-        "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - np.asarray(rewards),
-        "the rewards are summed without discounting": np.cumsum(np.asarray(rewards)[::-1])[::-1],
-    }.items():
-        if close(got, wrong):
-            fail(f"discounted_returns: {message}.")
+    name_mistake(
+        got,
+        {
+            "the returns accumulate forwards in time; G_t sums the rewards from t on "
+            "(use lax.scan with reverse=True)": forward,
+            "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not gamma * r_t + ...": gamma
+            * expected,
+            "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - np.asarray(rewards),
+            "the rewards are summed without discounting": np.cumsum(np.asarray(rewards)[::-1])[
+                ::-1
+            ],
+        },
+        "discounted_returns",
+    )
     fail(f"discounted_returns gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
 
 

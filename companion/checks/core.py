@@ -40,3 +40,14 @@ def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndar
 def close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     """Whether two arrays agree to float32 tolerance."""
     return np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
+
+
+def name_mistake(got: Any, mistakes: dict, name: str) -> None:
+    """Fail with ``"name: message."`` for the first known mistake whose result ``got`` matches.
+
+    ``mistakes`` maps a message to what a function with that mistake returns on
+    the check's inputs; nothing happens when none matches.
+    """
+    for message, wrong in mistakes.items():
+        if close(got, wrong):
+            fail(f"{name}: {message}.")

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed
 from companion.replay import replay_add, replay_init
 
 
@@ -60,9 +60,7 @@ def check_td_target(td_target: Callable) -> None:
         "the target averages the Q-values over actions; use the max": reward
         + gamma * (1 - terminated) * q_next.mean(axis=-1),
     }
-    for message, wrong in mistakes.items():
-        if close(got, wrong):
-            fail(f"td_target: {message}.")
+    name_mistake(got, mistakes, "td_target")
     fail(
         f"td_target gives {np.asarray(got)}, expected {np.asarray(expected)}; check "
         "r + gamma * (1 - terminated) * max_a Q_target(s', a) one term at a time."
@@ -154,17 +152,20 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
     if close(got, expected):
         passed("double_dqn_target: the online network chooses, the target network evaluates")
         return
-    for message, wrong in {
-        "this is the plain DQN target: choose the action with the ONLINE network's argmax": reward
-        + gamma * (1 - terminated) * q_target.max(-1),
-        "the chosen action is evaluated with the online network; evaluate it with the target network": reward
-        + gamma * (1 - terminated) * q_online.max(-1),
-        "the roles are swapped: the target network chooses and the online network evaluates": reward
-        + gamma
-        * (1 - terminated)
-        * jnp.take_along_axis(q_online, jnp.argmax(q_target, -1)[:, None], -1)[:, 0],
-        "termination is ignored: after it the target is the reward alone": reward + gamma * chosen,
-    }.items():
-        if close(got, wrong):
-            fail(f"double_dqn_target: {message}.")
+    name_mistake(
+        got,
+        {
+            "this is the plain DQN target: choose the action with the ONLINE network's argmax": reward
+            + gamma * (1 - terminated) * q_target.max(-1),
+            "the chosen action is evaluated with the online network; evaluate it with the target network": reward
+            + gamma * (1 - terminated) * q_online.max(-1),
+            "the roles are swapped: the target network chooses and the online network evaluates": reward
+            + gamma
+            * (1 - terminated)
+            * jnp.take_along_axis(q_online, jnp.argmax(q_target, -1)[:, None], -1)[:, 0],
+            "termination is ignored: after it the target is the reward alone": reward
+            + gamma * chosen,
+        },
+        "double_dqn_target",
+    )
     fail(f"double_dqn_target gives {np.asarray(got)}, expected {np.asarray(expected)}")

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed
 
 
 def _example_mlp(key):
@@ -67,9 +67,7 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
         "the output bias is missing": jnp.tanh(x @ w1 + b1) @ w2,
         "the output has the wrong sign": -expected,
     }
-    for message, wrong in mistakes.items():
-        if close(got, wrong):
-            fail(f"mlp_apply: {message}.")
+    name_mistake(got, mistakes, "mlp_apply")
     fail(
         "mlp_apply returns the right shape but wrong values; compare with "
         "tanh(x @ W1 + b1) @ W2 + b2 on a single example."
