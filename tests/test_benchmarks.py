@@ -10,6 +10,16 @@ from companion.bench import hardware, throughput, timed
 from notebook_runner import ROOT
 
 
+def _run_quick(script, tmp_path):
+    """Run benchmarks/<script> in quick mode and return the JSON it writes."""
+    out = tmp_path / "result.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(out)],
+        check=True, cwd=ROOT, capture_output=True, timeout=900,
+    )
+    return json.loads(out.read_text())
+
+
 def test_timed_reports_median_and_spread():
     calls = []
     result = timed(lambda: calls.append(1), repeats=3)
@@ -32,12 +42,7 @@ def test_hardware_names_the_machine():
 
 
 def test_env_throughput_quick_mode_writes_json(tmp_path):
-    out = tmp_path / "env.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "env_throughput.py"), "--quick", "--out", str(out)],
-        check=True, cwd=ROOT, capture_output=True, timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result = _run_quick("env_throughput.py", tmp_path)
     assert result["quick"] is True
     assert set(result["jax_cartpole"]) == {"1", "8"}
     for r in result["jax_cartpole"].values():
@@ -51,12 +56,7 @@ def test_env_throughput_quick_mode_writes_json(tmp_path):
 
 
 def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
-    out = tmp_path / "dqn.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "dqn_cartpole.py"), "--quick", "--out", str(out)],
-        check=True, cwd=ROOT, capture_output=True, timeout=900,
-    )
-    result = json.loads(out.read_text())
+    result = _run_quick("dqn_cartpole.py", tmp_path)
     assert result["quick"] is True and result["hardware"]["jax"]
     (book,) = result["book"]
     assert book["compile_s"] > 0 and book["run_s"] > 0 and book["env_steps"] > 0

@@ -8,7 +8,6 @@ except that REPO points at this repository instead of GitHub, and must leave JAX
 import os
 import re
 import subprocess
-import sys
 import venv
 
 import nbformat

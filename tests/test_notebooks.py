@@ -66,6 +66,11 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
                        for o in following), f"cell {i}: a widget without a static fallback"
 
 
+def _stream_text(nb):
+    """Everything the notebook printed, as one string."""
+    return "".join(o.get("text", "") for _, o in outputs(nb))
+
+
 def _html_outputs(nb):
     return [o["data"]["text/html"] for _, o in outputs(nb) if "text/html" in o.get("data", {})]
 
@@ -76,7 +81,7 @@ def _png_outputs(nb):
 
 def test_jax_essentials_shows_measured_figures(executed):
     nb = executed(ROOT / "notebooks" / "01_jax_essentials.ipynb")
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert "df/dx   = [ 6.  8. 10. 12. 14.]" in text
     assert "compile time (once)" in text and "x NumPy" in text
     assert "lax.scan (jit)" in text and "Python loop, jit step" in text
@@ -86,7 +91,7 @@ def test_jax_essentials_shows_measured_figures(executed):
 
 def test_neural_networks_chapter_claims(executed):
     nb = executed(ROOT / "notebooks" / "02_neural_networks.ipynb")
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert "jax.grad: gradient for the constant scale = " in text
     assert "eqx.filter_grad: gradient for scale = None" in text
     assert "traces with a float temperature: 5" in text
@@ -101,7 +106,7 @@ def test_maze_page_has_inline_figures_and_animations(executed):
     animations = [h for h in _html_outputs(nb) if "new Array(" in h and "data:image/png" in h]
     assert len(animations) == 2  # one episode, then several side by side
     assert len(_png_outputs(nb)) >= 2  # observation figure and episode lengths
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert text.count("check passed") == 2
 
 
@@ -132,7 +137,7 @@ def test_plain_jumanji_import_in_a_kernel_is_what_the_guard_prevents(tmp_path):
 
 def test_maze_in_depth_claims(executed):
     nb = executed(ROOT / "notebooks" / "04_maze_in_depth.ipynb")
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert "already the NEXT episode" in text
     assert "9 of 9 pairs occur" in text
     assert "all leaves equal: True" in text
@@ -145,7 +150,7 @@ def test_maze_in_depth_claims(executed):
 
 def test_cartpole_claims(executed):
     nb = executed(ROOT / "notebooks" / "05_cartpole.ipynb")
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert "falling pole -> terminated: True  reward: 1.0" in text
     assert "step 500 -> truncated: True  terminated: False" in text
     assert "action: expected 0 (push left) or 1 (push right)" in text
@@ -158,7 +163,7 @@ def test_cartpole_claims(executed):
 
 def test_dqn_chapter(executed):
     nb = executed(ROOT / "notebooks" / "06_dqn.ipynb")
-    text = "".join(o.get("text", "") for _, o in outputs(nb))
+    text = _stream_text(nb)
     assert "same contents and same samples as companion.replay: True" in text
     assert "mine:      [ 1.   95.05]" in text and "companion: [ 1.   95.05]" in text
     loss_line = next(line for line in text.splitlines() if line.startswith("loss: mine"))

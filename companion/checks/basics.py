@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
 
 
 def check_softplus_grad(grad_g: Callable) -> None:
@@ -21,10 +21,7 @@ def check_softplus_grad(grad_g: Callable) -> None:
             sigmoid, wrong sign, wrong shape).
     """
     w, x = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])
-    try:
-        got = grad_g(w, x)
-    except Exception as exc:
-        fail(f"grad_g(w, x) raised {type(exc).__name__}: {exc}")
+    got = run_answer(grad_g, w, x, call="grad_g(w, x)")
     got = check_shape(
         got,
         (3,),
@@ -66,10 +63,7 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
             backwards, gamma on the current reward, the current reward left out).
     """
     rewards, gamma = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5]), 0.9
-    try:
-        got = discounted_returns(rewards, gamma)
-    except Exception as exc:
-        fail(f"discounted_returns(rewards, 0.9) raised {type(exc).__name__}: {exc}")
+    got = run_answer(discounted_returns, rewards, gamma, call="discounted_returns(rewards, 0.9)")
     got = check_shape(
         got,
         (5,),

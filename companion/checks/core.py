@@ -16,6 +16,14 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+def run_answer(fn: Any, *args: Any, call: str, hint: str = "") -> Any:
+    """Return ``fn(*args)``; if it raises, fail saying which ``call`` raised what, and ``hint``."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        fail(f"{call} raised {type(exc).__name__}: {exc}" + (f". {hint}" if hint else ""))
+
+
 def passed(what: str) -> None:
     """Report a passed check in one line."""
     print(f"check passed: {what}")

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
 from companion.replay import replay_add, replay_init
 
 
@@ -27,13 +27,15 @@ def check_td_target(td_target: Callable) -> None:
     terminated = jnp.array([True, False, False, True])
     q_next = jnp.array([[10.0, 20.0], [3.0, 7.0], [-1.0, -2.0], [4.0, 1.0]])
     gamma = 0.9
-    try:
-        got = td_target(reward, terminated, q_next, gamma)
-    except Exception as exc:
-        fail(
-            f"td_target raised {type(exc).__name__}: {exc}. Shapes: reward (4,), "
-            "terminated (4,) bool, q_next_target (4, 2)"
-        )
+    got = run_answer(
+        td_target,
+        reward,
+        terminated,
+        q_next,
+        gamma,
+        call="td_target",
+        hint="Shapes: reward (4,), terminated (4,) bool, q_next_target (4, 2)",
+    )
     got = check_shape(
         got,
         (4,),
@@ -87,10 +89,7 @@ def check_sample(sample: Callable[[Any, jax.Array, int], Any]) -> None:
             fields taken from different slots, wrong shape, same key same batch).
     """
     buffer = _filled_buffer(6, 20)  # slots 0..5 hold actions 1..6; slots 6..19 are empty (0)
-    try:
-        batch = sample(buffer, jax.random.key(0), 3000)
-    except Exception as exc:
-        fail(f"sample(buffer, key, 3000) raised {type(exc).__name__}: {exc}")
+    batch = run_answer(sample, buffer, jax.random.key(0), 3000, call="sample(buffer, key, 3000)")
     if not isinstance(batch, dict) or set(batch) != {"obs", "action"}:
         fail(
             "sample should return a transition like the stored ones (here a dict with "
@@ -142,10 +141,9 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
     q_online = jnp.array([[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]])
     q_target = jnp.array([[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]])
     gamma = 0.5
-    try:
-        got = double_dqn_target(reward, terminated, q_online, q_target, gamma)
-    except Exception as exc:
-        fail(f"double_dqn_target raised {type(exc).__name__}: {exc}")
+    got = run_answer(
+        double_dqn_target, reward, terminated, q_online, q_target, gamma, call="double_dqn_target"
+    )
     got = check_shape(got, (3,), "double_dqn_target(...) for a batch of 3")
     chosen = jnp.take_along_axis(q_target, jnp.argmax(q_online, -1)[:, None], -1)[:, 0]
     expected = reward + gamma * (1 - terminated) * chosen

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed
+from companion.checks.core import check_shape, close, fail, passed, run_answer
 from companion.envs import cartpole
 
 
@@ -20,10 +20,7 @@ def check_legal_fraction(legal_fraction: Callable) -> None:
         CheckFailed: for the wrong axis, counts instead of fractions, or a wrong shape.
     """
     masks = jnp.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool)
-    try:
-        got = legal_fraction(masks)
-    except Exception as exc:
-        fail(f"legal_fraction(masks) raised {type(exc).__name__}: {exc}")
+    got = run_answer(legal_fraction, masks, call="legal_fraction(masks)")
     expected = np.array([0.8, 0.2, 0.6, 0.6])
     arr = np.asarray(got)
     if arr.shape == (5,):
@@ -81,10 +78,9 @@ def check_termination_and_truncation(classify: Callable) -> None:
     """
     reward = jnp.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
     last = jnp.array([False, False, True, False, False, False, True])
-    try:
-        terminated, truncated = classify(reward, last)
-    except Exception as exc:
-        fail(f"classify(reward, last) raised {type(exc).__name__}: {exc}; it returns two arrays")
+    terminated, truncated = run_answer(
+        classify, reward, last, call="classify(reward, last)", hint="it returns two arrays"
+    )
     terminated = check_shape(terminated, (7,), "terminated").astype(bool)
     truncated = check_shape(truncated, (7,), "truncated").astype(bool)
     want_term = np.array([0, 0, 1, 0, 0, 0, 0], bool)
@@ -121,10 +117,7 @@ def check_semi_implicit_step(step: Callable) -> None:
     expected = np.array(
         [physics[0] + p.tau * x_dot, x_dot, physics[2] + p.tau * theta_dot, theta_dot]
     )
-    try:
-        got = step(physics, 1)
-    except Exception as exc:
-        fail(f"step(physics, 1) raised {type(exc).__name__}: {exc}")
+    got = run_answer(step, physics, 1, call="step(physics, 1)")
     got = check_shape(got, (4,), "step(physics, action)")
     if close(got, explicit) and not close(explicit, expected):
         fail("this is explicit Euler: update the velocities first, then the positions with them")

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed
+from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
 
 
 def _example_mlp(key):
@@ -40,13 +40,13 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
             missing activation, missing bias, transposed weights).
     """
     params, x = _example_mlp(jax.random.key(0))
-    try:
-        got = mlp_apply(params, x)
-    except Exception as exc:
-        fail(
-            f"mlp_apply(params, x) raised {type(exc).__name__}: {exc}. "
-            "Shapes: x (5, 3), W1 (3, 8), b1 (8,), W2 (8, 2), b2 (2,)"
-        )
+    got = run_answer(
+        mlp_apply,
+        params,
+        x,
+        call="mlp_apply(params, x)",
+        hint="Shapes: x (5, 3), W1 (3, 8), b1 (8,), W2 (8, 2), b2 (2,)",
+    )
     got = check_shape(
         got,
         (5, 2),
@@ -88,13 +88,14 @@ def check_mse_loss(mse_loss: Callable) -> None:
     model = eqx.nn.MLP(3, 2, 8, 1, activation=jnp.tanh, key=key_model)
     x = jax.random.normal(key_x, (6, 3))
     y = jax.random.normal(key_y, (6, 2))
-    try:
-        got = mse_loss(model, x, y)
-    except Exception as exc:
-        fail(
-            f"mse_loss(model, x, y) raised {type(exc).__name__}: {exc}. The model takes ONE "
-            "input of shape (3,): use jax.vmap(model)(x) for a batch."
-        )
+    got = run_answer(
+        mse_loss,
+        model,
+        x,
+        y,
+        call="mse_loss(model, x, y)",
+        hint="The model takes ONE input of shape (3,): use jax.vmap(model)(x) for a batch.",
+    )
     got = check_shape(
         got,
         (),
