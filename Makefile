@@ -32,6 +32,7 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/env_throughput.py
 	$(BIN)/python benchmarks/dqn_cartpole.py
+	$(BIN)/python benchmarks/ppo_maze.py
 
 # Student copies (solutions replaced by stubs) in lab/student, full copies in lab/solutions.
 lab: venv

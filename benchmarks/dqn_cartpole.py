@@ -43,16 +43,29 @@ def _compile_and_run(fn, *args):
 
 def measure_book(config: dqn.DQNConfig, seed: int) -> dict:
     (runner, metrics), compile_s, run_s = _compile_and_run(
-        dqn.make_train(config), jax.random.key(seed))
+        dqn.make_train(config), jax.random.key(seed)
+    )
     evals = np.asarray(metrics["eval_return"])
     steps = np.asarray(metrics["eval_env_steps"])
     hit = np.flatnonzero(evals >= SOLVED)
     total = int(runner.env_steps)
-    confirm = float(np.mean(dqn.greedy_returns(
-        runner.best_params, jax.random.key(1000 + seed), 100,
-        dqn.make_q_network(2, config.hidden_sizes))))
-    result = {"seed": seed, "compile_s": compile_s, "run_s": run_s, "env_steps": total,
-              "confirmed_return_100_episodes": confirm}
+    confirm = float(
+        np.mean(
+            dqn.greedy_returns(
+                runner.best_params,
+                jax.random.key(1000 + seed),
+                100,
+                dqn.make_q_network(2, config.hidden_sizes),
+            )
+        )
+    )
+    result = {
+        "seed": seed,
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "env_steps": total,
+        "confirmed_return_100_episodes": confirm,
+    }
     if hit.size:
         result["solve_steps"] = int(steps[hit[0]])
         result["time_to_solve_s"] = compile_s + run_s * steps[hit[0]] / total
@@ -65,13 +78,19 @@ def measure_rejax(total_timesteps: int, seed: int) -> dict:
     algo_cls = get_algo("dqn")
     algo = algo_cls.create(env="CartPole-v1", total_timesteps=total_timesteps)
     (_, (_, returns)), compile_s, run_s = _compile_and_run(
-        algo_cls.train, algo, jax.random.PRNGKey(seed))
+        algo_cls.train, algo, jax.random.PRNGKey(seed)
+    )
     means = np.asarray(returns).mean(axis=-1)  # one row per evaluation
     steps = np.arange(len(means)) * algo.eval_freq
     hit = np.flatnonzero(means >= SOLVED)
-    result = {"seed": seed, "compile_s": compile_s, "run_s": run_s,
-              "env_steps": total_timesteps, "eval_freq": int(algo.eval_freq),
-              "eval_returns": [round(float(m), 1) for m in means]}
+    result = {
+        "seed": seed,
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "env_steps": total_timesteps,
+        "eval_freq": int(algo.eval_freq),
+        "eval_returns": [round(float(m), 1) for m in means],
+    }
     if hit.size:
         result["solve_steps"] = int(steps[hit[0]])
         result["time_to_solve_s"] = compile_s + run_s * steps[hit[0]] / total_timesteps
@@ -85,9 +104,16 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     if args.quick:
-        config = dqn.DQNConfig(num_envs=2, total_steps=1_200, learning_starts=200,
-                               buffer_capacity=500, batch_size=32, eval_every=100,
-                               eval_episodes=2, epsilon_decay_steps=500)
+        config = dqn.DQNConfig(
+            num_envs=2,
+            total_steps=1_200,
+            learning_starts=200,
+            buffer_capacity=500,
+            batch_size=32,
+            eval_every=100,
+            eval_episodes=2,
+            epsilon_decay_steps=500,
+        )
         seeds, rejax_steps, num_seeds = [0], 8_192, 2
     else:
         config = dqn.DQNConfig()
@@ -97,7 +123,9 @@ def main(argv=None) -> dict:
     started = time.perf_counter()
     result = {
         **result_header("dqn_cartpole", args.quick),
-        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()},
+        "config": {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()
+        },
         "book": [measure_book(config, s) for s in seeds],
     }
 
@@ -105,14 +133,21 @@ def main(argv=None) -> dict:
     config = dqn.DQNConfig() if not args.quick else config
     train = jax.vmap(dqn.make_train(config))
     (runner, _), compile_s, run_s = _compile_and_run(
-        train, jax.random.split(jax.random.key(42), num_seeds))
-    returns = jax.jit(jax.vmap(lambda p, k: dqn.greedy_returns(
-        p, k, 100, dqn.make_q_network(2, config.hidden_sizes))))(
-        runner.best_params, jax.random.split(jax.random.key(7), num_seeds))
+        train, jax.random.split(jax.random.key(42), num_seeds)
+    )
+    returns = jax.jit(
+        jax.vmap(
+            lambda p, k: dqn.greedy_returns(p, k, 100, dqn.make_q_network(2, config.hidden_sizes))
+        )
+    )(runner.best_params, jax.random.split(jax.random.key(7), num_seeds))
     means = np.asarray(returns).mean(axis=1)
-    result["book_all_seeds"] = {"num_seeds": num_seeds, "compile_s": compile_s, "run_s": run_s,
-                                "solved": int((means >= SOLVED).sum()),
-                                "mean_returns": [round(float(m), 1) for m in means]}
+    result["book_all_seeds"] = {
+        "num_seeds": num_seeds,
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "solved": int((means >= SOLVED).sum()),
+        "mean_returns": [round(float(m), 1) for m in means],
+    }
 
     try:
         from importlib.metadata import version
@@ -120,7 +155,9 @@ def main(argv=None) -> dict:
         result["rejax_version"] = version("rejax")
         result["rejax"] = [measure_rejax(rejax_steps, s) for s in seeds]
     except ImportError:
-        result["rejax_skipped"] = "rejax is not installed (pip install -r benchmarks/requirements.txt)"
+        result["rejax_skipped"] = (
+            "rejax is not installed (pip install -r benchmarks/requirements.txt)"
+        )
 
     book_t = [r["time_to_solve_s"] for r in result["book"] if "time_to_solve_s" in r]
     if book_t:
@@ -130,12 +167,18 @@ def main(argv=None) -> dict:
         result["rejax_time_to_solve_median_s"] = statistics.median(rejax_t)
     if rejax_t and book_t:
         result["ratio_rejax_over_book_time_to_solve"] = (
-            result["rejax_time_to_solve_median_s"] / result["book_time_to_solve_median_s"])
+            result["rejax_time_to_solve_median_s"] / result["book_time_to_solve_median_s"]
+        )
     result["wall_s"] = time.perf_counter() - started
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("config", "hardware")},
-                     indent=1, default=str)[:3000])
+    print(
+        json.dumps(
+            {k: v for k, v in result.items() if k not in ("config", "hardware")},
+            indent=1,
+            default=str,
+        )[:3000]
+    )
     return result
 
 

@@ -71,13 +71,15 @@ def gymnax_cartpole_fn(num_envs: int, num_steps: int):
     def run(key):
         reset_key, key = jax.random.split(key)
         _, states = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(reset_key, num_envs), params)
+            jax.random.split(reset_key, num_envs), params
+        )
 
         def body(states, step_key):
             action_key, env_key = jax.random.split(step_key)
             actions = jax.random.bernoulli(action_key, shape=(num_envs,)).astype(jnp.int32)
             _, states, _, done, _ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(env_key, num_envs), states, actions, params)
+                jax.random.split(env_key, num_envs), states, actions, params
+            )
             return states, done.sum(dtype=jnp.int32)
 
         return jax.lax.scan(body, states, jax.random.split(key, num_steps))[1].sum()
@@ -100,7 +102,8 @@ def maze_fns(num_envs: int, num_steps: int, pool_size: int):
         def body(carry, step_key):
             states, timesteps = carry
             actions = jax.vmap(policy)(
-                jax.random.split(step_key, num_envs), timesteps.observation.action_mask)
+                jax.random.split(step_key, num_envs), timesteps.observation.action_mask
+            )
             states, timesteps = jax.vmap(step_fn)(states, actions)
             return (states, timesteps), timesteps.last().sum(dtype=jnp.int32)
 
@@ -150,15 +153,19 @@ def main(argv=None) -> dict:
         result["gymnax_version"] = version("gymnax")
     except ImportError:
         gymnax = None
-        result["gymnax_skipped"] = "gymnax is not installed (pip install -r benchmarks/requirements.txt)"
+        result["gymnax_skipped"] = (
+            "gymnax is not installed (pip install -r benchmarks/requirements.txt)"
+        )
 
     for n in sizes:
         num_steps = 50 if args.quick else total_steps[n] // n
         result["jax_cartpole"][str(n)] = throughput(
-            jax_cartpole_fn(n, num_steps), n * num_steps, repeats)
+            jax_cartpole_fn(n, num_steps), n * num_steps, repeats
+        )
         if gymnax is not None:
             result["gymnax_cartpole"][str(n)] = throughput(
-                gymnax_cartpole_fn(n, num_steps), n * num_steps, repeats)
+                gymnax_cartpole_fn(n, num_steps), n * num_steps, repeats
+            )
 
     maze_envs, maze_steps = (8, 20) if args.quick else (256, 200)
     per_step_fn, pooled_fn = maze_fns(maze_envs, maze_steps, pool_size=maze_envs)
@@ -187,7 +194,9 @@ def main(argv=None) -> dict:
 
 
 def summary(result: dict) -> str:
-    lines = [f"env throughput on {result['hardware']['cpu']} ({result['hardware']['cpu_cores']} cores)"]
+    lines = [
+        f"env throughput on {result['hardware']['cpu']} ({result['hardware']['cpu_cores']} cores)"
+    ]
     for name, r in result["gymnasium"].items():
         lines.append(f"  gymnasium {name:18s} {r['steps_per_s']:>14,.0f} steps/s")
     for n, r in result["jax_cartpole"].items():
@@ -197,7 +206,8 @@ def summary(result: dict) -> str:
     m = result["maze"]
     lines.append(
         f"  Maze {m['num_envs']} envs: per-step reset {m['per_step_reset']['steps_per_s']:,.0f}, "
-        f"pooled {m['pooled_reset']['steps_per_s']:,.0f} steps/s")
+        f"pooled {m['pooled_reset']['steps_per_s']:,.0f} steps/s"
+    )
     lines.append("  ratios: " + json.dumps(result["ratios"], default=lambda x: round(x, 2)))
     return "\n".join(lines)
 

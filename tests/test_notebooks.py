@@ -177,3 +177,30 @@ def test_dqn_chapter(executed):
     assert len(_png_outputs(nb)) >= 4
     widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
     assert len(widget_cells) == 1  # the episode explorer
+
+
+def test_ppo_chapter(executed):
+    nb = executed(ROOT / "notebooks" / "07_ppo_maze.ipynb")
+    text = _stream_text(nb)
+    assert "legal actions: [1 3]" in text and "actions sampled in 10,000 draws: [1 3]" in text
+    assert "log p replaced first: H = 0.6931" in text
+    assert "naive: H = nan" in text
+    assert "identical to companion.agents.ppo.rollout: True" in text
+    # in-view GAE agrees with the loop and the companion; the companion with rlax
+    for line in text.splitlines():
+        if "max |difference|" in line:
+            assert float(line.split(":")[-1]) < 1e-4, line
+    assert text.count("max |difference|") == 3
+    mine = next(line for line in text.splitlines() if line.startswith("loss in view:"))
+    theirs = next(line for line in text.splitlines() if line.startswith("companion   :"))
+    assert abs(float(mine.split(":")[1]) - float(theirs.split(":")[1])) < 1e-5
+    assert "mask with  -inf (correct): ratio mean 1.000, outside the clip range [0.8, 1.2]: 0%" in text
+    assert "traces for 3 calls with different keys: 1" in text
+    assert "randint(0, n - 1) draws: [" in text and " 0]" in text.split("randint(0, n - 1) draws:")[1].splitlines()[0]
+    assert text.count("check passed") == 3
+    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
+    assert any("50 unseen mazes, propagation network" in t for t in tables)
+    animations = [h for h in _html_outputs(nb) if "new Array(" in h]
+    assert len(animations) == 2
+    assert len(_png_outputs(nb)) >= 4

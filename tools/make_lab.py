@@ -43,7 +43,9 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             if cell.cell_type != "code":
                 raise ValueError(f"cell {i} is tagged {SOLUTION_TAG!r} but is not a code cell")
             cell.source = stub_source(cell.metadata.get("hint", DEFAULT_HINT))
-            cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, "hide-input")]
+            cell.metadata["tags"] = [
+                t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, "hide-input")
+            ]
             cell.metadata["tags"].append("exercise")
             cell.outputs = []
             cell.execution_count = None

@@ -20,6 +20,7 @@ from companion.checks.envs import (
     check_termination_and_truncation,
     check_up_first_policy,
 )
+from companion.checks.ppo import check_clipped_objective, check_gae, check_masked_probs
 from companion.checks.networks import (
     check_frozen_constant,
     check_mlp_apply,
@@ -29,6 +30,9 @@ from companion.checks.networks import (
 __all__ = [
     "CheckFailed",
     "check_balancing_policy",
+    "check_clipped_objective",
+    "check_gae",
+    "check_masked_probs",
     "check_discounted_returns",
     "check_double_dqn_target",
     "check_legal_fraction",

@@ -270,3 +270,36 @@ def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]
                 distance[nxt] = distance[cell] + 1
                 queue.append(nxt)
     return -1
+
+
+#: Names accepted by :func:`make_maze_task`.
+TASKS = ("empty", "medium", "random")
+
+
+def make_maze_task(name: str, time_limit: int = 100):
+    """One of the book's three Maze tasks, by name.
+
+    - ``"empty"``: 10 x 10 without walls, start (0, 0), target (9, 9)
+      (:class:`EmptyMazeGenerator`);
+    - ``"medium"``: :data:`MEDIUM_MAZE` with its 3 starts x 3 targets
+      (:func:`medium_maze_generator`);
+    - ``"random"``: jumanji's default ``Maze-v0``, a new random 10 x 10 maze
+      with random start and target in every episode.
+
+    Args:
+        name: one of :data:`TASKS`.
+        time_limit: steps before the episode is truncated (jumanji's default 100).
+
+    Returns:
+        A jumanji Maze environment.
+
+    Raises:
+        ValueError: for an unknown ``name``.
+    """
+    if name == "empty":
+        return make_maze(generator=EmptyMazeGenerator(), time_limit=time_limit)
+    if name == "medium":
+        return make_maze(generator=medium_maze_generator(), time_limit=time_limit)
+    if name == "random":
+        return make_maze(time_limit=time_limit)
+    raise ValueError(f"name: unknown Maze task {name!r}; expected one of {TASKS}")

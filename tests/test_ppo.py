@@ -1,0 +1,454 @@
+"""PPO pieces against independent references: plain-Python GAE, rlax, hand-computed values."""
+
+import math
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from companion.agents import ppo
+from companion.envs import maze as maze_lib
+from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
+
+with warnings.catch_warnings():
+    # rlax imports distrax and tensorflow-probability, which touch deprecated jax.core names.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import rlax
+
+# --------------------------------------------------------------------------------------
+# Masked categorical policy
+# --------------------------------------------------------------------------------------
+
+
+def test_masked_actions_get_probability_zero_and_are_never_sampled():
+    logits = jnp.array([2.0, -1.0, 0.5, 3.0])
+    mask = jnp.array([True, False, True, False])
+    masked = ppo.masked_logits(logits, mask)
+    probs = jax.nn.softmax(masked)
+    assert probs[1] == 0.0 and probs[3] == 0.0
+    np.testing.assert_allclose(probs[0], math.exp(2) / (math.exp(2) + math.exp(0.5)), rtol=1e-6)
+    samples = jax.random.categorical(jax.random.PRNGKey(0), masked, shape=(20_000,))
+    assert set(np.unique(np.asarray(samples))) == {0, 2}
+
+
+def test_entropy_of_two_legal_actions_is_ln2_with_finite_gradient():
+    logits = jnp.array([0.0, 0.0, -jnp.inf, -jnp.inf])
+    np.testing.assert_allclose(ppo.entropy(logits), math.log(2), rtol=1e-6)
+    grad = jax.grad(ppo.entropy)(logits)
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, 0.0, atol=1e-7)  # uniform over legal: a maximum
+
+
+def test_naive_entropy_would_be_nan_where_ours_is_finite():
+    # The reason for entropy()'s care: -sum(p log p) with p = 0 gives 0 * -inf.
+    logits = jnp.array([1.0, -0.5, -jnp.inf, 0.3])
+
+    def naive(x):
+        p = jax.nn.softmax(x)
+        return -jnp.sum(p * jax.nn.log_softmax(x))
+
+    assert np.isnan(naive(logits))
+    value, grad = jax.value_and_grad(ppo.entropy)(logits)
+    finite = jnp.array([1.0, -0.5, 0.3])
+    p = jax.nn.softmax(finite)
+    np.testing.assert_allclose(value, -np.sum(p * np.log(p)), rtol=1e-6)
+    assert np.all(np.isfinite(grad)) and grad[2] == 0.0
+
+
+def test_log_prob_and_gradients_through_masked_logits_are_finite():
+    def f(raw):
+        masked = ppo.masked_logits(raw, jnp.array([False, True, True, False]))
+        return ppo.log_prob(masked, jnp.array(1)) + 0.1 * ppo.entropy(masked)
+
+    raw = jnp.array([0.3, 1.0, -2.0, 0.7])
+    value = f(raw)
+    np.testing.assert_allclose(
+        ppo.log_prob(ppo.masked_logits(raw, jnp.array([False, True, True, False])), jnp.array(1)),
+        1.0 - np.log(np.exp(1.0) + np.exp(-2.0)),
+        rtol=1e-6,
+    )
+    grad = jax.grad(f)(raw)
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    assert grad[0] == 0.0 and grad[3] == 0.0  # illegal logits get no gradient
+
+
+def test_masked_logits_rejects_bad_mask():
+    with pytest.raises(ValueError, match="action_mask: expected dtype bool"):
+        ppo.masked_logits(jnp.zeros(4), jnp.ones(4))
+    with pytest.raises(ValueError, match="action_mask: shape"):
+        ppo.masked_logits(jnp.zeros(4), jnp.ones(3, bool))
+
+
+# --------------------------------------------------------------------------------------
+# GAE
+# --------------------------------------------------------------------------------------
+
+
+def gae_loop(reward, value, value_tp1, terminated, done, gamma, lam):
+    """Plain-Python GAE, one environment, time on axis 0."""
+    T = len(reward)
+    adv = [0.0] * T
+    next_adv = 0.0
+    for t in reversed(range(T)):
+        delta = reward[t] + gamma * (1.0 - terminated[t]) * value_tp1[t] - value[t]
+        next_adv = delta + gamma * lam * (1.0 - done[t]) * next_adv
+        adv[t] = next_adv
+    return np.array(adv)
+
+
+def test_gae_hand_computed_three_steps_with_a_boundary_in_the_middle():
+    # Step 0: ordinary; step 1: the episode terminates (reward 1); step 2: first
+    # step of the next episode, the rollout ends there (bootstrap from V = 0.5).
+    gamma, lam = 0.9, 0.8
+    reward = jnp.array([0.0, 1.0, 0.0])
+    value = jnp.array([0.2, 0.4, 0.3])
+    value_tp1 = jnp.array([0.4, 0.7, 0.5])  # 0.7: value of the terminal observation, unused
+    terminated = jnp.array([False, True, False])
+    done = terminated
+    adv, ret = ppo.gae(reward, value, value_tp1, terminated, done, gamma, lam)
+    a2 = 0.0 + 0.9 * 0.5 - 0.3  # 0.15
+    a1 = 1.0 - 0.4  # 0.6: no bootstrap, and the sum stops at the boundary
+    a0 = (0.0 + 0.9 * 0.4 - 0.2) + 0.9 * 0.8 * a1  # 0.16 + 0.432 = 0.592
+    np.testing.assert_allclose(adv, [a0, a1, a2], rtol=1e-6)
+    np.testing.assert_allclose(ret, np.array([a0, a1, a2]) + np.array(value), rtol=1e-6)
+
+
+def test_gae_truncation_bootstraps_from_the_final_observation():
+    # Same as above, but the episode is truncated at step 1: it bootstraps from 0.7.
+    gamma, lam = 0.9, 0.8
+    adv, _ = ppo.gae(
+        jnp.array([0.0, 0.0, 0.0]),
+        jnp.array([0.2, 0.4, 0.3]),
+        jnp.array([0.4, 0.7, 0.5]),
+        jnp.array([False, False, False]),
+        jnp.array([False, True, False]),
+        gamma,
+        lam,
+    )
+    a1 = 0.9 * 0.7 - 0.4
+    np.testing.assert_allclose(adv[1], a1, rtol=1e-6)
+    np.testing.assert_allclose(adv[0], (0.9 * 0.4 - 0.2) + 0.72 * a1, rtol=1e-6)
+
+
+def random_rollout_arrays(seed, T=50, N=3):
+    rng = np.random.default_rng(seed)
+    done = rng.random((T, N)) < 0.15
+    terminated = done & (rng.random((T, N)) < 0.6)
+    reward = rng.normal(size=(T, N)).astype(np.float32)
+    value = rng.normal(size=(T, N)).astype(np.float32)
+    value_tp1 = rng.normal(size=(T, N)).astype(np.float32)
+    return reward, value, value_tp1, terminated, done
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gae_matches_plain_python_loop(seed):
+    reward, value, value_tp1, terminated, done = random_rollout_arrays(seed)
+    gamma, lam = 0.97, 0.9
+    adv, _ = ppo.gae(*map(jnp.asarray, (reward, value, value_tp1, terminated, done)), gamma, lam)
+    for n in range(reward.shape[1]):
+        expected = gae_loop(
+            reward[:, n], value[:, n], value_tp1[:, n], terminated[:, n], done[:, n], gamma, lam
+        )
+        np.testing.assert_allclose(adv[:, n], expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gae_matches_rlax_with_terminations(seed):
+    # rlax takes V(s_0..s_T) and discount_t; with only terminations (no
+    # truncation), discount_t = gamma * (1 - terminated_t) and lambda cuts the
+    # sum at the same boundaries.
+    T = 40
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=T + 1).astype(np.float32)
+    reward = rng.normal(size=T).astype(np.float32)
+    terminated = rng.random(T) < 0.1
+    gamma, lam = 0.99, 0.95
+    expected = rlax.truncated_generalized_advantage_estimation(
+        jnp.asarray(reward), jnp.asarray(gamma * (1.0 - terminated), jnp.float32), lam,
+        jnp.asarray(values),
+    )  # fmt: skip
+    adv, _ = ppo.gae(
+        jnp.asarray(reward), jnp.asarray(values[:-1]), jnp.asarray(values[1:]),
+        jnp.asarray(terminated), jnp.asarray(terminated), gamma, lam,
+    )  # fmt: skip
+    np.testing.assert_allclose(adv, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_gae_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="expected one shape"):
+        z = jnp.zeros(5)
+        ppo.gae(z, z, jnp.zeros(4), z, z, 0.99, 0.95)
+
+
+# --------------------------------------------------------------------------------------
+# Loss
+# --------------------------------------------------------------------------------------
+
+
+def test_clipped_surrogate_hand_values():
+    ratio = jnp.array([1.5, 0.5, 0.5, 1.5, 1.1])
+    adv = jnp.array([1.0, 1.0, -1.0, -1.0, 2.0])
+    np.testing.assert_allclose(
+        ppo.clipped_surrogate(ratio, adv, 0.2), [1.2, 0.5, -0.8, -1.5, 2.2], rtol=1e-6
+    )
+
+
+def test_normalise_constant_advantages_gives_zeros_not_nan():
+    out = ppo.normalise(jnp.full((64,), 3.0))
+    np.testing.assert_array_equal(out, 0.0)
+    x = jnp.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(ppo.normalise(x), (x - 2.5) / np.std([1, 2, 3, 4]), rtol=1e-5)
+
+
+def make_batch(model, key, size=32, constant_advantage=None):
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    image = jax.random.bernoulli(k1, 0.3, (size, 3, 10, 10)).astype(jnp.float32)
+    mask = jax.random.bernoulli(k2, 0.6, (size, 4)).at[:, 0].set(True)
+    logits, value = jax.vmap(model)(image)
+    logits = ppo.masked_logits(logits, mask)
+    action = jax.random.categorical(k3, logits).astype(jnp.int32)
+    adv = (
+        jnp.full((size,), constant_advantage)
+        if constant_advantage is not None
+        else jax.random.normal(k4, (size,))
+    )
+    return ppo.Batch(
+        image=image,
+        action_mask=mask,
+        action=action,
+        log_prob=ppo.log_prob(logits, action),
+        value=value,
+        advantage=adv,
+        target=value + adv,
+    )
+
+
+def test_ppo_loss_at_the_acting_policy_is_minus_entropy_bonus_plus_value_loss():
+    model = ppo.ActorCritic(jax.random.PRNGKey(0))
+    batch = make_batch(model, jax.random.PRNGKey(1))
+    loss, metrics = ppo.ppo_loss(model, batch, 0.2, 0.5, 0.01)
+    # ratio = 1 everywhere, so the surrogate is mean(normalised A) = 0.
+    np.testing.assert_allclose(metrics["policy_loss"], 0.0, atol=1e-6)
+    np.testing.assert_allclose(metrics["approx_kl"], 0.0, atol=1e-6)
+    expected_value_loss = 0.5 * np.mean(np.asarray(batch.advantage) ** 2)
+    np.testing.assert_allclose(metrics["value_loss"], expected_value_loss, rtol=1e-5)
+    np.testing.assert_allclose(
+        loss, 0.5 * expected_value_loss - 0.01 * metrics["entropy"], rtol=1e-5
+    )
+
+
+def test_ppo_loss_finite_for_constant_advantages_and_masked_actions():
+    model = ppo.ActorCritic(jax.random.PRNGKey(0))
+    batch = make_batch(model, jax.random.PRNGKey(2), constant_advantage=1.0)
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    loss, grads = jax.value_and_grad(lambda p: ppo.ppo_loss(eqx.combine(p, static), batch)[0])(
+        params
+    )
+    assert np.isfinite(loss)
+    assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+
+
+def test_ppo_loss_uses_the_stored_mask():
+    model = ppo.ActorCritic(jax.random.PRNGKey(0))
+    batch = make_batch(model, jax.random.PRNGKey(3))
+    # With only the taken action legal, its probability is 1: log-ratio = -log_prob_old.
+    only_taken = jax.nn.one_hot(batch.action, 4).astype(bool)
+    _, metrics = ppo.ppo_loss(model, batch._replace(action_mask=only_taken))
+    _, metrics_stored = ppo.ppo_loss(model, batch)
+    assert metrics_stored["approx_kl"] < 1e-6 < metrics["approx_kl"]
+    np.testing.assert_allclose(metrics["entropy"], 0.0, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------
+# Network
+# --------------------------------------------------------------------------------------
+
+
+def test_actor_critic_shapes_and_near_uniform_first_policy():
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(8,), hidden_sizes=(32,))
+    images = jax.random.bernoulli(jax.random.PRNGKey(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
+    logits, value = jax.vmap(model)(images)
+    assert logits.shape == (5, 4) and value.shape == (5,)
+    assert logits.dtype == jnp.float32
+    probs = jax.nn.softmax(logits)
+    np.testing.assert_allclose(probs, 0.25, atol=0.02)  # small policy-head gain
+    # orthogonal heads: rows of the policy head are orthogonal with norm 0.01
+    w = np.asarray(model.policy_head.weight)
+    np.testing.assert_allclose(w @ w.T, 1e-4 * np.eye(4), atol=1e-8)
+    np.testing.assert_array_equal(np.asarray(model.policy_head.bias), 0.0)
+
+
+def test_actor_critic_rejects_empty_hidden_sizes():
+    with pytest.raises(ValueError, match="hidden_sizes"):
+        ppo.ActorCritic(jax.random.PRNGKey(0), hidden_sizes=())
+
+
+# --------------------------------------------------------------------------------------
+# Rollout, training, evaluation
+# --------------------------------------------------------------------------------------
+
+
+def test_rollout_takes_only_legal_actions_and_labels_episode_ends():
+    env = maze_lib.make_maze_task("random", time_limit=12)
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
+    n, T = 8, 40
+    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+        env, jax.random.split(jax.random.PRNGKey(1), n)
+    )
+    pool = make_reset_pool(env, jax.random.PRNGKey(2), n)
+    _, _, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
+    assert traj.action.shape == (T, n) and traj.image.shape == (T, n, 3, 10, 10)
+    legal = np.take_along_axis(np.asarray(traj.action_mask), np.asarray(traj.action)[..., None], -1)
+    assert legal.all()
+    done, term = np.asarray(traj.done), np.asarray(traj.terminated)
+    assert done.any() and not np.any(term & ~done)
+    np.testing.assert_array_equal(np.asarray(traj.reward) > 0, term)
+    # truncations happen at the time limit, terminations at any length
+    assert np.all(np.asarray(traj.step_count)[done & ~term] == 12)
+    # the mask stored is the mask of the observation the action was taken in
+    walls = np.asarray(traj.image[..., 0, :, :]) > 0
+    agent = np.argwhere(np.asarray(traj.image[0, 0, 1]) > 0)[0]
+    r, c = agent
+    expected = [
+        r > 0 and not walls[0, 0, r - 1, c],
+        c < 9 and not walls[0, 0, r, c + 1],
+        r < 9 and not walls[0, 0, r + 1, c],
+        c > 0 and not walls[0, 0, r, c - 1],
+    ]
+    np.testing.assert_array_equal(np.asarray(traj.action_mask[0, 0]), expected)
+
+
+TINY = ppo.PPOConfig(
+    task="empty", num_envs=8, num_steps=8, total_timesteps=256, num_epochs=1,
+    num_minibatches=2, channels=(4,), hidden_sizes=(16,),
+)  # fmt: skip
+
+
+def test_train_compiles_once_per_config_and_vmaps_over_seeds():
+    train = ppo.make_train(TINY)
+    before = ppo.TRACE_COUNTS[TINY]
+    model_a, metrics = train(jax.random.PRNGKey(0))
+    model_b, _ = train(jax.random.PRNGKey(1))
+    assert ppo.TRACE_COUNTS[TINY] - before == 1
+    assert metrics["success_rate"].shape == (TINY.num_updates,) == (4,)
+    np.testing.assert_array_equal(metrics["env_steps"], [64, 128, 192, 256])
+    leaves_a, leaves_b = jax.tree.leaves(model_a), jax.tree.leaves(model_b)
+    assert any(not np.allclose(a, b) for a, b in zip(leaves_a, leaves_b))
+    models, metrics = jax.vmap(train)(jax.random.split(jax.random.PRNGKey(2), 3))
+    assert metrics["entropy"].shape == (3, 4)
+    assert models.policy_head.weight.shape == (3, 4, 16)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"task": "maze-v9"}, "unknown Maze task"),
+        ({"num_minibatches": 3}, "num_minibatches"),
+        ({"total_timesteps": 10}, "total_timesteps"),
+    ],
+)
+def test_make_train_rejects_bad_configs(changes, message):
+    with pytest.raises(ValueError, match=message):
+        ppo.make_train(TINY._replace(**changes))
+
+
+def test_ppo_learns_the_empty_maze():
+    config = ppo.PPOConfig(
+        task="empty", num_envs=32, num_steps=32, total_timesteps=40_960, num_epochs=2,
+        num_minibatches=2, learning_rate=2e-3, channels=(8,), hidden_sizes=(64, 64),
+    )  # fmt: skip
+    model, metrics = ppo.make_train(config)(jax.random.PRNGKey(0))
+    env = maze_lib.make_maze_task("empty")
+    result = ppo.evaluate(model, env, jax.random.PRNGKey(7), num_episodes=50, greedy=True)
+    assert np.mean(result.success) == 1.0
+    np.testing.assert_array_equal(result.length, 18)  # the shortest path, 9 + 9 moves
+    assert metrics["success_rate"][-1] > 0.9
+
+
+def test_evaluate_random_policy_against_bfs():
+    env = maze_lib.make_maze_task("random")
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
+    result = ppo.evaluate(model, env, jax.random.PRNGKey(1), num_episodes=20)
+    first = jax.tree.map(lambda x: x[0], result.states)
+    shortest = ppo.shortest_path_lengths(first)
+    success, length = np.asarray(result.success), np.asarray(result.length)
+    assert np.all(shortest > 0)
+    assert np.all(length[success] >= shortest[success])  # nobody beats BFS
+    assert np.all(length[~success] == env.time_limit)
+    # the last recorded state of a successful episode stands on the target
+    last = jax.tree.map(lambda x: x[-1], result.states)
+    np.testing.assert_array_equal(np.asarray(ppo.reached_target(last)), success)
+    with pytest.raises(ValueError, match="num_episodes"):
+        ppo.evaluate(model, env, jax.random.PRNGKey(1), num_episodes=0)
+
+
+def test_make_maze_task_names():
+    assert maze_lib.make_maze_task("empty").num_rows == 10
+    with pytest.raises(ValueError, match="unknown Maze task 'maze'"):
+        maze_lib.make_maze_task("maze")
+
+
+# --------------------------------------------------------------------------------------
+# The propagation network
+# --------------------------------------------------------------------------------------
+
+
+def image_of(walls, agent, target):
+    walls = np.asarray(walls, np.float32)
+    image = np.zeros((3,) + walls.shape, np.float32)
+    image[0] = walls
+    image[1][agent] = 1.0
+    image[2][target] = 1.0
+    return jnp.asarray(image)
+
+
+def test_neighbour_shifts_with_zero_outside():
+    h = jnp.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(ppo.neighbour(h, 0)[1:], h[:-1])  # up: the row above
+    np.testing.assert_array_equal(ppo.neighbour(h, 0)[0], 0.0)
+    np.testing.assert_array_equal(ppo.neighbour(h, 1)[:, :-1], h[:, 1:])  # right
+    np.testing.assert_array_equal(ppo.neighbour(h, 2)[:-1], h[1:])  # down
+    np.testing.assert_array_equal(ppo.neighbour(h, 3)[:, 1:], h[:, :-1])  # left
+    assert ppo.neighbour(jnp.zeros((3, 4, 5)), 2).shape == (3, 4, 5)
+
+
+def test_propagation_does_not_pass_through_walls():
+    # A wall column splits the grid: nothing about the right half reaches the agent.
+    walls = np.zeros((10, 10), bool)
+    walls[:, 5] = True
+    model = ppo.PropagationActorCritic(jax.random.PRNGKey(0), width=8, iterations=20)
+    out_a = model(image_of(walls, (4, 1), (2, 8)))
+    out_b = model(image_of(walls, (4, 1), (7, 9)))
+    np.testing.assert_allclose(out_a[0], out_b[0], atol=1e-6)
+    np.testing.assert_allclose(out_a[1], out_b[1], atol=1e-6)
+    out_c = model(image_of(walls, (4, 1), (2, 3)))  # a target on the agent's side does
+    assert not np.allclose(out_a[0], out_c[0], atol=1e-4)
+
+
+def test_propagation_reaches_one_cell_per_iteration():
+    walls = np.zeros((10, 10), bool)
+    model = ppo.PropagationActorCritic(jax.random.PRNGKey(1), width=8, iterations=3)
+    # The readout sees the agent's neighbours, so a target up to iterations + 1
+    # moves away is visible and one further away is not.
+    far_a = model(image_of(walls, (0, 0), (0, 6)))[0]
+    far_b = model(image_of(walls, (0, 0), (0, 9)))[0]
+    np.testing.assert_allclose(far_a, far_b, atol=1e-6)
+    near = model(image_of(walls, (0, 0), (0, 4)))[0]
+    assert not np.allclose(near, far_a, atol=1e-4)
+
+
+def test_propagation_network_shapes_and_config():
+    config = ppo.PPOConfig(network="propagation", channels=(6,), hidden_sizes=(32,), iterations=4)
+    model = ppo.make_model(config, jax.random.PRNGKey(0))
+    assert isinstance(model, ppo.PropagationActorCritic) and model.iterations == 4
+    images = jax.random.bernoulli(jax.random.PRNGKey(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
+    logits, value = jax.vmap(model)(images)
+    assert logits.shape == (5, 4) and value.shape == (5,)
+    np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
+    with pytest.raises(ValueError, match="unknown network 'resnet'"):
+        ppo.make_train(TINY._replace(network="resnet"))
+    with pytest.raises(ValueError, match="iterations"):
+        ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
