@@ -452,3 +452,16 @@ def test_propagation_network_shapes_and_config():
         ppo.make_train(TINY._replace(network="resnet"))
     with pytest.raises(ValueError, match="iterations"):
         ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
+
+
+def test_vmapped_training_runs_repeatedly():
+    # Guards the XLA flag set in companion/__init__.py: without it the vmapped program
+    # deadlocked within a few executions on the book's CPU.
+    import os
+
+    assert "--xla_cpu_enable_concurrency_optimized_scheduler=false" in os.environ["XLA_FLAGS"]
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    compiled = jax.jit(jax.vmap(ppo.make_train(TINY))).lower(keys).compile()
+    for seed in range(10):
+        _, metrics = jax.block_until_ready(compiled(jax.random.split(jax.random.PRNGKey(seed), 2)))
+        assert metrics["entropy"].shape == (2, TINY.num_updates)
