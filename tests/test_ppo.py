@@ -291,14 +291,15 @@ def test_actor_critic_rejects_empty_hidden_sizes():
 # --------------------------------------------------------------------------------------
 
 
-def test_rollout_takes_only_legal_actions_and_labels_episode_ends():
+@pytest.mark.parametrize("reset", ["pooled", "per_step"])
+def test_rollout_takes_only_legal_actions_and_labels_episode_ends(reset):
     env = maze_lib.make_maze_task("random", time_limit=12)
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
     n, T = 8, 40
     state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
         env, jax.random.split(jax.random.PRNGKey(1), n)
     )
-    pool = make_reset_pool(env, jax.random.PRNGKey(2), n)
+    pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
     _, _, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
     assert traj.action.shape == (T, n) and traj.image.shape == (T, n, 3, 10, 10)
     legal = np.take_along_axis(np.asarray(traj.action_mask), np.asarray(traj.action)[..., None], -1)
@@ -319,6 +320,38 @@ def test_rollout_takes_only_legal_actions_and_labels_episode_ends():
         c > 0 and not walls[0, 0, r, c - 1],
     ]
     np.testing.assert_array_equal(np.asarray(traj.action_mask[0, 0]), expected)
+
+
+def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
+    # Both reset schemes step the same environments with the same keys; they may
+    # differ only after an episode ends (where each starts a new one its own way).
+    env = maze_lib.make_maze_task("random")
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
+    n, T = 16, 30
+    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+        env, jax.random.split(jax.random.PRNGKey(1), n)
+    )
+    pool = make_reset_pool(env, jax.random.PRNGKey(2), n)
+    _, _, pooled = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
+    _, _, per_step = ppo.rollout(model, env, None, state, ts, jax.random.PRNGKey(3), T)
+    done = np.asarray(pooled.done)
+    first_end = np.where(done.any(0), done.argmax(0), T)  # per environment
+    assert (first_end < T).any()
+    for t in range(T):
+        same = t <= first_end  # up to and including the step that ends the first episode
+        for field in ("image", "action", "reward", "terminated", "done", "next_image"):
+            a, b = np.asarray(getattr(pooled, field)[t]), np.asarray(getattr(per_step, field)[t])
+            np.testing.assert_array_equal(a[same], b[same], err_msg=f"{field} at t={t}")
+    # after an end, the per-step reset draws a new maze: the pooled one comes from the pool
+    env_i = int(np.argmin(first_end))
+    t_i = int(first_end[env_i]) + 1
+    assert t_i < T
+    walls_pooled = np.asarray(pooled.image[t_i, env_i, 0])
+    walls_per_step = np.asarray(per_step.image[t_i, env_i, 0])
+    assert any(
+        np.array_equal(walls_pooled, w) for w in np.asarray(pool.states.walls, dtype=np.float32)
+    )
+    assert not np.array_equal(walls_pooled, walls_per_step)
 
 
 TINY = ppo.PPOConfig(
@@ -348,6 +381,7 @@ def test_train_compiles_once_per_config_and_vmaps_over_seeds():
         ({"task": "maze-v9"}, "unknown Maze task"),
         ({"num_minibatches": 3}, "num_minibatches"),
         ({"total_timesteps": 10}, "total_timesteps"),
+        ({"reset": "every step"}, "config.reset: unknown reset"),
     ],
 )
 def test_make_train_rejects_bad_configs(changes, message):

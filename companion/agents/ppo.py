@@ -26,6 +26,7 @@ The structure of :func:`make_train` follows PureJaxRL's PPO (Lu et al., 2022).
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -33,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jumanji.wrappers import AutoResetWrapper
 
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, pooled_autoreset_step, reset_with_next_obs
@@ -373,7 +375,11 @@ def rollout(
     Args:
         model: the actor-critic.
         env: a jumanji Maze.
-        pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`).
+        pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`),
+            or ``None`` to restart episodes with jumanji's
+            ``AutoResetWrapper(env, next_obs_in_extras=True)``: a fresh reset
+            for every environment on every step (slower for random mazes,
+            since under ``vmap`` the reset runs whether or not it is used).
         env_state, timestep: batched (leading axis ``num_envs``) state and
             timestep; ``timestep.observation`` is the current observation.
         key: PRNG key.
@@ -383,7 +389,10 @@ def rollout(
         ``(env_state, timestep, transitions)``, transitions with leaves of
         shape ``(num_steps, num_envs, ...)``.
     """
-    step_env = jax.vmap(pooled_autoreset_step, in_axes=(None, None, 0, 0))
+    if pool is None:
+        step_env = jax.vmap(AutoResetWrapper(env, next_obs_in_extras=True).step)
+    else:
+        step_env = jax.vmap(functools.partial(pooled_autoreset_step, env, pool))
     images = jax.vmap(maze_lib.observation_image)
 
     def step(carry, key_t):
@@ -393,7 +402,7 @@ def rollout(
         logits_t, value_t = jax.vmap(model)(image_t)
         logits_t = masked_logits(logits_t, obs_t.action_mask)
         action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)
-        env_state, timestep = step_env(env, pool, env_state, action_t)
+        env_state, timestep = step_env(env_state, action_t)
         next_obs = timestep.extras["next_obs"]
         transition = Transition(
             image=image_t,
@@ -575,6 +584,10 @@ class PPOConfig(NamedTuple):
             the fully connected widths; for ``"propagation"``, ``channels[0]``
             is the feature width per cell and ``hidden_sizes`` the widths after it.
         iterations: propagation steps of ``"propagation"``.
+        reset: how episodes restart within a rollout: ``"pooled"`` (from a pool
+            of ``num_envs`` resets drawn once per rollout,
+            :mod:`companion.envs.autoreset`) or ``"per_step"`` (jumanji's
+            ``AutoResetWrapper``, a fresh reset computed on every step).
         progress_bar: show a jax-tqdm progress bar over updates.
     """
 
@@ -597,6 +610,7 @@ class PPOConfig(NamedTuple):
     hidden_sizes: tuple = (128, 128)
     network: str = "conv"
     iterations: int = 32
+    reset: str = "pooled"
     progress_bar: bool = False
 
     @property
@@ -653,6 +667,7 @@ class RunnerState(NamedTuple):
 
 
 NETWORKS = ("conv", "propagation")
+RESETS = ("pooled", "per_step")
 
 
 def make_model(config: PPOConfig, key: jax.Array, grid_shape: tuple = (10, 10)):
@@ -705,6 +720,8 @@ def _check_config(config: PPOConfig) -> None:
         raise ValueError(
             f"config.network: unknown network {config.network!r}; expected one of {NETWORKS}"
         )
+    if config.reset not in RESETS:
+        raise ValueError(f"config.reset: unknown reset {config.reset!r}; expected one of {RESETS}")
     if config.num_updates < 1:
         raise ValueError(
             f"config.total_timesteps: {config.total_timesteps} is less than one update "
@@ -749,7 +766,7 @@ def make_train(config: PPOConfig = PPOConfig()):
         key, pool_key, rollout_key, perm_key = jax.random.split(runner.key, 4)
         params, static = runner.params, static_model
         model = eqx.combine(params, static)
-        pool = make_reset_pool(env, pool_key, n)
+        pool = make_reset_pool(env, pool_key, n) if config.reset == "pooled" else None
         env_state, timestep, traj = rollout(
             model, env, pool, runner.env_state, runner.timestep, rollout_key, config.num_steps
         )
