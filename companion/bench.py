@@ -96,3 +96,65 @@ def result_header(name: str, quick: bool) -> dict:
         "quick": quick,
         "hardware": hardware(),
     }
+
+
+#: Where :func:`load_result` downloads results from when no local copy exists (Colab).
+RESULTS_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/benchmarks/results"
+
+
+def find_results_dir(start: str | os.PathLike | None = None):
+    """The ``benchmarks/results`` folder of the book's repository, searched for from
+    ``start`` (default: the working directory) and its parents; ``None`` if absent."""
+    from pathlib import Path
+
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "benchmarks" / "results"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_result(name: str, results_dir: str | os.PathLike | None = None) -> dict:
+    """Load the JSON that ``benchmarks/<name>.py`` wrote (``benchmarks/results/<name>.json``).
+
+    Looks in ``results_dir`` if given, else in the repository's
+    ``benchmarks/results`` (:func:`find_results_dir`); where the repository is
+    not checked out (Colab), downloads the committed file from
+    :data:`RESULTS_URL`.
+
+    Args:
+        name: a benchmark's name, such as ``"scaling"`` (letters, digits, ``_``).
+
+    Returns:
+        The decoded JSON, a dict.
+
+    Raises:
+        ValueError: if ``name`` is not a plain name.
+        FileNotFoundError: if ``results_dir`` is given and has no such file, or
+            the file is neither local nor downloadable.
+    """
+    import json
+    import re
+    import urllib.request
+    from pathlib import Path
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise ValueError(f"name: expected a benchmark name such as 'scaling', got {name!r}")
+    folder = Path(results_dir) if results_dir is not None else find_results_dir()
+    if folder is not None:
+        path = folder / f"{name}.json"
+        if path.exists():
+            return json.loads(path.read_text())
+        if results_dir is not None or any(folder.glob("*.json")):
+            raise FileNotFoundError(
+                f"name: no result {name!r} in {folder} (run benchmarks/{name}.py to make it)"
+            )
+    url = f"{RESULTS_URL}/{name}.json"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.loads(response.read().decode())
+    except OSError as exc:
+        raise FileNotFoundError(
+            f"name: no local benchmarks/results/{name}.json and {url} could not be read ({exc})"
+        ) from exc

@@ -20,6 +20,7 @@ from companion.checks.envs import (
     check_termination_and_truncation,
     check_up_first_policy,
 )
+from companion.checks.performance import check_buffer_bytes, check_scan_rollout
 from companion.checks.ppo import check_clipped_objective, check_gae, check_masked_probs
 from companion.checks.networks import (
     check_frozen_constant,
@@ -30,6 +31,7 @@ from companion.checks.networks import (
 __all__ = [
     "CheckFailed",
     "check_balancing_policy",
+    "check_buffer_bytes",
     "check_clipped_objective",
     "check_gae",
     "check_masked_probs",
@@ -45,5 +47,6 @@ __all__ = [
     "check_mlp_apply",
     "check_mse_loss",
     "check_sample",
+    "check_scan_rollout",
     "check_td_target",
 ]
