@@ -34,10 +34,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jumanji.wrappers import AutoResetWrapper
 
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, pooled_autoreset_step, reset_with_next_obs
+from jumanji.wrappers import AutoResetWrapper  # noqa: E402  (after maze: it sets up jumanji)
 
 #: How many times the training function of each configuration was traced
 #: (compiled); :func:`make_train` increments it. A second call of the same
