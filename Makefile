@@ -27,12 +27,11 @@ test: venv
 book: venv
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
 
-# Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to benchmarks/results.
+# Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to
+# benchmarks/results, and benchmarks/results/bench.json records how long each took.
 bench: venv
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
-	$(BIN)/python benchmarks/env_throughput.py
-	$(BIN)/python benchmarks/dqn_cartpole.py
-	$(BIN)/python benchmarks/ppo_maze.py
+	$(BIN)/python benchmarks/run_all.py
 
 # Student copies (solutions replaced by stubs) in lab/student, full copies in lab/solutions.
 lab: venv

@@ -84,3 +84,70 @@ def test_blog_port_keeps_the_mask_bug_it_is_measured_with():
 
     assert blog_ppo.BlogConfig().mask_bug is True
     assert blog_ppo.BlogConfig().num_updates * 32 * 128 == 819_200
+
+
+def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
+    from companion.bench import find_results_dir, load_result
+
+    (tmp_path / "demo.json").write_text('{"benchmark": "demo", "x": 3}')
+    assert load_result("demo", tmp_path) == {"benchmark": "demo", "x": 3}
+    with pytest.raises(FileNotFoundError, match="no result 'other'"):
+        load_result("other", tmp_path)
+    with pytest.raises(ValueError, match="name: expected a benchmark name"):
+        load_result("../secrets", tmp_path)
+    assert find_results_dir(ROOT / "notebooks") == ROOT / "benchmarks" / "results"
+    assert load_result("env_throughput")["benchmark"] == "env_throughput"
+
+
+def test_dispatch_quick_mode_writes_json(tmp_path):
+    result = _run_quick("dispatch.py", tmp_path)
+    assert result["quick"] is True and result["hardware"]["jax"]
+    loops = result["loops"]
+    assert loops["same_final_state"] is True  # the four styles compute the same thing
+    for name in ("eager", "python loop, jit(step)", "jit(lax.scan)"):
+        r = loops[name]
+        assert r["min_s"] <= r["median_s"] <= r["max_s"] and r["steps_per_s"] > 0
+    assert set(result["compile"]) == {"python for loop", "lax.scan"}
+    # one trace per batch size; later calls with the same size reuse it
+    assert result["recompile"]["traces"] == [4, 8]
+    a = result["async"]
+    assert a["with_block_until_ready"]["median_s"] >= a["without_block_until_ready"]["min_s"]
+
+
+def test_scaling_quick_mode_writes_json(tmp_path):
+    result = _run_quick("scaling.py", tmp_path)
+    assert result["quick"] is True and result["hardware"]["jax"]
+    for key in ("dqn_envs", "ppo_envs", "dqn_seeds", "ppo_seeds"):
+        assert len(result[key]) == 2
+        for r in result[key].values():
+            assert r["compile_s"] > 0 and r["steps_per_s"] > 0 and r["repeats"] >= 2
+            assert r["min_s"] <= r["median_s"] <= r["max_s"]
+            assert r["memory"]["total_bytes"] > 0
+    # vmapping two seeds runs twice the environment steps
+    seeds = result["ppo_seeds"]
+    assert seeds["2"]["env_steps"] == 2 * seeds["1"]["env_steps"]
+    # a DQN replay buffer of float32 obs/next_obs (4 each), int32 action, float32 reward and
+    # bool terminated holds 41 bytes per transition, and the program's memory shows it
+    caps = result["memory"]["dqn_buffer_capacity"]
+    small, large = sorted(caps, key=int)
+    grown = caps[large]["memory"]["total_bytes"] - caps[small]["memory"]["total_bytes"]
+    assert grown == 41 * (int(large) - int(small))
+
+
+def test_profile_ppo_quick_mode_writes_json(tmp_path):
+    result = _run_quick("profile_ppo.py", tmp_path)
+    assert result["quick"] is True
+    (agent,) = result["agents"].values()
+    for reset in ("per_step", "pooled"):
+        r = agent[reset]
+        assert r["rollout_s"] > 0 and r["update_s"] > 0 and r["steps_per_s"] > 0
+    assert agent["training_speedup_pooled_over_per_step"] > 0
+
+
+def test_run_all_lists_every_benchmark_script():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import run_all
+
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"run_all", "blog_ppo"}
+    assert set(run_all.SCRIPTS) == scripts
+    assert "benchmarks/run_all.py" in (ROOT / "Makefile").read_text()
