@@ -9,9 +9,10 @@ host transfers and asynchronous dispatch, measured on the book's JAX CartPole.
 - ``compile``: compile time of ``jit`` over a Python ``for`` loop (unrolled into
   the program, so the program grows with the number of steps) against
   ``jit`` of ``lax.scan`` (one loop body, whatever the number of steps).
-- ``async``: a vectorised rollout timed without and with
-  ``jax.block_until_ready``: without it the clock stops when the work is
-  queued, not when it is done.
+- ``async``: a matrix product and a vectorised CartPole rollout, each timed
+  without and with ``jax.block_until_ready``: without it the clock stops when
+  the call returns, which for an asynchronously dispatched program is when the
+  work is queued, not when it is done.
 - ``recompile``: first call (trace + compile + run) against later calls of a
   jitted function, for three batch sizes: every new shape compiles again.
 
@@ -140,22 +141,40 @@ def compile_times(lengths: list) -> dict:
     return out
 
 
-def async_dispatch(num_envs: int, num_steps: int, repeats: int) -> dict:
-    run = jax.jit(cartpole.random_rollout, static_argnums=(1, 2))
-    keys = jax.random.split(jax.random.key(1), repeats + 1)
-    jax.block_until_ready(run(keys[0], num_envs, num_steps))  # compile
+def _time_without_and_with_block(fn, args_list) -> dict:
+    jax.block_until_ready(fn(*args_list[0]))  # compile
     without, with_block = [], []
-    for k in keys[1:]:
+    for args in args_list[1:]:
         start = time.perf_counter()
-        out = run(k, num_envs, num_steps)
+        out = fn(*args)
         without.append(time.perf_counter() - start)  # returns once the work is queued
         jax.block_until_ready(out)
         with_block.append(time.perf_counter() - start)
     return {
-        "num_envs": num_envs,
-        "num_steps": num_steps,
         "without_block_until_ready": _spread(without),
         "with_block_until_ready": _spread(with_block),
+    }
+
+
+def async_dispatch(num_envs: int, num_steps: int, matrix_size: int, repeats: int) -> dict:
+    """Two programs: a matrix product, and a CartPole rollout (a loop in the program)."""
+    matmul = jax.jit(lambda x: x @ x)
+    xs = [
+        jax.random.normal(k, (matrix_size, matrix_size))
+        for k in jax.random.split(jax.random.key(2), repeats + 1)
+    ]
+    rollout = jax.jit(cartpole.random_rollout, static_argnums=(1, 2))
+    keys = jax.random.split(jax.random.key(1), repeats + 1)
+    return {
+        "matmul": {
+            "matrix_size": matrix_size,
+            **_time_without_and_with_block(matmul, [(x,) for x in xs]),
+        },
+        "rollout": {
+            "num_envs": num_envs,
+            "num_steps": num_steps,
+            **_time_without_and_with_block(rollout, [(k, num_envs, num_steps) for k in keys]),
+        },
     }
 
 
@@ -186,10 +205,10 @@ def main(argv=None) -> dict:
 
     if args.quick:
         num_steps, repeats, lengths = 20, 2, [5, 10]
-        async_size, sizes = (16, 50), [4, 8]
+        async_size, sizes = (16, 50, 64), [4, 8]
     else:
         num_steps, repeats, lengths = 2_000, 5, [10, 20, 40]
-        async_size, sizes = (1024, 2_000), [64, 128, 256]
+        async_size, sizes = (1024, 2_000, 2_000), [64, 128, 256]
 
     started = time.perf_counter()
     result = {
