@@ -204,3 +204,24 @@ def test_ppo_chapter(executed):
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 2
     assert len(_png_outputs(nb)) >= 4
+
+
+def test_performance_chapter(executed):
+    nb = executed(ROOT / "notebooks" / "08_performance.ipynb")
+    text = _stream_text(nb)
+    assert "all four end in the same state: True" in text
+    # jit traces once per input signature: 100, 100 (cached), 200 (new), 100 (cached)
+    trace_lines = [line for line in text.splitlines() if "traces so far" in line]
+    assert len(trace_lines) == 4 and trace_lines[-1].endswith("traces so far: [(100,), (200,)]")
+    # the buffer's measured memory grows by exactly the predicted bytes per transition
+    assert "predicted: 41 bytes per transition" in text
+    slope = next(line for line in text.splitlines() if line.startswith("measured slope between"))
+    assert slope.endswith(": 41.00 bytes per transition"), slope
+    assert text.count("check passed") == 2
+    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    joined = "\n".join(tables)
+    for row in ("| eager |", "| jit(lax.scan) |", "**dqn_envs**", "**ppo_seeds**", "| per_step |",
+                "gymnasium CartPole-v1", "DQN: time to solve", "PPO on Maze"):
+        assert row in joined, row
+    assert "AMD" in joined or "Intel" in joined or "cores" in joined  # the machine is named
+    assert len(_png_outputs(nb)) >= 3  # compile time, scaling, memory
