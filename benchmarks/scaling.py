@@ -101,8 +101,9 @@ def dqn_config(num_envs: int, iterations: int) -> dqn.DQNConfig:
     )
 
 
-def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dict:
-    train = dqn.make_train(config)
+def train_point(train, env_steps_run: int, num_seeds: int | None, repeats: int) -> dict:
+    """Time ``train(key)``, or ``vmap(train)`` over ``num_seeds`` keys; ``env_steps_run``
+    is the environment steps of one seed."""
     if num_seeds is None:
         timing, _ = compile_and_time(train, (jax.random.key(0),), repeats)
         seeds = 1
@@ -110,19 +111,15 @@ def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dic
         keys = jax.random.split(jax.random.key(0), num_seeds)
         timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats)
         seeds = num_seeds
-    return {**timing, **_rates(timing, seeds * config.env_steps_run)}
+    return {**timing, **_rates(timing, seeds * env_steps_run)}
+
+
+def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dict:
+    return train_point(dqn.make_train(config), config.env_steps_run, num_seeds, repeats)
 
 
 def ppo_point(config: ppo.PPOConfig, num_seeds: int | None, repeats: int) -> dict:
-    train = ppo.make_train(config)
-    if num_seeds is None:
-        timing, _ = compile_and_time(train, (jax.random.key(0),), repeats)
-        seeds = 1
-    else:
-        keys = jax.random.split(jax.random.key(0), num_seeds)
-        timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats)
-        seeds = num_seeds
-    return {**timing, **_rates(timing, seeds * config.env_steps_run)}
+    return train_point(ppo.make_train(config), config.env_steps_run, num_seeds, repeats)
 
 
 def ppo_config(num_envs: int, updates: int) -> ppo.PPOConfig:
