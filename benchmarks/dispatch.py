@@ -35,7 +35,7 @@ import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 import numpy as np
 
-from companion.bench import result_header
+from companion.bench import result_header, timed
 from companion.envs import cartpole
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -48,17 +48,6 @@ def _spread(times: list) -> dict:
         "max_s": max(times),
         "repeats": len(times),
     }
-
-
-def time_runs(fn, repeats: int) -> dict:
-    """Call ``fn()`` once untimed (warm-up), then time ``repeats`` calls (waited for)."""
-    jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return _spread(times)
 
 
 def loop_styles(num_steps: int, repeats: int) -> dict:
@@ -102,7 +91,7 @@ def loop_styles(num_steps: int, repeats: int) -> dict:
     }
     out = {}
     for name, (fn, reps) in styles.items():
-        r = time_runs(fn, reps)
+        r = timed(fn, reps)
         r["steps_per_s"] = num_steps / r["median_s"]
         r["us_per_step"] = 1e6 * r["median_s"] / num_steps
         out[name] = r
@@ -191,7 +180,7 @@ def recompiles(sizes: list, num_steps: int) -> dict:
         start = time.perf_counter()
         jax.block_until_ready(run(jax.random.key(0), n, num_steps))
         first = time.perf_counter() - start
-        later = time_runs(lambda n=n: run(jax.random.key(1), n, num_steps), 3)
+        later = timed(lambda n=n: run(jax.random.key(1), n, num_steps), 3)
         out[str(n)] = {"first_call_s": first, "later_call": later}
     out["traces"] = traces
     return out

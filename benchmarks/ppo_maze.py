@@ -45,7 +45,6 @@ import blog_ppo  # noqa: E402
 
 from companion.agents import ppo  # noqa: E402
 from companion.bench import result_header  # noqa: E402
-from companion.envs import maze as maze_lib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = 0.99

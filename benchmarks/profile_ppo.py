@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -30,31 +29,13 @@ import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 
 from companion.agents import ppo
-from companion.bench import result_header
+from companion.bench import compile_and_time, result_header
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 AGENTS = {"conv": ppo.FIXED_MAZE_CONFIG._replace(task="random")}
-
-
-def _timed_compiled(fn, args, repeats):
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-    return {
-        "compile_s": compile_s,
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "max_s": max(times),
-        "repeats": repeats,
-    }
 
 
 def rollout_fn(config: ppo.PPOConfig):
@@ -75,9 +56,9 @@ def rollout_fn(config: ppo.PPOConfig):
 
 
 def measure(config: ppo.PPOConfig, updates: int, repeats: int) -> dict:
-    rollout = _timed_compiled(rollout_fn(config), (jax.random.key(1),), repeats)
+    rollout, _ = compile_and_time(rollout_fn(config), (jax.random.key(1),), repeats)
     config = config._replace(total_timesteps=updates * config.batch_size, progress_bar=False)
-    train = _timed_compiled(ppo.make_train(config), (jax.random.key(2),), repeats)
+    train, _ = compile_and_time(ppo.make_train(config), (jax.random.key(2),), repeats)
     return {
         "num_envs": config.num_envs,
         "num_steps": config.num_steps,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -34,49 +33,11 @@ import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 
 from companion.agents import dqn, ppo
-from companion.bench import result_header
+from companion.bench import compile_and_time, result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def memory(compiled) -> dict:
-    """Bytes that a compiled program needs, from XLA's memory analysis."""
-    m = compiled.memory_analysis()
-    out = {
-        "argument_bytes": int(m.argument_size_in_bytes),
-        "output_bytes": int(m.output_size_in_bytes),
-        "temp_bytes": int(m.temp_size_in_bytes),
-        "alias_bytes": int(m.alias_size_in_bytes),
-    }
-    out["total_bytes"] = (
-        out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
-    )
-    return out
-
-
-def compile_and_time(
-    fn, args: tuple, repeats: int, max_total_s: float = 20.0
-) -> tuple[dict, object]:
-    """Compile ``jit(fn)`` for ``args`` (timed), then time ``repeats`` runs; after two,
-    stop early once the runs have taken ``max_total_s`` in all (the largest sizes)."""
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-        if len(times) >= 2 and sum(times) > max_total_s:
-            break
-    return {
-        "compile_s": compile_s,
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "max_s": max(times),
-        "repeats": len(times),
-        "memory": memory(compiled),
-    }, out
+#: After two runs of a point, no more once its runs have taken this long (the largest sizes).
+MAX_TOTAL_S = 20.0
 
 
 def _rates(timing: dict, steps: int) -> dict:
@@ -105,11 +66,11 @@ def train_point(train, env_steps_run: int, num_seeds: int | None, repeats: int) 
     """Time ``train(key)``, or ``vmap(train)`` over ``num_seeds`` keys; ``env_steps_run``
     is the environment steps of one seed."""
     if num_seeds is None:
-        timing, _ = compile_and_time(train, (jax.random.key(0),), repeats)
+        timing, _ = compile_and_time(train, (jax.random.key(0),), repeats, MAX_TOTAL_S)
         seeds = 1
     else:
         keys = jax.random.split(jax.random.key(0), num_seeds)
-        timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats)
+        timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats, MAX_TOTAL_S)
         seeds = num_seeds
     return {**timing, **_rates(timing, seeds * env_steps_run)}
 

@@ -88,6 +88,73 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
     return result
 
 
+def memory_bytes(compiled: Any) -> dict:
+    """Bytes a compiled program needs on its device, from XLA's memory analysis.
+
+    Args:
+        compiled: a compiled JAX program (``jax.jit(f).lower(*args).compile()``).
+
+    Returns:
+        dict of ints: ``argument_bytes``, ``output_bytes``, ``temp_bytes``
+        (temporaries), ``alias_bytes`` (outputs that reuse argument buffers) and
+        ``total_bytes`` = arguments + outputs + temporaries - aliases.
+    """
+    m = compiled.memory_analysis()
+    out = {
+        "argument_bytes": int(m.argument_size_in_bytes),
+        "output_bytes": int(m.output_size_in_bytes),
+        "temp_bytes": int(m.temp_size_in_bytes),
+        "alias_bytes": int(m.alias_size_in_bytes),
+    }
+    out["total_bytes"] = (
+        out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
+    )
+    return out
+
+
+def compile_and_time(
+    fn: Callable, args: tuple, repeats: int = 3, max_total_s: float | None = None
+) -> tuple[dict, Any]:
+    """Compile ``jax.jit(fn)`` for ``args`` ahead of time, then time runs of it.
+
+    Args:
+        fn: a function of ``args``.
+        args: its arguments (their shapes and dtypes fix the program).
+        repeats: timed runs, at least 1.
+        max_total_s: if given, stop after two runs once the runs have taken
+            this many seconds in all (for the largest sizes of a sweep).
+
+    Returns:
+        ``(timing, out)``: ``timing`` has ``compile_s`` (lowering and
+        compiling), ``median_s``, ``min_s``, ``max_s``, ``repeats`` (runs
+        done) and ``memory`` (:func:`memory_bytes`); ``out`` is the last
+        run's result.
+
+    Raises:
+        ValueError: if ``repeats < 1``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats: expected at least 1, got {repeats}")
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - start)
+        if max_total_s is not None and len(times) >= 2 and sum(times) > max_total_s:
+            break
+    return {
+        "compile_s": compile_s,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "repeats": len(times),
+        "memory": memory_bytes(compiled),
+    }, out
+
+
 def result_header(name: str, quick: bool) -> dict:
     """The common head of a benchmark's JSON: its name, the UTC date, the mode and the hardware."""
     return {

@@ -151,3 +151,22 @@ def test_run_all_lists_every_benchmark_script():
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"run_all", "blog_ppo"}
     assert set(run_all.SCRIPTS) == scripts
     assert "benchmarks/run_all.py" in (ROOT / "Makefile").read_text()
+
+
+def test_compile_and_time_compiles_apart_and_reports_program_memory():
+    import jax.numpy as jnp
+
+    from companion.bench import compile_and_time
+
+    x = jnp.ones((1000,), jnp.float32)
+    timing, out = compile_and_time(lambda v: v * 2.0, (x,), repeats=3)
+    assert float(out[0]) == 2.0 and timing["repeats"] == 3 and timing["compile_s"] > 0
+    assert timing["min_s"] <= timing["median_s"] <= timing["max_s"]
+    # 4,000 bytes in and 4,000 bytes out (float32), unless the output reuses the input
+    m = timing["memory"]
+    assert m["argument_bytes"] == 4000 and m["output_bytes"] == 4000
+    assert m["total_bytes"] == 8000 + m["temp_bytes"] - m["alias_bytes"]
+    stopped, _ = compile_and_time(lambda v: v + 1.0, (x,), repeats=5, max_total_s=0.0)
+    assert stopped["repeats"] == 2  # at least two runs, then the time limit stops it
+    with pytest.raises(ValueError, match="repeats: expected at least 1"):
+        compile_and_time(lambda v: v, (x,), repeats=0)
