@@ -1,0 +1,144 @@
+"""Argument checks shared by the package: each error names the argument, what it got and
+what was expected.
+
+Python-level checks (types, sizes, names) run when a function is called or traced;
+checks on values that exist only at run time inside ``jit`` use ``eqx.error_if``
+where they are made.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def positive_int(value: Any, name: str) -> int:
+    """``value`` as an int if it is a positive integer (not a bool).
+
+    Raises:
+        TypeError: if ``value`` is not an integer (a float, a bool, a string, an array).
+        ValueError: if it is 0 or negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected a positive int, got {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    return int(value)
+
+
+def non_negative_int(value: Any, name: str) -> int:
+    """``value`` as an int if it is an integer >= 0 (not a bool).
+
+    Raises:
+        TypeError: if ``value`` is not an integer.
+        ValueError: if it is negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an int >= 0, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
+    return int(value)
+
+
+def positive_ints(values: Any, name: str) -> tuple:
+    """``values`` as a non-empty tuple of positive ints.
+
+    Raises:
+        TypeError: if ``values`` is not a sequence of integers.
+        ValueError: if it is empty or holds a size <= 0.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{name}: expected a tuple of positive ints, got {values!r}")
+    if len(values) == 0:
+        raise ValueError(
+            f"{name}: expected at least one size, got an empty {type(values).__name__}"
+        )
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name}: expected a tuple of positive ints, got {values!r}")
+        if v <= 0:
+            raise ValueError(f"{name}: expected positive sizes, got {values!r}")
+    return tuple(int(v) for v in values)
+
+
+def number_in(value: Any, name: str, low: float, high: float, *, low_open: bool = False) -> float:
+    """``value`` as a float if ``low <= value <= high`` (``low < value`` when ``low_open``).
+
+    Traced values (inside ``jit``) are passed through unchecked.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is outside the range, or nan.
+    """
+    if isinstance(value, jax.core.Tracer):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.ndarray, jax.Array)):
+        raise TypeError(f"{name}: expected a number, got {value!r} ({type(value).__name__})")
+    if np.ndim(value) != 0:
+        raise ValueError(f"{name}: expected a scalar, got shape {np.shape(value)}")
+    v = float(value)
+    above = v > low if low_open else v >= low
+    if not (above and v <= high):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name}: expected a number in {bracket}{low}, {high}], got {value!r}")
+    return v
+
+
+def positive_number(value: Any, name: str) -> float:
+    """``value`` as a float if it is a finite number > 0.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is 0, negative, infinite or nan.
+    """
+    return number_in(value, name, 0.0, float(np.finfo(np.float64).max), low_open=True)
+
+
+def one_of(value: Any, choices: Sequence, name: str) -> Any:
+    """``value`` if it is one of ``choices``.
+
+    Raises:
+        ValueError: naming the choices otherwise.
+    """
+    if value not in choices:
+        raise ValueError(f"{name}: unknown value {value!r}; expected one of {tuple(choices)}")
+    return value
+
+
+def prng_key(key: Any, name: str = "key") -> Any:
+    """``key`` if it is a PRNG key: a typed key (``jax.random.key``) of shape ``()`` or a raw
+    uint32 key (``jax.random.PRNGKey``) of shape ``(2,)``.
+
+    Raises:
+        TypeError: for an int seed, a float array or anything else that is not a key.
+        ValueError: for a batch of keys where one key was expected.
+    """
+    if isinstance(key, (numbers.Number, bool)):
+        raise TypeError(
+            f"{name}: expected a PRNG key, got the number {key!r}; "
+            f"make one with jax.random.key({key!r})"
+        )
+    dtype = getattr(key, "dtype", None)
+    if dtype is None:
+        raise TypeError(f"{name}: expected a PRNG key, got {type(key).__name__}")
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        if key.shape != ():
+            raise ValueError(
+                f"{name}: expected one PRNG key of shape (), got a batch of shape {key.shape}"
+            )
+        return key
+    if jnp.issubdtype(dtype, jnp.integer) and key.shape == ():
+        raise TypeError(
+            f"{name}: expected a PRNG key, got an integer scalar (a seed?); "
+            "make a key with jax.random.key(seed)"
+        )
+    if dtype != jnp.uint32 or key.shape != (2,):
+        raise TypeError(
+            f"{name}: expected a PRNG key (jax.random.key(seed), or a uint32 array of shape (2,) "
+            f"from jax.random.PRNGKey), got dtype {dtype} and shape {tuple(key.shape)}"
+        )
+    return key

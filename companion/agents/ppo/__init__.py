@@ -1,0 +1,92 @@
+"""PPO (Schulman et al., 2017) on jumanji's Maze, with equinox and optax.
+
+The pieces, each a pure function over pytrees, one module each:
+
+- :mod:`~companion.agents.ppo.networks`: :class:`ActorCritic` and
+  :class:`PropagationActorCritic`, equinox modules from the 3-channel maze
+  image (:func:`companion.envs.maze.observation_image`) to policy logits and
+  a state value;
+- :mod:`~companion.agents.ppo.policy`: :func:`masked_logits`,
+  :func:`log_prob`, :func:`entropy`, a categorical policy over the *legal*
+  actions only (illegal actions get logit ``-inf``, hence probability exactly
+  0; log-probabilities, entropy and their gradients stay finite);
+- :mod:`~companion.agents.ppo.rollout`: :func:`rollout`, ``num_steps`` steps
+  of ``num_envs`` environments inside ``jax.lax.scan``;
+- :mod:`~companion.agents.ppo.losses`: :func:`gae`, generalised advantage
+  estimation (Schulman et al., 2016) that cuts the recursion at episode
+  boundaries and bootstraps from the true final observation unless the
+  episode *terminated*; :func:`ppo_loss`, the clipped surrogate objective, a
+  value loss and an entropy bonus;
+- :mod:`~companion.agents.ppo.train`: :func:`make_train`, the whole
+  experiment as one function ``train(key)``, compiled once per configuration
+  and ``jax.vmap``-able over seeds (structure of PureJaxRL's PPO, Lu et al., 2022);
+- :mod:`~companion.agents.ppo.evaluate`: :func:`evaluate` on fresh episodes.
+"""
+
+from companion.agents.ppo.evaluate import (
+    EVAL_TRACE_COUNTS,
+    Evaluation,
+    evaluate,
+    shortest_path_lengths,
+)
+from companion.agents.ppo.losses import Batch, clipped_surrogate, gae, normalise, ppo_loss
+from companion.agents.ppo.networks import (
+    NETWORKS,
+    ActorCritic,
+    PropagationActorCritic,
+    make_model,
+    neighbour,
+    orthogonal_linear,
+)
+from companion.agents.ppo.policy import entropy, log_prob, masked_logits
+from companion.agents.ppo.rollout import Transition, reached_target, rollout
+from companion.agents.ppo.train import (
+    FIXED_MAZE_CONFIG,
+    RANDOM_MAZE_CONFIG,
+    RESETS,
+    TRACE_COUNTS,
+    PPOConfig,
+    RunnerState,
+    Trainer,
+    check_config,
+    make_optimizer,
+    make_train,
+    make_trainer,
+    success_by_start,
+)
+
+__all__ = [
+    "ActorCritic",
+    "Batch",
+    "EVAL_TRACE_COUNTS",
+    "Evaluation",
+    "FIXED_MAZE_CONFIG",
+    "NETWORKS",
+    "PPOConfig",
+    "PropagationActorCritic",
+    "RANDOM_MAZE_CONFIG",
+    "RESETS",
+    "RunnerState",
+    "TRACE_COUNTS",
+    "Trainer",
+    "Transition",
+    "check_config",
+    "clipped_surrogate",
+    "entropy",
+    "evaluate",
+    "gae",
+    "log_prob",
+    "make_model",
+    "make_optimizer",
+    "make_train",
+    "make_trainer",
+    "masked_logits",
+    "neighbour",
+    "normalise",
+    "orthogonal_linear",
+    "ppo_loss",
+    "reached_target",
+    "rollout",
+    "shortest_path_lengths",
+    "success_by_start",
+]

@@ -1,0 +1,154 @@
+"""Evaluation of a Maze policy on fresh episodes, and breadth-first-search baselines."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion._validate import positive_int, prng_key
+from companion.agents.ppo.policy import masked_logits
+from companion.envs import maze as maze_lib
+from companion.envs.autoreset import env_reset
+from companion.envs.maze import reached_target
+
+#: How many times :func:`evaluate`'s program was traced (compiled) for each
+#: (number of episodes, greedy) pair; a repeated call with the same model
+#: structure, environment and sizes must not add to it.
+EVAL_TRACE_COUNTS: collections.Counter = collections.Counter()
+
+
+class Evaluation(NamedTuple):
+    """Episodes run by :func:`evaluate`; leading axis ``num_episodes``.
+
+    Fields:
+        success: bool ``(N,)``, the target was reached within the time limit.
+        length: int32 ``(N,)``, steps taken (the time limit when the episode
+            was truncated).
+        states: the Maze states, leaves ``(time_limit + 1, N, ...)``: the
+            reset state, then the state after every step (frozen once the
+            episode has ended), for animations and for breadth-first search
+            on ``states.walls[0]``. Their ``key`` field holds raw uint32 keys
+            (:func:`companion.envs.autoreset.env_reset`).
+    """
+
+    success: jax.Array
+    length: jax.Array
+    states: Any
+
+
+@eqx.filter_jit
+def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
+    EVAL_TRACE_COUNTS[(num_episodes, greedy)] += 1
+    reset_key, act_key = jax.random.split(key)
+    state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(
+        env, jax.random.split(reset_key, num_episodes)
+    )
+
+    def act(key, obs):
+        logits, _ = model(maze_lib.observation_image(obs))
+        logits = masked_logits(logits, obs.action_mask)
+        if greedy:
+            return jnp.argmax(logits).astype(jnp.int32)
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+
+    def body(carry, _):
+        state, obs, running, key = carry
+        key, key_t = jax.random.split(key)
+        actions = jax.vmap(act)(jax.random.split(key_t, num_episodes), obs)
+        next_state, ts = jax.vmap(env.step)(state, actions)
+        keep = lambda new, old: jnp.where(  # noqa: E731
+            running.reshape(running.shape + (1,) * (new.ndim - 1)), new, old
+        )
+        state = jax.tree.map(keep, next_state, state)
+        obs = jax.tree.map(keep, ts.observation, obs)
+        running = running & ~ts.last()
+        return (state, obs, running, key), state
+
+    running = jnp.ones((num_episodes,), bool)
+    (last_state, _, _, _), states = jax.lax.scan(
+        body, (state, timestep.observation, running, act_key), None, length=env.time_limit
+    )
+    states = jax.tree.map(lambda f, rest: jnp.concatenate([f[None], rest]), state, states)
+    return Evaluation(
+        success=reached_target(last_state),
+        length=last_state.step_count.astype(jnp.int32),
+        states=states,
+    )
+
+
+def evaluate(
+    model: Any,
+    env: Any,
+    key: jax.Array,
+    num_episodes: int = 1000,
+    greedy: bool = False,
+) -> Evaluation:
+    """Run ``num_episodes`` independent episodes of ``env`` with ``model``.
+
+    Each episode starts from ``env.reset`` with its own key (for the random
+    Maze: a maze drawn from ``key``, which training never used when ``key`` is
+    kept apart from the training keys). Actions are sampled from the masked
+    policy, or its most likely legal action when ``greedy``. The program is
+    compiled once per model structure, environment, ``num_episodes`` and
+    ``greedy``; later calls with new weights or keys reuse it.
+
+    On a fixed maze the episodes differ only in their (start, target) pair:
+    the empty maze has 1 pair and the medium maze 9, so with ``greedy=True``
+    (a deterministic policy on a deterministic task) the result of every
+    episode with the same pair is the same, and success is a fraction of the
+    pairs drawn, not of independent trials.
+
+    Args:
+        model: the actor-critic (an equinox module, or any function from one
+            float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``).
+        env: a jumanji Maze (no auto-reset wrapper).
+        key: one PRNG key.
+        num_episodes: number of episodes (static), a positive int.
+        greedy: take ``argmax`` of the masked logits instead of sampling.
+
+    Returns:
+        :class:`Evaluation`.
+
+    Raises:
+        TypeError, ValueError: if ``num_episodes`` is not a positive int,
+            ``greedy`` not a bool, or ``key`` not one PRNG key.
+    """
+    positive_int(num_episodes, "num_episodes")
+    if not isinstance(greedy, (bool, np.bool_)):
+        raise TypeError(f"greedy: expected True or False, got {greedy!r}")
+    prng_key(key)
+    return _evaluate(model, env, key, int(num_episodes), bool(greedy))
+
+
+def shortest_path_lengths(states: Any) -> np.ndarray:
+    """Breadth-first-search distance from start to target of each episode.
+
+    Args:
+        states: batched Maze states (leaves ``(N, ...)``), for example
+            ``jax.tree.map(lambda x: x[0], evaluation.states)``.
+
+    Returns:
+        int64 ``(N,)``; -1 where the target cannot be reached.
+
+    Raises:
+        ValueError: if ``states`` is not a batch of Maze states (``walls`` ``(N, rows, cols)``).
+    """
+    if np.ndim(getattr(states, "walls", None)) != 3:
+        raise ValueError(
+            "states: expected batched Maze states with walls of shape (N, rows, cols), got "
+            f"{np.shape(getattr(states, 'walls', None))}"
+        )
+    walls = np.asarray(states.walls)
+    rows, cols = np.asarray(states.agent_position.row), np.asarray(states.agent_position.col)
+    t_rows, t_cols = np.asarray(states.target_position.row), np.asarray(states.target_position.col)
+    return np.array(
+        [
+            maze_lib.shortest_path_length(walls[i], (rows[i], cols[i]), (t_rows[i], t_cols[i]))
+            for i in range(walls.shape[0])
+        ]
+    )

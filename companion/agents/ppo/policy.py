@@ -1,0 +1,116 @@
+"""A categorical policy over the *legal* actions only.
+
+Illegal actions get logit ``-inf``, hence probability exactly 0: sampling never
+picks them, and log-probabilities, entropy and their gradients stay finite.
+Every row must keep at least one legal action; a row without one is an error
+(at run time too, inside ``jit``), never a silent ``nan``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+NO_LEGAL_ACTION = (
+    "action_mask: a row has no legal action (every entry False); a policy needs at least one "
+    "action to choose from"
+)
+
+
+def masked_logits(logits: jax.Array, action_mask: jax.Array) -> jax.Array:
+    """Set the logits of illegal actions to ``-inf``.
+
+    Args:
+        logits: float ``(..., num_actions)``.
+        action_mask: bool ``(..., num_actions)``, True for a legal action; at
+            least one True per row.
+
+    Returns:
+        float ``(..., num_actions)``: ``logits`` where legal, ``-inf`` elsewhere,
+        so ``softmax`` gives illegal actions probability exactly 0 and
+        ``jax.random.categorical`` never samples them.
+
+    Raises:
+        TypeError: if ``action_mask`` is not boolean or ``logits`` not floating point.
+        ValueError: if the shapes differ; at run time (also under ``jit``, as
+            ``eqx.EquinoxRuntimeError``) if a row of ``action_mask`` has no
+            legal action.
+    """
+    logits, action_mask = jnp.asarray(logits), jnp.asarray(action_mask)
+    if action_mask.dtype != jnp.bool_:
+        raise TypeError(f"action_mask: expected dtype bool, got {action_mask.dtype}")
+    if not jnp.issubdtype(logits.dtype, jnp.floating):
+        raise TypeError(f"logits: expected a floating-point array, got dtype {logits.dtype}")
+    if logits.shape != action_mask.shape or logits.ndim == 0:
+        raise ValueError(
+            f"action_mask: shape {action_mask.shape} differs from logits shape {logits.shape}; "
+            "expected both (..., num_actions)"
+        )
+    logits = eqx.error_if(logits, ~jnp.any(action_mask, axis=-1), NO_LEGAL_ACTION)
+    return jnp.where(action_mask, logits, -jnp.inf)
+
+
+def log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
+    """Log-probability of ``action`` under ``softmax(logits)``.
+
+    ``logits`` may hold ``-inf`` (masked actions); the result is finite for
+    any action with a finite logit and its gradient is finite. An action with
+    logit ``-inf`` has log-probability ``-inf`` (probability 0).
+
+    Args:
+        logits: float ``(..., num_actions)``.
+        action: int ``(...)``, each in ``0 .. num_actions - 1``.
+
+    Returns:
+        float ``(...)``.
+
+    Raises:
+        TypeError: if ``action`` is not of an integer dtype.
+        ValueError: if ``action``'s shape is not ``logits.shape[:-1]``; at run
+            time (also under ``jit``) if an action is outside ``0 .. num_actions - 1``.
+    """
+    logits, action = jnp.asarray(logits), jnp.asarray(action)
+    if not jnp.issubdtype(action.dtype, jnp.integer):
+        raise TypeError(f"action: expected an integer dtype, got {action.dtype}")
+    if logits.ndim == 0 or action.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"action: shape {action.shape} does not match logits shape {logits.shape}; "
+            "expected action (...) for logits (..., num_actions)"
+        )
+    num_actions = logits.shape[-1]
+    action = eqx.error_if(
+        action,
+        (action < 0) | (action >= num_actions),
+        f"action: expected values in 0 .. {num_actions - 1} (one per logit)",
+    )
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+def entropy(logits: jax.Array) -> jax.Array:
+    """Entropy (nats) of ``softmax(logits)``, ignoring actions with logit ``-inf``.
+
+    A masked action contributes ``0 * log 0 = 0``. The naive
+    ``-sum(p * log p)`` gives ``0 * (-inf) = nan`` there, and a nan gradient
+    even when the value is patched; here ``log p`` is replaced by 0 *before*
+    the product, so value and gradient stay finite. For logits
+    ``[0, 0, -inf, -inf]`` the entropy is ``ln 2``.
+
+    Args:
+        logits: float ``(..., num_actions)``, at least one finite entry per row.
+
+    Returns:
+        float ``(...)``.
+
+    Raises:
+        ValueError: at run time (also under ``jit``) if a row has no finite logit.
+    """
+    logits = jnp.asarray(logits)
+    legal = jnp.isfinite(logits)
+    logits = eqx.error_if(
+        logits, ~jnp.any(legal, axis=-1), "logits: a row has no finite logit (no legal action)"
+    )
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    safe_logp = jnp.where(legal, logp, 0.0)
+    return -jnp.sum(jnp.exp(safe_logp) * safe_logp * legal, axis=-1)

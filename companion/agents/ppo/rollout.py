@@ -1,0 +1,139 @@
+"""The PPO rollout: ``num_steps`` steps of a batch of Maze environments in one ``lax.scan``.
+
+Episodes that end restart from a reset pool (:mod:`companion.envs.autoreset`)
+or through jumanji's ``AutoResetWrapper``; every transition keeps the true
+next observation, so that GAE can bootstrap a truncated episode from it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from companion._validate import positive_int, prng_key
+from companion.envs import maze as maze_lib
+from companion.envs.autoreset import pooled_autoreset_step
+from companion.envs.maze import reached_target
+from companion.agents.ppo.policy import log_prob, masked_logits
+from jumanji.wrappers import AutoResetWrapper  # noqa: E402  (after maze: it sets up jumanji)
+
+__all__ = ["Transition", "reached_target", "rollout"]
+
+
+class Transition(NamedTuple):
+    """A batch of steps; leaves have leading axes ``(num_steps, num_envs)``.
+
+    Fields:
+        image: float32 ``(..., 3, rows, cols)``, the observation at time t.
+        action_mask: bool ``(..., 4)``, the mask used to pick the action (and
+            used again in the update).
+        action: int32 ``(...)``.
+        log_prob: float32 ``(...)``, log pi_old(a_t | s_t) of the acting policy.
+        value: float32 ``(...)``, V_old(s_t).
+        reward: float32 ``(...)``.
+        terminated: bool ``(...)``, the episode really ended at this step: the
+            agent reached the target or has no legal move left
+            (:func:`companion.envs.maze.terminated`); GAE does not bootstrap here.
+        done: bool ``(...)``, the episode ended, terminated or truncated by the
+            time limit (``timestep.last()``); a truncated step bootstraps from
+            ``next_image``.
+        next_image: float32 ``(..., 3, rows, cols)``, the true observation at
+            t+1 (the final one when ``done``).
+        step_count: int32 ``(...)``, steps taken in the episode after step t
+            (the episode length when ``done``).
+    """
+
+    image: jax.Array
+    action_mask: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    done: jax.Array
+    next_image: jax.Array
+    step_count: jax.Array
+
+
+def rollout(
+    model: Any,
+    env: Any,
+    pool: Any,
+    env_state: Any,
+    timestep: Any,
+    key: jax.Array,
+    num_steps: int,
+) -> tuple[Any, Any, Transition]:
+    """Run ``num_steps`` steps of a batch of Maze environments with ``model``.
+
+    Args:
+        model: the actor-critic, a function from one float32 image
+            ``(3, rows, cols)`` to ``(logits (4,), value ())``.
+        env: a jumanji Maze (without wrappers).
+        pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`),
+            or ``None`` to restart episodes with jumanji's
+            ``AutoResetWrapper(env, next_obs_in_extras=True)``: a fresh reset
+            for every environment on every step (slower for random mazes,
+            since under ``vmap`` the reset runs whether or not it is used).
+        env_state, timestep: batched (leading axis ``num_envs``) state and
+            timestep; ``timestep.observation`` is the current observation.
+        key: PRNG key.
+        num_steps: rollout length (static), a positive int.
+
+    Returns:
+        ``(env_state, timestep, transitions)``, transitions with leaves of
+        shape ``(num_steps, num_envs, ...)``.
+
+    Raises:
+        TypeError, ValueError: for a ``num_steps`` that is not a positive int,
+            a ``key`` that is not one PRNG key, or a ``timestep`` without
+            ``extras["next_obs"]`` (start from
+            :func:`companion.envs.autoreset.reset_with_next_obs`).
+    """
+    positive_int(num_steps, "num_steps")
+    prng_key(key)
+    if "next_obs" not in (timestep.extras or {}):
+        raise ValueError(
+            "timestep: expected extras['next_obs'] (the rollout's carry needs it); reset with "
+            "jax.vmap(companion.envs.autoreset.reset_with_next_obs, in_axes=(None, 0))"
+        )
+    if pool is None:
+        step_env = jax.vmap(AutoResetWrapper(env, next_obs_in_extras=True).step)
+    else:
+        step_env = jax.vmap(functools.partial(pooled_autoreset_step, env, pool))
+    images = jax.vmap(maze_lib.observation_image)
+
+    def step(carry, _):
+        env_state, timestep, key = carry
+        key, key_t = jax.random.split(key)
+        obs_t = timestep.observation
+        image_t = images(obs_t)
+        logits_t, value_t = jax.vmap(model)(image_t)
+        logits_t = masked_logits(logits_t, obs_t.action_mask)
+        action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)
+        env_state, timestep = step_env(env_state, action_t)
+        next_obs = timestep.extras["next_obs"]
+        transition = Transition(
+            image=image_t,
+            action_mask=obs_t.action_mask,
+            action=action_t,
+            log_prob=log_prob(logits_t, action_t),
+            value=value_t,
+            reward=timestep.reward.astype(jnp.float32),
+            terminated=maze_lib.terminated(next_obs) & timestep.last(),
+            done=timestep.last(),
+            next_image=images(next_obs),
+            step_count=next_obs.step_count.astype(jnp.int32),
+        )
+        return (env_state, timestep, key), transition
+
+    # The key is carried and split at every step (not split into num_steps keys up front
+    # and scanned over): JAX's key-reuse checker accepts both, but rejects the second form
+    # under vmap (jax 0.10), and training is vmapped over seeds.
+    (env_state, timestep, _), transitions = jax.lax.scan(
+        step, (env_state, timestep, key), None, length=num_steps
+    )
+    return env_state, timestep, transitions
