@@ -165,14 +165,17 @@ def test_autoreset_on_truncation():
 
 def test_autoreset_runs_under_vmap_and_scan():
     def rollout(key):
-        state, _ = cp.reset(key)
+        reset_key, key = jax.random.split(key)
+        state, _ = cp.reset(reset_key)
 
-        def body(state, k):
-            action = jax.random.bernoulli(k).astype(jnp.int32)
+        def body(carry, _):
+            state, k = carry
+            k, k_t = jax.random.split(k)
+            action = jax.random.bernoulli(k_t).astype(jnp.int32)
             state, ts = cp.step_autoreset(state, action)
-            return state, ts.done
+            return (state, k), ts.done
 
-        return jax.lax.scan(body, state, jax.random.split(key, 200))[1]
+        return jax.lax.scan(body, (state, key), None, length=200)[1]
 
     done = jax.jit(jax.vmap(rollout))(jax.random.split(jax.random.key(0), 8))
     assert done.shape == (8, 200)
@@ -197,3 +200,26 @@ def test_bad_actions_give_clear_errors():
     _, ts_true = cp.step(state, True)
     _, ts_one = cp.step(state, 1)
     np.testing.assert_array_equal(ts_true.obs, ts_one.obs)
+
+
+@pytest.mark.parametrize("index, threshold", [(0, 2.4), (2, 12 * 2 * np.pi / 360)])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_thresholds_decide_as_gymnasium_next_to_them(gym_env, index, threshold, sign):
+    """float32 values next to a threshold terminate exactly when gymnasium's float64 test does.
+
+    With zero velocities the step leaves the position (or angle) unchanged, so both
+    environments test the same value; float32(threshold) lies above the float64 threshold
+    for both limits, so gymnasium terminates there (a float32 comparison would not).
+    """
+    t32 = np.float32(threshold)
+    candidates = [np.nextafter(t32, np.float32(0)), t32, np.nextafter(t32, np.float32(9))]
+    decisions = []
+    for value in candidates:
+        physics = np.zeros(4, np.float32)
+        physics[index] = sign * value
+        _, ts = cp.step(_state(physics), 0)
+        assert float(ts.obs[index]) == float(physics[index])  # unchanged by the step
+        _, _, terminated = _gym_step_from(gym_env, physics, 0)
+        assert bool(ts.terminated) == terminated, (float(value), terminated)
+        decisions.append(terminated)
+    assert decisions == [False, True, True]

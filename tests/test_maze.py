@@ -4,6 +4,7 @@ import jax
 import numpy as np
 import pytest
 
+from companion.envs.autoreset import env_reset  # jumanji gets raw keys (see its notes)
 from companion.envs.maze import ACTION_NAMES, COLOURS, make_maze, maze_rgb
 
 
@@ -52,7 +53,7 @@ def test_maze_rgb_of_a_real_reset():
 
 def test_maze_rgb_rejects_batched_and_foreign_states():
     env = make_maze()
-    batched, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 3))
+    batched, _ = jax.vmap(lambda k: env_reset(env, k))(jax.random.split(jax.random.key(0), 3))
     with pytest.raises(ValueError, match=r"walls has shape \(3, 10, 10\).*unstack"):
         maze_rgb(batched)
     with pytest.raises(TypeError, match="'walls' field"):
@@ -113,7 +114,7 @@ def test_observation_image_channels():
 
 def test_observation_image_batches_with_vmap_and_rejects_raw_batches():
     env = make_maze()
-    _, timesteps = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 5))
+    _, timesteps = jax.vmap(lambda k: env_reset(env, k))(jax.random.split(jax.random.key(0), 5))
     images = jax.jit(jax.vmap(observation_image))(timesteps.observation)
     assert images.shape == (5, 3, 10, 10)
     np.testing.assert_array_equal(images[3], observation_image(unstack_obs(timesteps, 3)))
@@ -150,8 +151,8 @@ def test_medium_maze_draws_all_nine_pairs_uniformly():
 def test_the_two_of_three_mistake_is_caught():
     class OffByOne(FixedMazeGenerator):  # maxval=len - 1: randint never draws the last cell
         def __call__(self, key):
+            key, k1, k2 = jax.random.split(key, 3)
             state = super().__call__(key)
-            k1, k2 = jax.random.split(key)
             s = self.starts[jax.random.randint(k1, (), 0, self.starts.shape[0] - 1)]
             t = self.targets[jax.random.randint(k2, (), 0, self.targets.shape[0] - 1)]
             position = type(state.agent_position)

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from companion.envs.autoreset import env_reset  # jumanji gets raw keys (see its notes)
 from companion.envs.maze import make_maze
 from companion.trees import unstack
 from companion.viz import animate_frames, animate_maze, animate_mazes, show_maze
@@ -97,7 +98,7 @@ def test_empty_list_is_a_clear_error():
 
 def test_batched_state_is_a_clear_error():
     env = make_maze()
-    batched, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 4))
+    batched, _ = jax.vmap(lambda k: env_reset(env, k))(jax.random.split(jax.random.key(0), 4))
     with pytest.raises(ValueError, match=r"states\[0\].*batched.*unstack"):
         animate_maze([batched])
     with pytest.raises(TypeError, match="unstack"):

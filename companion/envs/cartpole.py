@@ -1,9 +1,22 @@
-"""CartPole in JAX, step for step equal to gymnasium's ``CartPole-v1``.
+"""CartPole in JAX: gymnasium's ``CartPole-v1`` computed in float32.
 
 The cart-pole system of Barto, Sutton and Anderson (1983), as implemented by
 gymnasium's ``CartPoleEnv`` (``gymnasium/envs/classic_control/cartpole.py``)
 behind ``gymnasium.make("CartPole-v1")``: the same constants, the same
 explicit Euler update, and the same episode ends.
+
+Where the two differ, and why: gymnasium keeps its state in float64 and
+returns float32 observations; this port keeps the state in float32 (JAX's
+default). From the same state, one step gives the same next state up to
+float32 rounding (a relative difference of about 1e-7) and the same
+termination, except when the next cart position or pole angle lies within
+that rounding of its threshold. The thresholds themselves are compared as
+gymnasium compares them: a float32 value terminates exactly when it exceeds
+the float64 threshold (so ``float32(2.4)``, which is 2.4000001, terminates,
+as it does in gymnasium). Over a whole episode the rounding differences grow
+(the pole is an unstable system), so long trajectories from the same start
+and actions drift apart after some hundred steps; they agree step for step
+when each step starts from the same state (the tests check both).
 
 - Observation: float32 ``(4,)`` = cart position x (m), cart velocity (m/s),
   pole angle theta (rad, 0 = upright), pole angular velocity (rad/s).
@@ -28,6 +41,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from companion._validate import positive_int, prng_key
 
 
 class CartPoleParams(NamedTuple):
@@ -108,7 +123,11 @@ def reset(
     Returns:
         ``(state, obs)``: the state, and the observation float32 ``(4,)``
         with every entry uniform in [-0.05, 0.05].
+
+    Raises:
+        TypeError, ValueError: if ``key`` is not one PRNG key (an int seed, say).
     """
+    prng_key(key)
     key, init_key = jax.random.split(key)
     physics = _initial_physics(init_key, params)
     state = CartPoleState(physics=physics, step_count=jnp.zeros((), jnp.int32), key=key)
@@ -133,20 +152,39 @@ def _check_action(action) -> jax.Array:
     )
 
 
+def _check_physics(physics) -> jax.Array:
+    physics = jnp.asarray(physics)
+    if physics.shape != (4,):
+        raise ValueError(
+            f"physics: expected shape (4,) (x, x_dot, theta, theta_dot), got {physics.shape}; "
+            "use jax.vmap for a batch"
+        )
+    if not jnp.issubdtype(physics.dtype, jnp.floating):
+        raise TypeError(f"physics: expected a float array, got dtype {physics.dtype}")
+    return physics.astype(jnp.float32)
+
+
 def dynamics(
     physics: jax.Array, action: jax.Array, params: CartPoleParams = DEFAULT_PARAMS
 ) -> jax.Array:
     """One explicit Euler step of the cart-pole equations, as gymnasium computes it.
 
     Args:
-        physics: float32 (4,), (x, x_dot, theta, theta_dot).
-        action: int (), 0 or 1.
+        physics: float32 (4,), (x, x_dot, theta, theta_dot) in m, m/s, rad, rad/s.
+        action: int (), 0 (push left) or 1 (push right).
         params: physical constants.
 
     Returns:
         float32 (4,), the state ``tau`` seconds later. Positions are updated
         with the *old* velocities (explicit Euler, gymnasium's default).
+
+    Raises:
+        ValueError: if ``physics`` is not of shape (4,), ``action`` is not a
+            scalar, or (at run time, also under ``jit``) ``action`` is not 0 or 1.
+        TypeError: if ``physics`` is not floating point or ``action`` not an integer.
     """
+    physics = _check_physics(physics)
+    action = _check_action(action)
     x, x_dot, theta, theta_dot = physics
     force = jnp.where(action == 1, params.force_mag, -params.force_mag)
     costheta, sintheta = jnp.cos(theta), jnp.sin(theta)
@@ -164,6 +202,24 @@ def dynamics(
         ]
     )
     return new.astype(jnp.float32)
+
+
+def _float32_above(threshold) -> np.float32:
+    """The smallest float32 strictly above ``threshold`` (a Python float, float64).
+
+    For a float32 ``v``, ``v > threshold`` in float64 holds exactly when
+    ``v >= _float32_above(threshold)``: comparing with this value decides as
+    gymnasium decides with its float64 threshold.
+    """
+    t32 = np.float32(threshold)
+    return t32 if float(t32) > float(threshold) else np.nextafter(t32, np.float32(np.inf))
+
+
+def _exceeds(value: jax.Array, threshold) -> jax.Array:
+    """``value > threshold`` as gymnasium decides it, with a float64 threshold."""
+    if isinstance(threshold, (int, float, np.floating)):
+        return value >= _float32_above(threshold)
+    return value > threshold  # a traced threshold is float32 already
 
 
 def step(
@@ -185,10 +241,11 @@ def step(
             ``jit``) is not 0 or 1.
         TypeError: if ``action`` is not of an integer dtype.
     """
-    action = _check_action(action)
     physics = dynamics(state.physics, action, params)
     x, theta = physics[0], physics[2]
-    terminated = (jnp.abs(x) > params.x_threshold) | (jnp.abs(theta) > params.theta_threshold)
+    terminated = _exceeds(jnp.abs(x), params.x_threshold) | _exceeds(
+        jnp.abs(theta), params.theta_threshold
+    )
     step_count = state.step_count + 1
     truncated = step_count >= params.max_steps
     new_state = CartPoleState(physics=physics, step_count=step_count, key=state.key)
@@ -244,7 +301,14 @@ def random_rollout(
     Returns:
         ``(states, episodes)``: the final batched state, and the number of
         episodes that ended (int32 scalar).
+
+    Raises:
+        TypeError, ValueError: if ``num_envs`` or ``num_steps`` is not a positive
+            int, or ``key`` is not one PRNG key.
     """
+    positive_int(num_envs, "num_envs")
+    positive_int(num_steps, "num_steps")
+    prng_key(key)
     reset_key, action_key = jax.random.split(key)
     states, _ = jax.vmap(reset, in_axes=(0, None))(jax.random.split(reset_key, num_envs), params)
 

@@ -30,7 +30,7 @@ def import_jumanji() -> ModuleType:
     Raises:
         ImportError: if jumanji is not installed.
     """
-    if "jumanji" in sys.modules:
+    if sys.modules.get("jumanji") is not None:
         return sys.modules["jumanji"]
     flag = getattr(builtins, "__IPYTHON__", _MISSING)
     if flag is not _MISSING:

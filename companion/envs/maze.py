@@ -4,6 +4,18 @@ A Maze state or observation holds ``walls`` (bool, shape ``(rows, cols)``),
 ``agent_position`` and ``target_position`` (each a ``Position(row, col)`` of
 int32 scalars) and ``action_mask`` (bool, shape ``(4,)``, actions
 0 = up, 1 = right, 2 = down, 3 = left).
+
+An episode of jumanji's Maze ends in one of three ways, each on a LAST
+timestep with discount 0 (jumanji 1.x does not tell them apart):
+
+1. the agent reaches the target (reward 1): a **termination**;
+2. the agent has no legal move (every neighbour is a wall or off the grid;
+   reward 0): also a **termination**, the episode cannot go on;
+3. the step count reaches the time limit (reward 0): a **truncation**, the
+   episode was stopped by the clock, and its last state still has a future.
+
+:func:`terminated` and :func:`truncated` classify a step from the
+observation after it.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion._validate import positive_int
 from companion.envs.jumanji_import import import_jumanji
 
 import_jumanji()  # before any jumanji submodule: keeps matplotlib's backend
@@ -44,7 +57,12 @@ def make_maze(**kwargs: Any):
     Returns:
         A ``jumanji.environments.Maze`` environment (10 x 10 cells and a time
         limit of 100 steps by default).
+
+    Raises:
+        TypeError, ValueError: for a ``time_limit`` that is not a positive int.
     """
+    if "time_limit" in kwargs:
+        positive_int(kwargs["time_limit"], "time_limit")
     jumanji = import_jumanji()
     return jumanji.make("Maze-v0", **kwargs)
 
@@ -109,8 +127,10 @@ def observation_image(obs: Any) -> jax.Array:
         cell; every other entry is 0.0.
 
     Raises:
+        TypeError: if ``obs`` has no ``walls``, ``agent_position`` or ``target_position``.
         ValueError: if ``obs.walls`` is not 2-D (a batch: use ``jax.vmap``).
     """
+    _check_obs(obs, "walls", "agent_position", "target_position")
     walls = jnp.asarray(obs.walls)
     if walls.ndim != 2:
         raise ValueError(
@@ -123,17 +143,142 @@ def observation_image(obs: Any) -> jax.Array:
     return jnp.stack([walls.astype(jnp.float32), agent, target])
 
 
-def _cells(cells: Sequence[Sequence[int]], name: str, walls: np.ndarray) -> jax.Array:
-    arr = np.asarray(cells, dtype=np.int32)
+def _check_obs(obs: Any, *fields: str) -> None:
+    for field in fields:
+        if not hasattr(obs, field):
+            raise TypeError(
+                f"obs: expected a Maze Observation or State with a {field!r} field, "
+                f"got {type(obs).__name__}"
+            )
+
+
+def reached_target(obs: Any) -> jax.Array:
+    """True where the agent stands on the target.
+
+    Args:
+        obs: a Maze ``Observation`` or ``State``, single or batched (leading axes ``...``).
+
+    Returns:
+        bool ``(...)``.
+
+    Raises:
+        TypeError: if ``obs`` has no ``agent_position`` or ``target_position``.
+    """
+    _check_obs(obs, "agent_position", "target_position")
+    return (obs.agent_position.row == obs.target_position.row) & (
+        obs.agent_position.col == obs.target_position.col
+    )
+
+
+def no_legal_move(obs: Any) -> jax.Array:
+    """True where the agent has no legal move (every entry of ``obs.action_mask`` False).
+
+    Args:
+        obs: a Maze ``Observation`` or ``State`` (``action_mask`` bool ``(..., 4)``).
+
+    Returns:
+        bool ``(...)``.
+
+    Raises:
+        TypeError: if ``obs`` has no ``action_mask``.
+    """
+    _check_obs(obs, "action_mask")
+    return ~jnp.any(obs.action_mask, axis=-1)
+
+
+def terminated(obs: Any) -> jax.Array:
+    """Did the step that led to ``obs`` *terminate* its episode?
+
+    True when the agent reached the target or has no legal move left (the two
+    ways a Maze episode really ends); a time-out is a truncation, not a
+    termination (:func:`truncated`). A step that reaches the target on the
+    last step of the time limit is a termination.
+
+    Args:
+        obs: the true observation after the step (for an auto-reset environment,
+            ``timestep.extras["next_obs"]``), single or batched.
+
+    Returns:
+        bool ``(...)``.
+
+    Raises:
+        TypeError: if ``obs`` is not a Maze Observation or State.
+    """
+    _check_obs(obs, "agent_position", "target_position", "action_mask")
+    return reached_target(obs) | no_legal_move(obs)
+
+
+def truncated(obs: Any, done: jax.Array) -> jax.Array:
+    """Did a step that ended its episode (``done``) end it by the time limit only?
+
+    Args:
+        obs: the true observation after the step, single or batched.
+        done: bool ``(...)``, ``timestep.last()`` of that step.
+
+    Returns:
+        bool ``(...)``: ``done & ~terminated(obs)``.
+
+    Raises:
+        TypeError: if ``obs`` is not a Maze Observation or State.
+        ValueError: if ``done``'s shape is not that of the observation's batch.
+    """
+    ended = terminated(obs)
+    done = jnp.asarray(done)
+    if done.shape != ended.shape:
+        raise ValueError(
+            f"done: shape {done.shape} does not match the observations' batch shape {ended.shape}"
+        )
+    return done & ~ended
+
+
+def _legal_moves(walls: np.ndarray, cell: tuple) -> list:
+    rows, cols = walls.shape
+    r, c = cell
+    moves = []
+    for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
+        nr, nc = r + dr, c + dc
+        if 0 <= nr < rows and 0 <= nc < cols and not walls[nr, nc]:
+            moves.append((nr, nc))
+    return moves
+
+
+def _cell(cell: Any, name: str, walls: np.ndarray) -> tuple:
+    """``cell`` as ``(row, col)`` if it is a free cell inside the maze."""
+    arr = np.asarray(cell)
+    if arr.shape != (2,) or not (
+        np.issubdtype(arr.dtype, np.integer) and not np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise ValueError(f"{name}: expected a (row, col) pair of ints, got {cell!r}")
+    r, c = int(arr[0]), int(arr[1])
+    rows, cols = walls.shape
+    if not (0 <= r < rows and 0 <= c < cols):
+        raise ValueError(
+            f"{name}: cell {(r, c)} is outside the {rows}x{cols} maze "
+            f"(rows 0..{rows - 1}, cols 0..{cols - 1})"
+        )
+    if walls[r, c]:
+        raise ValueError(f"{name}: cell {(r, c)} is a wall")
+    return r, c
+
+
+def _walls(walls: Any, name: str = "walls") -> np.ndarray:
+    arr = np.asarray(walls)
+    if arr.ndim != 2 or arr.size < 2:
+        raise ValueError(
+            f"{name}: expected a 2-D array (rows, cols) with at least 2 cells, got shape {arr.shape}"
+        )
+    if arr.dtype != bool:
+        if not (np.issubdtype(arr.dtype, np.number) and np.isin(arr, (0, 1)).all()):
+            raise ValueError(f"{name}: expected booleans (or 0 and 1), got dtype {arr.dtype}")
+        arr = arr.astype(bool)
+    return arr
+
+
+def _cells(cells: Sequence[Sequence[int]], name: str, walls: np.ndarray) -> list:
+    arr = np.asarray(cells)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
         raise ValueError(f"{name}: expected a non-empty list of (row, col) pairs, got {cells!r}")
-    rows, cols = walls.shape
-    for r, c in arr:
-        if not (0 <= r < rows and 0 <= c < cols):
-            raise ValueError(f"{name}: cell {(int(r), int(c))} is outside the {rows}x{cols} maze")
-        if walls[r, c]:
-            raise ValueError(f"{name}: cell {(int(r), int(c))} is a wall")
-    return jnp.asarray(arr)
+    return [_cell(c, name, walls) for c in arr]
 
 
 class FixedMazeGenerator(Generator):
@@ -145,27 +290,44 @@ class FixedMazeGenerator(Generator):
     excludes its upper bound: drawing with ``maxval=len(cells) - 1`` would
     silently never pick the last cell.)
 
+    Every layout it accepts can be played: each start has a legal move and
+    every target can be reached from every start.
+
     Args:
-        walls: bool array-like ``(rows, cols)``, True for a wall.
+        walls: bool array-like ``(rows, cols)``, True for a wall (0 and 1 are
+            accepted too).
         starts: non-empty list of ``(row, col)`` free cells.
         targets: non-empty list of ``(row, col)`` free cells.
 
     Raises:
-        ValueError: if ``walls`` is not 2-D or a cell is outside the maze or a wall.
+        ValueError: if ``walls`` is not a 2-D boolean grid of at least 2 cells; if
+            a cell is not a ``(row, col)`` pair, is outside the maze or is a wall;
+            if a start has no legal move; if a target cannot be reached from a
+            start (each message names the cell).
     """
 
     def __init__(
         self, walls: Any, starts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
     ):
-        walls_np = np.asarray(walls, dtype=bool)
-        if walls_np.ndim != 2:
-            raise ValueError(
-                f"walls: expected a 2-D array (rows, cols), got shape {walls_np.shape}"
-            )
+        walls_np = _walls(walls)
+        start_cells = _cells(starts, "starts", walls_np)
+        target_cells = _cells(targets, "targets", walls_np)
+        for start in start_cells:
+            if not _legal_moves(walls_np, start):
+                raise ValueError(
+                    f"starts: cell {start} has no legal move (every neighbour is a wall or "
+                    "outside the maze); an episode from it could only end at once"
+                )
+            for target in target_cells:
+                if shortest_path_length(walls_np, start, target) < 0:
+                    raise ValueError(
+                        f"targets: cell {target} cannot be reached from start {start} "
+                        "(walls separate them)"
+                    )
         super().__init__(num_rows=walls_np.shape[0], num_cols=walls_np.shape[1])
         self.walls = jnp.asarray(walls_np)
-        self.starts = _cells(starts, "starts", walls_np)
-        self.targets = _cells(targets, "targets", walls_np)
+        self.starts = jnp.asarray(start_cells, dtype=jnp.int32)
+        self.targets = jnp.asarray(target_cells, dtype=jnp.int32)
 
     def __call__(self, key: jax.Array) -> State:
         key, start_key, target_key = jax.random.split(key, 3)
@@ -184,10 +346,23 @@ class FixedMazeGenerator(Generator):
 class EmptyMazeGenerator(FixedMazeGenerator):
     """A maze without walls, with one start and one target.
 
-    Defaults: 10 x 10 cells, start (0, 0), target (9, 9) (18 steps apart).
+    Defaults: 10 x 10 cells, start (0, 0) in the top-left corner and the target
+    in the opposite corner, ``(num_rows - 1, num_cols - 1)`` ((9, 9): 18 moves).
+
+    Raises:
+        TypeError, ValueError: for sizes that are not positive ints (and not
+            both 1), or a start or target outside the grid.
     """
 
-    def __init__(self, num_rows: int = 10, num_cols: int = 10, start=(0, 0), target=(9, 9)):
+    def __init__(self, num_rows: int = 10, num_cols: int = 10, start=(0, 0), target=None):
+        num_rows = positive_int(num_rows, "num_rows")
+        num_cols = positive_int(num_cols, "num_cols")
+        if num_rows * num_cols < 2:
+            raise ValueError(
+                "num_rows, num_cols: a 1 x 1 maze has no room for a start and a target"
+            )
+        if target is None:
+            target = (num_rows - 1, num_cols - 1)
         super().__init__(np.zeros((num_rows, num_cols), bool), [start], [target])
 
 
@@ -214,10 +389,18 @@ def parse_maze(layout: Sequence[str]) -> tuple[np.ndarray, list, list]:
         ``(walls, starts, targets)``: bool ``(rows, cols)`` and two lists of ``(row, col)``.
 
     Raises:
-        ValueError: for rows of different lengths or an unknown character.
+        TypeError: if ``layout`` is a single string rather than a sequence of rows.
+        ValueError: for an empty layout, rows of different lengths or an unknown character.
     """
+    if isinstance(layout, str) or not all(isinstance(row, str) for row in layout):
+        raise TypeError("layout: expected a sequence of strings, one per row")
+    if len(layout) == 0 or len(layout[0]) == 0:
+        raise ValueError("layout: expected at least one non-empty row")
     if len({len(row) for row in layout}) != 1:
-        raise ValueError("layout: every row must have the same length")
+        raise ValueError(
+            f"layout: every row must have the same length, got lengths "
+            f"{[len(row) for row in layout]}"
+        )
     walls = np.zeros((len(layout), len(layout[0])), bool)
     starts, targets = [], []
     for r, row in enumerate(layout):
@@ -243,15 +426,20 @@ def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]
 
     Args:
         walls: bool array-like ``(rows, cols)``.
-        start, target: ``(row, col)`` cells.
+        start, target: ``(row, col)`` free cells inside the grid.
 
     Returns:
         The number of moves (0 when ``start == target``), or -1 when the
         target cannot be reached.
+
+    Raises:
+        ValueError: if ``walls`` is not a 2-D grid, or ``start`` or ``target`` is
+            not a ``(row, col)`` pair of ints, lies outside the grid (negative
+            indices included) or on a wall.
     """
-    walls = np.asarray(walls, dtype=bool)
+    walls = _walls(walls)
     rows, cols = walls.shape
-    start, target = tuple(int(v) for v in start), tuple(int(v) for v in target)
+    start, target = _cell(start, "start", walls), _cell(target, "target", walls)
     distance = {start: 0}
     queue = deque([start])
     while queue:
@@ -261,12 +449,7 @@ def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]
         r, c = cell
         for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
             nxt = (r + dr, c + dc)
-            if (
-                0 <= nxt[0] < rows
-                and 0 <= nxt[1] < cols
-                and not walls[nxt]
-                and nxt not in distance
-            ):
+            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in distance:
                 distance[nxt] = distance[cell] + 1
                 queue.append(nxt)
     return -1
@@ -294,8 +477,9 @@ def make_maze_task(name: str, time_limit: int = 100):
         A jumanji Maze environment.
 
     Raises:
-        ValueError: for an unknown ``name``.
+        ValueError: for an unknown ``name`` or a ``time_limit`` that is not a positive int.
     """
+    positive_int(time_limit, "time_limit")
     if name == "empty":
         return make_maze(generator=EmptyMazeGenerator(), time_limit=time_limit)
     if name == "medium":
