@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import jax
 
+from companion._validate import positive_int
+
 
 def hardware() -> dict:
     """Describe the machine: CPU model and cores, JAX version, backend and devices."""
@@ -39,6 +41,12 @@ def hardware() -> dict:
     }
 
 
+def _check_fn_and_repeats(fn: Any, repeats: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
+    positive_int(repeats, "repeats")
+
+
 def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
     """Run ``fn()`` once to warm up (compile), then ``repeats`` more times.
 
@@ -53,10 +61,10 @@ def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
         ``median_s``, ``min_s``, ``max_s`` (of the timed runs) and ``repeats``.
 
     Raises:
-        ValueError: if ``repeats < 1``.
+        TypeError: if ``fn`` is not callable.
+        ValueError: if ``repeats`` is not a positive int.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats: expected at least 1, got {repeats}")
+    _check_fn_and_repeats(fn, repeats)
     start = time.perf_counter()
     jax.block_until_ready(fn())
     first = time.perf_counter() - start
@@ -77,7 +85,12 @@ def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
 
 
 def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> dict:
-    """:func:`timed`, plus steps per second: median and spread (from max and min times)."""
+    """:func:`timed`, plus steps per second: median and spread (from max and min times).
+
+    Raises:
+        TypeError, ValueError: if ``steps_per_call`` or ``repeats`` is not a positive int.
+    """
+    positive_int(steps_per_call, "steps_per_call")
     result = timed(fn, repeats)
     result.update(
         steps_per_call=steps_per_call,
@@ -99,6 +112,11 @@ def memory_bytes(compiled: Any) -> dict:
         (temporaries), ``alias_bytes`` (outputs that reuse argument buffers) and
         ``total_bytes`` = arguments + outputs + temporaries - aliases.
     """
+    if not hasattr(compiled, "memory_analysis"):
+        raise TypeError(
+            "compiled: expected a compiled JAX program (jax.jit(f).lower(*args).compile()), "
+            f"got {type(compiled).__name__}"
+        )
     m = compiled.memory_analysis()
     out = {
         "argument_bytes": int(m.argument_size_in_bytes),
@@ -131,10 +149,12 @@ def compile_and_time(
         run's result.
 
     Raises:
-        ValueError: if ``repeats < 1``.
+        TypeError: if ``fn`` is not callable or ``args`` not a tuple.
+        ValueError: if ``repeats`` is not a positive int.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats: expected at least 1, got {repeats}")
+    _check_fn_and_repeats(fn, repeats)
+    if not isinstance(args, tuple):
+        raise TypeError(f"args: expected a tuple of arguments, got {type(args).__name__}")
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     compile_s = time.perf_counter() - start
@@ -156,7 +176,15 @@ def compile_and_time(
 
 
 def result_header(name: str, quick: bool) -> dict:
-    """The common head of a benchmark's JSON: its name, the UTC date, the mode and the hardware."""
+    """The common head of a benchmark's JSON: its name, the UTC date, the mode and the hardware.
+
+    Raises:
+        ValueError: if ``name`` is not a plain name (letters, digits, ``_``).
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise ValueError(f"name: expected a benchmark name such as 'scaling', got {name!r}")
     return {
         "benchmark": name,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -171,8 +199,15 @@ RESULTS_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/benchm
 
 def find_results_dir(start: str | os.PathLike | None = None):
     """The ``benchmarks/results`` folder of the book's repository, searched for from
-    ``start`` (default: the working directory) and its parents; ``None`` if absent."""
+    ``start`` (default: the working directory) and its parents; ``None`` if absent.
+
+    Raises:
+        TypeError: if ``start`` is not a path.
+    """
     from pathlib import Path
+
+    if start is not None and not isinstance(start, (str, os.PathLike)):
+        raise TypeError(f"start: expected a path or None, got {type(start).__name__}")
 
     here = Path(start or os.getcwd()).resolve()
     for folder in (here, *here.parents):

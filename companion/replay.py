@@ -23,6 +23,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from companion._validate import positive_int, prng_key
+
 
 class ReplayBuffer(NamedTuple):
     """Buffer state.
@@ -54,19 +56,17 @@ def replay_init(example: Any, capacity: int) -> ReplayBuffer:
         :class:`ReplayBuffer` filled with zeros, ``position = size = 0``.
 
     Raises:
-        ValueError: if ``capacity`` is not a positive int or ``example`` has no leaves.
+        TypeError, ValueError: if ``capacity`` is not a positive int or ``example``
+            has no leaves.
     """
-    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
-        raise ValueError(f"capacity: expected a positive int, got {capacity!r}")
+    positive_int(capacity, "capacity")
     leaves = jax.tree.leaves(example)
     if not leaves:
         raise ValueError("example: expected a transition with at least one array leaf")
     data = jax.tree.map(
         lambda leaf: jnp.zeros((capacity, *jnp.shape(leaf)), jnp.asarray(leaf).dtype), example
     )
-    return ReplayBuffer(
-        data=data, position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32)
-    )
+    return ReplayBuffer(data=data, position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32))
 
 
 def _check_like(buffer: ReplayBuffer, transitions: Any, batched: bool, argname: str) -> int:
@@ -149,11 +149,11 @@ def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
         Pytree like the example transition, each leaf ``(batch_size, ...)``.
 
     Raises:
-        ValueError: if ``batch_size`` is not a positive int; at run time (also
-            under ``jit``) if the buffer is empty.
+        TypeError, ValueError: if ``batch_size`` is not a positive int or ``key``
+            not one PRNG key; at run time (also under ``jit``) if the buffer is empty.
     """
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size: expected a positive int, got {batch_size!r}")
+    positive_int(batch_size, "batch_size")
+    prng_key(key)
     size = eqx.error_if(buffer.size, buffer.size <= 0, "replay_sample: the buffer is empty")
     # Slots 0 .. size-1 are the filled ones: the ring fills from slot 0 and
     # never empties, so this holds before and after it wraps around.
@@ -162,5 +162,11 @@ def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
 
 
 def replay_size(buffer: ReplayBuffer) -> jax.Array:
-    """Number of transitions stored (int32 scalar)."""
+    """Number of transitions stored (int32 scalar).
+
+    Raises:
+        TypeError: if ``buffer`` is not a :class:`ReplayBuffer`.
+    """
+    if not isinstance(buffer, ReplayBuffer):
+        raise TypeError(f"buffer: expected a ReplayBuffer, got {type(buffer).__name__}")
     return buffer.size

@@ -26,7 +26,7 @@ def test_timed_reports_median_and_spread():
     assert len(calls) == 4  # one warm-up call, three timed
     assert result["min_s"] <= result["median_s"] <= result["max_s"]
     assert result["compile_s"] >= 0 and result["repeats"] == 3
-    with pytest.raises(ValueError, match="repeats: expected at least 1"):
+    with pytest.raises(ValueError, match="repeats: expected a positive int"):
         timed(lambda: None, repeats=0)
 
 
@@ -168,5 +168,5 @@ def test_compile_and_time_compiles_apart_and_reports_program_memory():
     assert m["total_bytes"] == 8000 + m["temp_bytes"] - m["alias_bytes"]
     stopped, _ = compile_and_time(lambda v: v + 1.0, (x,), repeats=5, max_total_s=0.0)
     assert stopped["repeats"] == 2  # at least two runs, then the time limit stops it
-    with pytest.raises(ValueError, match="repeats: expected at least 1"):
+    with pytest.raises(ValueError, match="repeats: expected a positive int"):
         compile_and_time(lambda v: v, (x,), repeats=0)

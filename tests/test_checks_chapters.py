@@ -68,6 +68,7 @@ def test_discounted_returns(capsys):
             check_discounted_returns(wrong)
 
 
+@pytest.mark.usefixtures("no_key_reuse_check")
 def test_noisy_batch(capsys):
     def good(key, n):
         key, sub = jax.random.split(key)
@@ -113,16 +114,24 @@ def test_up_first_policy(capsys):
 
 
 def test_termination_and_truncation(capsys):
-    def good(reward, last):
+    def good(reward, last, next_mask):
+        terminated = last & ((reward > 0) | ~jnp.any(next_mask, axis=-1))
+        return terminated, last & ~terminated
+
+    def reward_only(reward, last, next_mask):  # the rule that ignores a walled-in agent
         terminated = last & (reward > 0)
         return terminated, last & ~terminated
 
     _passes(check_termination_and_truncation, good, capsys)
     for wrong, msg in [
-        (lambda r, l: (l, jnp.zeros_like(l)), "time limit is a truncation"),
-        (lambda r, l: tuple(jnp.roll(x, 1) for x in good(r, l)), "one step late"),
-        (lambda r, l: (r > 0, l & ~(r > 0) | (r == 0) & jnp.roll(l, -1)), "not LAST is flagged"),
-        (lambda r, l: (l & (r > 0), jnp.zeros_like(l)), "expected terminated"),
+        (lambda r, l, m: (l, jnp.zeros_like(l)), "time limit is a truncation"),
+        (lambda r, l, m: tuple(jnp.roll(x, 1, axis=0) for x in good(r, l, m)), "one step late"),
+        (lambda r, l, m: (r > 0, l & ~(r > 0) | (r == 0) & jnp.roll(l, -1, axis=0)),
+         "not LAST is flagged"),
+        (reward_only, "walled-in agent"),
+        (lambda r, l, m: (l & ((r > 0) | ~jnp.any(m, axis=1)), l), "next_mask"),
+        (lambda r, l, m: (l & (r > 0), jnp.zeros_like(l)), "walled-in agent"),
+        (lambda r, l, m: good(r, l, m)[0], "should return a pair"),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_termination_and_truncation(wrong)

@@ -63,6 +63,7 @@ def _sample_with(index_fn):
         (lambda b, k, n: (b.data["obs"], b.data["action"]), "like the stored ones"),
     ],
 )
+@pytest.mark.usefixtures("no_key_reuse_check")
 def test_sample_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_sample(wrong)

@@ -21,13 +21,24 @@ over seeds. The structure follows PureJaxRL's DQN (Lu et al., 2022).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import collections
+import functools
+from typing import Any, Callable, NamedTuple
 
+import equinox as eqx
 import haiku as hk
 import jax
 import jax.numpy as jnp
 import optax
 
+from companion._validate import (
+    number_in,
+    one_of,
+    positive_int,
+    positive_ints,
+    positive_number,
+    prng_key,
+)
 from companion.envs import cartpole
 from companion.replay import ReplayBuffer, replay_add_batch, replay_init, replay_sample
 
@@ -106,9 +117,27 @@ class DQNConfig(NamedTuple):
         return (self.warmup_iterations + self.num_blocks * self.block_iterations) * self.num_envs
 
 
-def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:
-    """Q-network: obs float32 (..., 4) -> Q-values float32 (..., num_actions), ReLU MLP."""
+#: How many times :func:`greedy_returns`' program was traced, per number of episodes.
+EVAL_TRACE_COUNTS: collections.Counter = collections.Counter()
 
+
+def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:
+    """Q-network: obs float32 (..., 4) -> Q-values float32 (..., num_actions), ReLU MLP.
+
+    The same arguments return the same ``hk.Transformed`` object, so functions
+    compiled for it (:func:`greedy_returns`) are compiled once.
+
+    Raises:
+        TypeError, ValueError: if ``num_actions`` is not a positive int or
+            ``hidden_sizes`` not a non-empty tuple of positive ints.
+    """
+    return _q_network(
+        positive_int(num_actions, "num_actions"), positive_ints(hidden_sizes, "hidden_sizes")
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _q_network(num_actions: int, hidden_sizes: tuple) -> hk.Transformed:
     def forward(obs):
         return hk.nets.MLP([*hidden_sizes, num_actions])(obs)
 
@@ -125,7 +154,22 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> j
 
     Returns:
         int32 () action.
+
+    Raises:
+        ValueError: if ``q_values`` is not 1-D; at run time (also under ``jit``)
+            if ``epsilon`` is outside [0, 1].
     """
+    q_values = jnp.asarray(q_values)
+    if q_values.ndim != 1 or q_values.shape[0] == 0:
+        raise ValueError(
+            f"q_values: expected shape (num_actions,), got {q_values.shape}; "
+            "use jax.vmap(epsilon_greedy) for a batch"
+        )
+    epsilon = eqx.error_if(
+        jnp.asarray(epsilon, jnp.float32),
+        (epsilon < 0) | (epsilon > 1),
+        "epsilon: expected a probability in [0, 1]",
+    )
     explore_key, action_key = jax.random.split(key)
     random_action = jax.random.randint(action_key, (), 0, q_values.shape[-1])
     greedy_action = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
@@ -147,7 +191,24 @@ def td_target(
 
     Returns:
         float (batch,).
+
+    Raises:
+        ValueError: if the shapes do not fit (batch,), (batch,), (batch,
+            num_actions), or ``gamma`` is outside [0, 1].
     """
+    number_in(gamma, "gamma", 0.0, 1.0)
+    reward, terminated = jnp.asarray(reward), jnp.asarray(terminated)
+    q_next_target = jnp.asarray(q_next_target)
+    if q_next_target.ndim != 2:
+        raise ValueError(
+            f"q_next_target: expected shape (batch, num_actions), got {q_next_target.shape}"
+        )
+    batch = q_next_target.shape[:1]
+    for name, a in (("reward", reward), ("terminated", terminated)):
+        if a.shape != batch:
+            raise ValueError(
+                f"{name}: expected shape {batch} (one per row of q_next_target), got {a.shape}"
+            )
     bootstrap = 1.0 - terminated.astype(q_next_target.dtype)
     return reward + gamma * bootstrap * jnp.max(q_next_target, axis=-1)
 
@@ -160,6 +221,7 @@ def dqn_loss(
     gamma: float,
     loss: str = "squared",
     huber_delta: float = 1.0,
+    target_fn: Callable | None = None,
 ) -> tuple[jax.Array, dict]:
     """Loss between Q(s, a) and the TD target; no gradient flows through the target.
 
@@ -174,6 +236,11 @@ def dqn_loss(
             ``huber_delta``, which also weakens the rare, large corrections
             that terminal transitions make.
         huber_delta: the Huber loss's threshold.
+        target_fn: ``None`` for the DQN target (:func:`td_target`), or a function
+            ``target_fn(reward, terminated, q_next_online, q_next_target, gamma)
+            -> (batch,)`` that computes another one from the online and the
+            target network's Q-values of the next observations (both
+            ``(batch, num_actions)``), for example double DQN's.
 
     Returns:
         ``(loss, aux)`` with ``aux = {"q_mean": ..., "td_abs": ...}`` for diagnostics.
@@ -181,19 +248,26 @@ def dqn_loss(
     Raises:
         ValueError: for an unknown ``loss``.
     """
+    one_of(loss, ("squared", "huber"), "loss")
     q = apply_fn(params, batch.obs)  # (batch, num_actions)
     q_taken = jnp.take_along_axis(q, batch.action[:, None], axis=-1)[:, 0]
-    target = td_target(
-        batch.reward, batch.terminated, apply_fn(target_params, batch.next_obs), gamma
-    )
+    q_next_target = apply_fn(target_params, batch.next_obs)
+    if target_fn is None:
+        target = td_target(batch.reward, batch.terminated, q_next_target, gamma)
+    else:
+        q_next_online = apply_fn(params, batch.next_obs)
+        target = target_fn(batch.reward, batch.terminated, q_next_online, q_next_target, gamma)
+        if jnp.shape(target) != q_taken.shape:
+            raise ValueError(
+                f"target_fn: returned shape {jnp.shape(target)}, expected {q_taken.shape} "
+                "(one target per transition)"
+            )
     target = jax.lax.stop_gradient(target)
     td_error = q_taken - target
     if loss == "squared":
         value = jnp.mean(optax.l2_loss(td_error))  # 0.5 * td_error ** 2
-    elif loss == "huber":
-        value = jnp.mean(optax.huber_loss(td_error, delta=huber_delta))
     else:
-        raise ValueError(f"loss: expected 'squared' or 'huber', got {loss!r}")
+        value = jnp.mean(optax.huber_loss(td_error, delta=huber_delta))
     return value, {"q_mean": jnp.mean(q_taken), "td_abs": jnp.mean(jnp.abs(td_error))}
 
 
@@ -204,7 +278,19 @@ def update_target(params: Any, target_params: Any, updates: jax.Array, period: i
     with ``tau = 1`` that is the periodic hard copy of Mnih et al. (2015), with
     ``period = 1`` and a small ``tau`` it is Polyak averaging. Between those steps
     the target does not change.
+
+    Args:
+        params, target_params: pytrees of the same structure.
+        updates: int32 (), gradient steps done so far.
+        period: gradient steps between target updates, a positive int.
+        tau: in (0, 1].
+
+    Raises:
+        TypeError, ValueError: if ``period`` is not a positive int or ``tau`` is
+            outside (0, 1].
     """
+    positive_int(period, "period")
+    number_in(tau, "tau", 0.0, 1.0, low_open=True)
     sync = jnp.mod(updates, period) == 0
     moved = optax.incremental_update(params, target_params, tau)
     return jax.tree.map(lambda m, t: jnp.where(sync, m, t), moved, target_params)
@@ -228,17 +314,71 @@ class RunnerState(NamedTuple):
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    """Adam with gradient clipping and a linearly decaying learning rate."""
-    num_updates = max(
-        1, config.num_blocks * config.block_iterations * config.updates_per_iteration
-    )
+    """Adam with gradient clipping and a linearly decaying learning rate.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`DQNConfig`.
+    """
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
+    num_updates = max(1, config.num_blocks * config.block_iterations * config.updates_per_iteration)
     schedule = optax.linear_schedule(
         config.learning_rate, config.learning_rate * config.lr_final_fraction, num_updates
     )
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule))
 
 
-def make_train(config: DQNConfig = DQNConfig()):
+def check_config(config: DQNConfig) -> DQNConfig:
+    """Return ``config`` if :func:`make_train` can run it.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`DQNConfig` or a size is not an int.
+        ValueError: naming the field, for a size that is not positive, a
+            probability or discount outside [0, 1], an unknown ``loss``,
+            ``learning_starts`` below ``batch_size``, a buffer smaller than one
+            vectorised step, or no training iterations after the warm-up.
+    """
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
+    for field in (
+        "num_envs",
+        "total_steps",
+        "learning_starts",
+        "buffer_capacity",
+        "batch_size",
+        "updates_per_iteration",
+        "target_update_period",
+        "epsilon_decay_steps",
+        "eval_every",
+        "eval_episodes",
+    ):
+        positive_int(getattr(config, field), f"config.{field}")
+    positive_ints(config.hidden_sizes, "config.hidden_sizes")
+    for field in ("gamma", "lr_final_fraction", "epsilon_start", "epsilon_end"):
+        number_in(getattr(config, field), f"config.{field}", 0.0, 1.0)
+    number_in(config.target_tau, "config.target_tau", 0.0, 1.0, low_open=True)
+    for field in ("learning_rate", "max_grad_norm", "huber_delta"):
+        positive_number(getattr(config, field), f"config.{field}")
+    one_of(config.loss, ("squared", "huber"), "config.loss")
+    if config.learning_starts < config.batch_size:
+        raise ValueError(
+            f"config.learning_starts: {config.learning_starts} must be at least batch_size "
+            f"({config.batch_size}), so that the first batch can be sampled"
+        )
+    if config.buffer_capacity < config.num_envs:
+        raise ValueError(
+            f"config.buffer_capacity: {config.buffer_capacity} cannot hold one step of "
+            f"num_envs = {config.num_envs} environments"
+        )
+    if config.num_iterations <= config.warmup_iterations:
+        raise ValueError(
+            f"config.total_steps: {config.total_steps} must exceed learning_starts "
+            f"({config.learning_starts})"
+        )
+    return config
+
+
+def make_train(config: DQNConfig = DQNConfig(), target_fn: Callable | None = None):
     """Build ``train(key) -> (runner_state, metrics)`` for CartPole.
 
     ``metrics`` has one entry per iteration (one vectorised env step), stacked:
@@ -257,19 +397,21 @@ def make_train(config: DQNConfig = DQNConfig()):
     The function is pure: ``jax.jit(train)`` compiles it once and
     ``jax.vmap(train)`` runs several seeds at once.
 
+    Args:
+        config: the hyperparameters (:class:`DQNConfig`).
+        target_fn: ``None`` for the DQN target, or a function of
+            ``(reward, terminated, q_next_online, q_next_target, gamma)`` that
+            returns another target, one per transition (see :func:`dqn_loss`):
+            the way to train double DQN, say, with this loop.
+
     Raises:
-        ValueError: if the configuration is inconsistent (``learning_starts``
-            below ``batch_size``, or no training iterations left).
+        TypeError, ValueError: for a configuration that cannot run
+            (:func:`check_config`), a ``target_fn`` that is not callable, or a
+            ``key`` that is not one PRNG key.
     """
-    if config.learning_starts < config.batch_size:
-        raise ValueError(
-            f"learning_starts ({config.learning_starts}) must be at least batch_size "
-            f"({config.batch_size})"
-        )
-    if config.num_iterations <= config.warmup_iterations:
-        raise ValueError(
-            f"total_steps ({config.total_steps}) must exceed learning_starts ({config.learning_starts})"
-        )
+    check_config(config)
+    if target_fn is not None and not callable(target_fn):
+        raise TypeError(f"target_fn: expected a function or None, got {type(target_fn).__name__}")
     network = make_q_network(2, config.hidden_sizes)
     optimizer = make_optimizer(config)
     epsilon_schedule = optax.linear_schedule(
@@ -317,6 +459,7 @@ def make_train(config: DQNConfig = DQNConfig()):
             config.gamma,
             config.loss,
             config.huber_delta,
+            target_fn,
         )
         updates, opt_state = optimizer.update(grads, runner.opt_state, runner.params)
         params = optax.apply_updates(runner.params, updates)
@@ -342,6 +485,7 @@ def make_train(config: DQNConfig = DQNConfig()):
         return runner, metrics
 
     def train(key: jax.Array):
+        prng_key(key)
         key, net_key, env_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((4,), jnp.float32)
         params = network.init(net_key, obs_example[None])
@@ -377,9 +521,7 @@ def make_train(config: DQNConfig = DQNConfig()):
         def block(runner, _):
             runner, metrics = jax.lax.scan(learn_body, runner, length=config.block_iterations)
             key, eval_key = jax.random.split(runner.key)
-            score = jnp.mean(
-                greedy_returns(runner.params, eval_key, config.eval_episodes, network)
-            )
+            score = jnp.mean(greedy_returns(runner.params, eval_key, config.eval_episodes, network))
             better = score >= runner.best_score
             best = jax.tree.map(
                 lambda p, b: jnp.where(better, p, b), runner.params, runner.best_params
@@ -412,18 +554,31 @@ def greedy_returns(
     """Returns of ``num_episodes`` greedy episodes (argmax Q, no exploration).
 
     Episodes start from independent resets and last until termination or the
-    500-step truncation of CartPole-v1.
+    500-step truncation of CartPole-v1. Compiled once per network and
+    ``num_episodes``.
 
     Args:
         params: Q-network parameters.
         key: PRNG key.
-        num_episodes: number of episodes (static).
+        num_episodes: number of episodes (static), a positive int.
         network: the Q-network; the default is ``make_q_network()`` (64, 64).
 
     Returns:
         float32 (num_episodes,).
+
+    Raises:
+        TypeError, ValueError: if ``num_episodes`` is not a positive int or ``key``
+            is not one PRNG key.
     """
+    positive_int(num_episodes, "num_episodes")
+    prng_key(key)
     network = network if network is not None else make_q_network()
+    return _greedy_returns(params, key, int(num_episodes), network)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _greedy_returns(params, key, num_episodes: int, network: hk.Transformed) -> jax.Array:
+    EVAL_TRACE_COUNTS[num_episodes] += 1
     max_steps = cartpole.DEFAULT_PARAMS.max_steps
 
     def episode(key):

@@ -8,7 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    name_mistake,
+    passed,
+    require_function,
+    run_answer,
+)
 
 
 def check_softplus_grad(grad_g: Callable) -> None:
@@ -20,6 +28,7 @@ def check_softplus_grad(grad_g: Callable) -> None:
         CheckFailed: naming the mistake (missing factor x, softplus instead of
             sigmoid, wrong sign, wrong shape).
     """
+    require_function(grad_g, "grad_g")
     w, x = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])
     got = run_answer(grad_g, w, x, call="grad_g(w, x)")
     got = check_shape(
@@ -62,6 +71,7 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
         CheckFailed: naming the mistake (accumulated forwards instead of
             backwards, gamma on the current reward, the current reward left out).
     """
+    require_function(discounted_returns, "discounted_returns")
     rewards, gamma = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5]), 0.9
     got = run_answer(discounted_returns, rewards, gamma, call="discounted_returns(rewards, 0.9)")
     got = check_shape(
@@ -100,6 +110,7 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
             caller), the returned key is the one passed in, calls repeat samples,
             or the shape is wrong.
     """
+    require_function(noisy_batch, "noisy_batch")
     key = jax.random.key(0)
     try:
         first, key2 = noisy_batch(key, 4)
@@ -115,7 +126,7 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
         )
     if close(first, second):
         fail("two consecutive calls give the same samples: use the returned key for the next call")
-    if close(first, jax.random.normal(key, (4,))):
+    if close(first, jax.random.normal(jax.random.key(0), (4,))):  # the same key, made anew
         fail(
             "noisy_batch draws with the key it was given and may hand it back to be used again; "
             "split it first and draw with a subkey"

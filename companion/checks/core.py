@@ -16,8 +16,26 @@ def fail(message: str) -> None:
     raise CheckFailed(message)
 
 
+def require_function(fn: Any, name: str) -> None:
+    """Fail, naming ``name``, unless ``fn`` is callable (a function was expected).
+
+    Raises:
+        CheckFailed: if ``fn`` is not callable.
+    """
+    if not callable(fn):
+        fail(
+            f"{name}: expected your function, got {type(fn).__name__} {fn!r:.60}; "
+            "pass the function itself, without calling it"
+        )
+
+
 def run_answer(fn: Any, *args: Any, call: str, hint: str = "") -> Any:
-    """Return ``fn(*args)``; if it raises, fail saying which ``call`` raised what, and ``hint``."""
+    """Return ``fn(*args)``; if it raises, fail saying which ``call`` raised what, and ``hint``.
+
+    Raises:
+        CheckFailed: if ``fn`` is not callable (naming what was passed instead) or raises.
+    """
+    require_function(fn, call.split("(")[0])
     try:
         return fn(*args)
     except Exception as exc:
@@ -46,8 +64,18 @@ def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndar
 
 
 def close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
-    """Whether two arrays agree to float32 tolerance."""
-    return np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
+    """Whether two arrays have the same shape and agree to float32 tolerance.
+
+    No broadcasting: an answer of shape ``(1,)`` is not close to an expected ``(3,)``.
+
+    Raises:
+        ValueError: if ``rtol`` or ``atol`` is negative.
+    """
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if not tol >= 0:
+            raise ValueError(f"{name}: expected a number >= 0, got {tol!r}")
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
 def name_mistake(got: Any, mistakes: dict, name: str) -> None:
@@ -55,7 +83,15 @@ def name_mistake(got: Any, mistakes: dict, name: str) -> None:
 
     ``mistakes`` maps a message to what a function with that mistake returns on
     the check's inputs; nothing happens when none matches.
+
+    Raises:
+        CheckFailed: for the first matching mistake.
+        TypeError: if ``mistakes`` is not a dict.
     """
+    if not isinstance(mistakes, dict):
+        raise TypeError(
+            f"mistakes: expected a dict of message -> result, got {type(mistakes).__name__}"
+        )
     for message, wrong in mistakes.items():
         if close(got, wrong):
             fail(f"{name}: {message}.")

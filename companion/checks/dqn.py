@@ -8,7 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    name_mistake,
+    passed,
+    require_function,
+    run_answer,
+)
 from companion.replay import replay_add, replay_init
 
 
@@ -23,6 +31,7 @@ def check_td_target(td_target: Callable) -> None:
         CheckFailed: naming the mistake (termination ignored or inverted, min
             instead of max, gamma missing, the whole target masked, wrong shape).
     """
+    require_function(td_target, "td_target")
     reward = jnp.array([1.0, 1.0, 0.5, 2.0])
     terminated = jnp.array([True, False, False, True])
     q_next = jnp.array([[10.0, 20.0], [3.0, 7.0], [-1.0, -2.0], [4.0, 1.0]])
@@ -88,6 +97,7 @@ def check_sample(sample: Callable[[Any, jax.Array, int], Any]) -> None:
         CheckFailed: naming the mistake (unfilled slots sampled, not uniform,
             fields taken from different slots, wrong shape, same key same batch).
     """
+    require_function(sample, "sample")
     buffer = _filled_buffer(6, 20)  # slots 0..5 hold actions 1..6; slots 6..19 are empty (0)
     batch = run_answer(sample, buffer, jax.random.key(0), 3000, call="sample(buffer, key, 3000)")
     if not isinstance(batch, dict) or set(batch) != {"obs", "action"}:
@@ -136,6 +146,7 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
         CheckFailed: for the plain DQN target (max of the target network), the
             online network's values, or termination ignored.
     """
+    require_function(double_dqn_target, "double_dqn_target")
     reward = jnp.array([1.0, 1.0, 1.0])
     terminated = jnp.array([False, False, True])
     q_online = jnp.array([[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]])

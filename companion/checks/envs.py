@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed, run_answer
+from companion.checks.core import check_shape, close, fail, passed, require_function, run_answer
 from companion.envs import cartpole
 
 
@@ -19,6 +19,7 @@ def check_legal_fraction(legal_fraction: Callable) -> None:
     Raises:
         CheckFailed: for the wrong axis, counts instead of fractions, or a wrong shape.
     """
+    require_function(legal_fraction, "legal_fraction")
     masks = jnp.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool)
     got = run_answer(legal_fraction, masks, call="legal_fraction(masks)")
     expected = np.array([0.8, 0.2, 0.6, 0.6])
@@ -40,14 +41,16 @@ def check_up_first_policy(policy: Callable) -> None:
     Raises:
         CheckFailed: for an illegal action, "up" not preferred, or a non-uniform fallback.
     """
-    keys = jax.random.split(jax.random.key(0), 600)
-    for mask in ([True, True, False, True], [True, False, False, False]):
+    require_function(policy, "policy")
+    for seed, mask in enumerate(([True, True, False, True], [True, False, False, False])):
+        keys = jax.random.split(jax.random.key(seed), 600)
         actions = np.asarray(jax.vmap(policy, in_axes=(0, None))(keys, jnp.array(mask)))
         if not np.all(actions == 0):
             fail(
                 f"with mask {mask} the policy should always go up (0); it chose {set(actions.tolist())}"
             )
     mask = jnp.array([False, True, False, True])
+    keys = jax.random.split(jax.random.key(2), 600)
     actions = np.asarray(jax.vmap(policy, in_axes=(0, None))(keys, mask))
     if actions.shape != (600,):
         fail(
@@ -66,39 +69,60 @@ def check_up_first_policy(policy: Callable) -> None:
 
 
 def check_termination_and_truncation(classify: Callable) -> None:
-    """Check ``classify(reward, last) -> (terminated, truncated)`` for Maze timesteps.
+    """Check ``classify(reward, last, next_mask) -> (terminated, truncated)`` for Maze steps.
 
-    ``reward`` float (T,), ``last`` bool (T,) (``timestep.last()``); a LAST step with
-    reward 1 is a termination (the target), a LAST step without reward a
-    truncation (the time limit); other steps are neither.
+    ``reward`` float ``(T, N)``, ``last`` bool ``(T, N)`` (``timestep.last()``) and
+    ``next_mask`` bool ``(T, N, 4)``, the action mask of the observation each step led
+    to. A LAST step is a termination when the agent reached the target (reward 1) or has
+    no legal move left (an all-False mask), and a truncation (the time limit) otherwise;
+    steps that are not LAST are neither.
 
     Raises:
-        CheckFailed: for a time limit counted as termination, flags on non-LAST
-            steps, flags one step late, or wrong shapes.
+        CheckFailed: naming the mistake: a time limit counted as termination, a walled-in
+            agent counted as truncation, flags on non-LAST steps or one step late, the
+            mask reduced over the wrong axis, or wrong shapes.
     """
-    reward = jnp.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    last = jnp.array([False, False, True, False, False, False, True])
-    terminated, truncated = run_answer(
-        classify, reward, last, call="classify(reward, last)", hint="it returns two arrays"
+    require_function(classify, "classify")
+    # Two environments over 6 steps. Env 0: the target at t=2, a time limit at t=5.
+    # Env 1: a walled-in agent at t=1, a time limit at t=4 (a time limit with nothing else).
+    reward = jnp.array([[0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0]], jnp.float32)
+    last = jnp.array([[0, 0], [0, 1], [1, 0], [0, 0], [0, 1], [1, 0]], bool)
+    next_mask = jnp.ones((6, 2, 4), bool).at[1, 1].set(False)
+    want_term = np.array([[0, 0], [0, 1], [1, 0], [0, 0], [0, 0], [0, 0]], bool)
+    want_trunc = np.array([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1], [1, 0]], bool)
+    got = run_answer(
+        classify,
+        reward,
+        last,
+        next_mask,
+        call="classify(reward, last, next_mask)",
+        hint="reward (T, N), last (T, N), next_mask (T, N, 4); it returns two arrays",
     )
-    terminated = check_shape(terminated, (7,), "terminated").astype(bool)
-    truncated = check_shape(truncated, (7,), "truncated").astype(bool)
-    want_term = np.array([0, 0, 1, 0, 0, 0, 0], bool)
-    want_trunc = np.array([0, 0, 0, 0, 0, 0, 1], bool)
-    if np.array_equal(terminated, np.roll(want_term, 1)) or np.array_equal(
-        truncated, np.roll(want_trunc, 1)
+    if not (isinstance(got, tuple) and len(got) == 2):
+        fail("classify should return a pair (terminated, truncated)")
+    terminated = check_shape(got[0], (6, 2), "terminated", hint="one flag per step and environment")
+    truncated = check_shape(got[1], (6, 2), "truncated", hint="one flag per step and environment")
+    terminated, truncated = terminated.astype(bool), truncated.astype(bool)
+    if np.array_equal(terminated, np.roll(want_term, 1, axis=0)) or np.array_equal(
+        truncated, np.roll(want_trunc, 1, axis=0)
     ):
         fail("a flag is applied one step late: it belongs to the step whose timestep is LAST")
     if np.array_equal(terminated, np.asarray(last)):
         fail("every LAST step is called a termination; the time limit is a truncation")
     if np.any((terminated | truncated) & ~np.asarray(last)):
         fail("a step that is not LAST is flagged; only the last step of an episode ends it")
-    if not np.array_equal(terminated, want_term) or not np.array_equal(truncated, want_trunc):
+    if not terminated[1, 1]:
         fail(
-            f"expected terminated {want_term.astype(int)} and truncated "
-            f"{want_trunc.astype(int)}, got {terminated.astype(int)} and {truncated.astype(int)}"
+            "the walled-in agent (env 1, step 1: reward 0, no legal move in next_mask) is not a "
+            "termination; an episode that cannot go on has ended, it was not cut by the clock"
         )
-    passed("terminations (target reached) and truncations (time limit) are told apart")
+    if not (np.array_equal(terminated, want_term) and np.array_equal(truncated, want_trunc)):
+        fail(
+            f"expected terminated {want_term.astype(int).tolist()} and truncated "
+            f"{want_trunc.astype(int).tolist()}, got {terminated.astype(int).tolist()} and "
+            f"{truncated.astype(int).tolist()}; reduce next_mask over its last axis (the actions)"
+        )
+    passed("terminations (target, no legal move) and truncations (time limit) are told apart")
 
 
 def check_semi_implicit_step(step: Callable) -> None:
@@ -108,6 +132,7 @@ def check_semi_implicit_step(step: Callable) -> None:
     Raises:
         CheckFailed: for explicit Euler, or a step that disagrees with the reference.
     """
+    require_function(step, "step")
     p = cartpole.DEFAULT_PARAMS
     physics = jnp.array([0.1, -0.3, 0.05, 0.8])
     explicit = np.asarray(cartpole.dynamics(physics, 1))
@@ -133,6 +158,7 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     Raises:
         CheckFailed: with the mean return, and a hint when the pushes go the wrong way.
     """
+    require_function(policy, "policy")
 
     def episode(key):
         state, obs = cartpole.reset(key)

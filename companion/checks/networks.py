@@ -10,7 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    name_mistake,
+    passed,
+    require_function,
+    run_answer,
+)
 
 
 def _example_mlp(key):
@@ -39,6 +47,7 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
         CheckFailed: naming the mistake (wrong shape, activation on the output,
             missing activation, missing bias, transposed weights).
     """
+    require_function(mlp_apply, "mlp_apply")
     params, x = _example_mlp(jax.random.key(0))
     got = run_answer(
         mlp_apply,
@@ -84,6 +93,7 @@ def check_mse_loss(mse_loss: Callable) -> None:
         CheckFailed: when the loss is not a scalar, has the wrong sign or scale
             (a sum instead of a mean, a missing square), or gives wrong gradients.
     """
+    require_function(mse_loss, "mse_loss")
     key_model, key_x, key_y = jax.random.split(jax.random.key(1), 3)
     model = eqx.nn.MLP(3, 2, 8, 1, activation=jnp.tanh, key=key_model)
     x = jax.random.normal(key_x, (6, 3))
@@ -138,6 +148,7 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
         CheckFailed: when ``scale`` gets a gradient (it is stored as a JAX array
             that equinox treats as trainable), or the call gives the wrong value.
     """
+    require_function(make_module, "make_module")
     module = make_module(jax.random.key(2))
     if not isinstance(module, eqx.Module):
         fail(f"make_module(key) should return an eqx.Module, got {type(module).__name__}")

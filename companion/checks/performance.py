@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed, run_answer
+from companion.checks.core import check_shape, close, fail, passed, require_function, run_answer
 from companion.envs import cartpole
 from companion.replay import replay_init
 
@@ -33,7 +33,9 @@ def check_scan_rollout(rollout_scan: Callable) -> None:
         CheckFailed: naming the mistake (no auto-reset, the done flags of the
             wrong steps, a Python loop unrolled into the program, wrong shape).
     """
-    state, _ = cartpole.reset(jax.random.key(3))
+    require_function(rollout_scan, "rollout_scan")
+    start = lambda: cartpole.reset(jax.random.key(3))[0]  # noqa: E731  (a fresh key per use)
+    state = start()
     num_steps = 60  # random pushes end several episodes in 60 steps
     actions = jax.random.bernoulli(jax.random.key(4), shape=(num_steps,)).astype(jnp.int32)
     got = run_answer(
@@ -46,13 +48,11 @@ def check_scan_rollout(rollout_scan: Callable) -> None:
     if not isinstance(final, cartpole.CartPoleState):
         fail(f"the first result should be a CartPoleState, got {type(final).__name__}")
     dones = check_shape(dones, (num_steps,), "done_t", hint="One flag per step, in step order.")
-    ref_state, ref_dones = _loop_reference(state, actions, cartpole.step_autoreset)
+    ref_state, ref_dones = _loop_reference(start(), actions, cartpole.step_autoreset)
     if not (close(final.physics, ref_state.physics) and np.array_equal(dones, ref_dones)):
-        no_reset_state, _ = _loop_reference(state, actions, cartpole.step)
+        no_reset_state, _ = _loop_reference(start(), actions, cartpole.step)
         if close(final.physics, no_reset_state.physics):
-            fail(
-                "the episodes never restart: step with cartpole.step_autoreset, not cartpole.step"
-            )
+            fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
         if close(final.physics, ref_state.physics):
             fail(
                 "the final state is right but done_t is not: return timestep.done of every "
@@ -62,7 +62,7 @@ def check_scan_rollout(rollout_scan: Callable) -> None:
     # A scan's program has one loop body whatever the length; an unrolled loop grows.
     sizes = []
     for length in (20, 40):
-        jaxpr = jax.make_jaxpr(rollout_scan)(state, actions[:length])
+        jaxpr = jax.make_jaxpr(rollout_scan)(start(), actions[:length])
         sizes.append(len(jaxpr.jaxpr.eqns))
     if sizes[1] > sizes[0]:
         fail(
@@ -98,6 +98,7 @@ def check_buffer_bytes(buffer_bytes: Callable) -> None:
         CheckFailed: naming the mistake (bool counted as 4 bytes, ``next_obs``
             left out, float64 instead of float32, not proportional to capacity).
     """
+    require_function(buffer_bytes, "buffer_bytes")
     example = _example_transition()
     for capacity in (1, 1_000, 50_000):
         got = run_answer(buffer_bytes, capacity, call=f"buffer_bytes({capacity})")

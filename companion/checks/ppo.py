@@ -8,7 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, name_mistake, passed, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    name_mistake,
+    passed,
+    require_function,
+    run_answer,
+)
 
 
 def _gae_reference(reward, value, value_tp1, terminated, done, gamma, lam, cut=True, boot=True):
@@ -33,6 +41,7 @@ def check_gae(gae: Callable) -> None:
             boundaries, a terminated step bootstraps, a truncated step does not
             bootstrap, lambda or gamma missing from the recursion, wrong shape).
     """
+    require_function(gae, "gae")
     reward = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.5], np.float32)
     value = np.array([0.5, 0.8, 0.3, 0.4, 0.6, 0.2], np.float32)
     value_tp1 = np.array([0.8, 0.9, 0.4, 0.7, 0.2, 0.3], np.float32)
@@ -86,6 +95,7 @@ def check_clipped_objective(clipped_objective: Callable) -> None:
         CheckFailed: naming the mistake (max instead of min, the clipped term
             alone, no clipping, clipping the advantage).
     """
+    require_function(clipped_objective, "clipped_objective")
     ratio = jnp.array([1.5, 0.5, 0.5, 1.5, 1.1, 0.9])
     adv = jnp.array([1.0, 1.0, -1.0, -1.0, 2.0, -2.0])
     eps = 0.2
@@ -127,6 +137,7 @@ def check_masked_probs(masked_probs: Callable) -> None:
             instead of -inf, probabilities zeroed without renormalising, a nan
             gradient).
     """
+    require_function(masked_probs, "masked_probs")
     logits = jnp.array([2.0, -1.0, 0.5, 3.0])
     mask = jnp.array([True, False, True, False])
     got = run_answer(masked_probs, logits, mask, call="masked_probs(logits, mask)")

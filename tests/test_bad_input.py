@@ -1,0 +1,650 @@
+"""Every public function and config of ``companion`` rejects bad input with a clear error.
+
+One table: each row calls a public name with one bad input (wrong shape, dtype, range, an
+empty list, zero sizes, an unknown name) and expects an error of the right kind whose
+message names the argument. Errors that exist only at run time inside ``jit`` are tested
+under ``jit``. A last test lists the public names of the package and fails for any name that
+has no row here (or no reason to be exempt), so a new function cannot skip this table.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import companion
+from companion import bench, budget, replay, trees, viz
+from companion.agents import dqn, ppo
+from companion.checks import basics, core, envs as env_checks, networks as net_checks
+from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
+from companion.envs import autoreset, cartpole, jumanji_import, maze
+
+# Errors raised at run time inside jit arrive as RuntimeError (JaxRuntimeError) with the
+# message of equinox's error_if in them.
+RUNTIME = RuntimeError
+
+
+class Case(NamedTuple):
+    target: str  # the public name, module.name
+    call: Callable[[pytest.MonkeyPatch], Any]
+    error: type
+    match: str
+
+
+def _key(seed=0):
+    return jax.random.key(seed)
+
+
+def _maze_obs():
+    env = maze.make_maze_task("medium")
+    return env.reset(_key())[1].observation
+
+
+def _tiny_ppo(**changes):
+    return ppo.PPOConfig(
+        task="empty", num_envs=4, num_steps=4, total_timesteps=64, num_minibatches=2,
+        channels=(2,), hidden_sizes=(4,),
+    )._replace(**changes)  # fmt: skip
+
+
+def _tiny_dqn(**changes):
+    return dqn.DQNConfig(
+        num_envs=2, total_steps=400, learning_starts=200, batch_size=8, eval_every=50,
+        buffer_capacity=100, hidden_sizes=(8,),
+    )._replace(**changes)  # fmt: skip
+
+
+def _buffer():
+    return replay.replay_init({"x": jnp.zeros(2)}, 4)
+
+
+def _jit_rollout_bad_key():
+    env = maze.make_maze_task("empty")
+    model = ppo.ActorCritic(_key(), channels=(2,), hidden_sizes=(4,))
+    state, ts = jax.vmap(autoreset.reset_with_next_obs, in_axes=(None, 0))(
+        env, jax.random.split(_key(1), 2)
+    )
+    return ppo.rollout(model, env, None, state, ts, 7, 3)
+
+
+def _rollout_without_next_obs():
+    env = maze.make_maze_task("empty")
+    model = ppo.ActorCritic(_key(), channels=(2,), hidden_sizes=(4,))
+    state, ts = jax.vmap(env.reset)(jax.random.split(_key(1), 2))
+    return ppo.rollout(model, env, None, state, ts, _key(2), 3)
+
+
+def _pool_step_on_a_batch():
+    env = maze.make_maze_task("empty")
+    pool = autoreset.make_reset_pool(env, _key(), 2)
+    state, _ = autoreset.reset_with_next_obs(env, _key(1))
+    return autoreset.pooled_autoreset_step(env, pool, state, jnp.zeros(3, jnp.int32))
+
+
+def _ppo_loss_with_a_vector_value_head():
+    model = ppo.ActorCritic(_key(), channels=(2,), hidden_sizes=(4,))
+    wide = lambda image: (model(image)[0], model(image)[1][None])  # noqa: E731  (1,), not ()
+    batch = ppo.Batch(
+        image=jnp.zeros((5, 3, 10, 10)), action_mask=jnp.ones((5, 4), bool),
+        action=jnp.zeros(5, jnp.int32), log_prob=jnp.zeros(5), value=jnp.zeros(5),
+        advantage=jnp.zeros(5), target=jnp.zeros(5),
+    )  # fmt: skip
+    return ppo.ppo_loss(wide, batch)
+
+
+def _dqn_params():
+    return dqn.make_q_network(2, (8,)).init(_key(), jnp.zeros((1, 4)))
+
+
+# fmt: off
+CASES = [
+    Case('agents.ppo.policy.masked_logits',
+         lambda mp: ppo.masked_logits(jnp.zeros(4), jnp.ones(4)),
+         TypeError, 'action_mask: expected dtype bool'),
+    Case('agents.ppo.policy.masked_logits',
+         lambda mp: ppo.masked_logits(jnp.zeros(4), jnp.ones(3, bool)),
+         ValueError, 'action_mask: shape'),
+    Case('agents.ppo.policy.masked_logits',
+         lambda mp: jax.jit(ppo.masked_logits)(jnp.zeros((2, 4)), jnp.zeros((2, 4), bool).at[0].set(True)),
+         RUNTIME, 'action_mask: a row has no legal action'),
+    Case('agents.ppo.policy.log_prob',
+         lambda mp: jax.jit(ppo.log_prob)(jnp.zeros(4), -1),
+         RUNTIME, 'action: expected values in 0 \\.\\. 3'),
+    Case('agents.ppo.policy.log_prob',
+         lambda mp: jax.jit(ppo.log_prob)(jnp.zeros(4), 4),
+         RUNTIME, 'action: expected values in 0 \\.\\. 3'),
+    Case('agents.ppo.policy.log_prob',
+         lambda mp: ppo.log_prob(jnp.zeros(4), 1.0),
+         TypeError, 'action: expected an integer dtype'),
+    Case('agents.ppo.policy.log_prob',
+         lambda mp: ppo.log_prob(jnp.zeros((3, 4)), jnp.zeros(2, jnp.int32)),
+         ValueError, 'action: shape'),
+    Case('agents.ppo.policy.entropy',
+         lambda mp: jax.jit(ppo.entropy)(jnp.full(4, -jnp.inf)),
+         RUNTIME, 'logits: a row has no finite logit'),
+    Case('agents.ppo.networks.orthogonal_linear',
+         lambda mp: ppo.orthogonal_linear(_key(), 0, 4, 1.0),
+         ValueError, 'in_size'),
+    Case('agents.ppo.networks.orthogonal_linear',
+         lambda mp: ppo.orthogonal_linear(_key(), 4, 4, -1.0),
+         ValueError, 'gain'),
+    Case('agents.ppo.networks.ActorCritic',
+         lambda mp: ppo.ActorCritic(_key(), hidden_sizes=()),
+         ValueError, 'hidden_sizes'),
+    Case('agents.ppo.networks.ActorCritic',
+         lambda mp: ppo.ActorCritic(_key(), grid_shape=(10,)),
+         ValueError, 'grid_shape'),
+    Case('agents.ppo.networks.ActorCritic',
+         lambda mp: ppo.ActorCritic(_key(), channels=(0,)),
+         ValueError, 'channels'),
+    Case('agents.ppo.networks.ActorCritic',
+         lambda mp: ppo.ActorCritic(_key())(jnp.zeros((3, 12, 12))),
+         ValueError, 'image: shape .* grid_shape'),
+    Case('agents.ppo.networks.ActorCritic',
+         lambda mp: ppo.ActorCritic(_key())(jnp.zeros((8, 3, 10, 10))),
+         ValueError, 'image: expected one image .* jax.vmap'),
+    Case('agents.ppo.networks.PropagationActorCritic',
+         lambda mp: ppo.PropagationActorCritic(_key(), iterations=0),
+         ValueError, 'iterations'),
+    Case('agents.ppo.networks.PropagationActorCritic',
+         lambda mp: ppo.PropagationActorCritic(_key(), width=2.5),
+         TypeError, 'width'),
+    Case('agents.ppo.networks.PropagationActorCritic',
+         lambda mp: ppo.PropagationActorCritic(_key())(jnp.zeros((3, 10, 10), jnp.int32)),
+         TypeError, 'image: expected a float image'),
+    Case('agents.ppo.networks.neighbour',
+         lambda mp: ppo.neighbour(jnp.zeros((3, 3)), 4),
+         ValueError, 'direction'),
+    Case('agents.ppo.networks.neighbour',
+         lambda mp: ppo.neighbour(jnp.zeros(3), 0),
+         ValueError, 'h: expected an array \\(rows, cols'),
+    Case('agents.ppo.networks.make_model',
+         lambda mp: ppo.make_model(_tiny_ppo(network='resnet'), _key()),
+         ValueError, "config.network: unknown network 'resnet'"),
+    Case('agents.ppo.networks.make_model',
+         lambda mp: ppo.make_model(_tiny_ppo(network='propagation', channels=()), _key()),
+         ValueError, 'config.channels'),
+    Case('agents.ppo.rollout.rollout',
+         lambda mp: _jit_rollout_bad_key(),
+         TypeError, 'key: expected a PRNG key, got the number 7'),
+    Case('agents.ppo.rollout.rollout',
+         lambda mp: _rollout_without_next_obs(),
+         ValueError, "timestep: expected extras\\['next_obs'\\]"),
+    Case('agents.ppo.losses.gae',
+         lambda mp: ppo.gae(*(jnp.zeros(3),) * 5, 1.5, 0.95),
+         ValueError, 'gamma'),
+    Case('agents.ppo.losses.gae',
+         lambda mp: ppo.gae(*(jnp.zeros(3),) * 5, 0.99, -0.1),
+         ValueError, 'gae_lambda'),
+    Case('agents.ppo.losses.gae',
+         lambda mp: ppo.gae(*(jnp.zeros(0),) * 5, 0.99, 0.95),
+         ValueError, 'reward_t: expected a time axis of length T >= 1'),
+    Case('agents.ppo.losses.gae',
+         lambda mp: ppo.gae(jnp.zeros(3, jnp.int32), *(jnp.zeros(3),) * 4, 0.99, 0.95),
+         TypeError, 'reward_t: expected a floating-point array'),
+    Case('agents.ppo.losses.gae',
+         lambda mp: ppo.gae(jnp.zeros(3), jnp.zeros(4), *(jnp.zeros(3),) * 3, 0.99, 0.95),
+         ValueError, 'expected one shape'),
+    Case('agents.ppo.losses.clipped_surrogate',
+         lambda mp: ppo.clipped_surrogate(jnp.ones(3), jnp.ones(3), 0.0),
+         ValueError, 'clip_eps'),
+    Case('agents.ppo.losses.clipped_surrogate',
+         lambda mp: ppo.clipped_surrogate(jnp.ones(3), jnp.ones(2), 0.2),
+         ValueError, 'advantage: shape'),
+    Case('agents.ppo.losses.normalise',
+         lambda mp: ppo.normalise(jnp.zeros(0)),
+         ValueError, 'advantages: expected at least one'),
+    Case('agents.ppo.losses.ppo_loss',
+         lambda mp: _ppo_loss_with_a_vector_value_head(),
+         ValueError, 'model: its values have shape \\(5, 1\\)'),
+    Case('agents.ppo.losses.ppo_loss',
+         lambda mp: ppo.ppo_loss(lambda x: x, {'image': 0}),
+         TypeError, 'batch: expected a ppo.Batch'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(_tiny_ppo(num_envs=0)),
+         ValueError, 'config.num_envs: expected a positive int, got 0'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(_tiny_ppo(num_minibatches=0)),
+         ValueError, 'config.num_minibatches: expected a positive int, got 0'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(_tiny_ppo(num_steps=2.5)),
+         TypeError, 'config.num_steps'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(_tiny_ppo(gamma=1.2)),
+         ValueError, 'config.gamma'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(_tiny_ppo(learning_rate=0.0)),
+         ValueError, 'config.learning_rate'),
+    Case('agents.ppo.train.check_config',
+         lambda mp: ppo.check_config(dqn.DQNConfig()),
+         TypeError, 'config: expected a PPOConfig'),
+    Case('agents.ppo.train.make_train',
+         lambda mp: ppo.make_train(_tiny_ppo(task='maze-v9')),
+         ValueError, "config.task: unknown value 'maze-v9'"),
+    Case('agents.ppo.train.make_train',
+         lambda mp: ppo.make_train(_tiny_ppo(total_timesteps=10)),
+         ValueError, 'config.total_timesteps: 10 is less than one update'),
+    Case('agents.ppo.train.make_train',
+         lambda mp: ppo.make_train(_tiny_ppo())(0),
+         TypeError, 'key: expected a PRNG key, got an integer scalar'),
+    Case('agents.ppo.train.make_trainer',
+         lambda mp: ppo.make_trainer(_tiny_ppo(), loss_fn='ppo'),
+         TypeError, 'loss_fn: expected a function'),
+    Case('agents.ppo.train.make_optimizer',
+         lambda mp: ppo.make_optimizer('fast'),
+         TypeError, 'config: expected a PPOConfig'),
+    Case('agents.ppo.train.success_by_start',
+         lambda mp: ppo.success_by_start(None),
+         TypeError, 'runner: expected a ppo.RunnerState'),
+    Case('agents.ppo.evaluate.evaluate',
+         lambda mp: ppo.evaluate(lambda x: x, maze.make_maze_task('empty'), _key(), 0),
+         ValueError, 'num_episodes: expected a positive int, got 0'),
+    Case('agents.ppo.evaluate.evaluate',
+         lambda mp: ppo.evaluate(lambda x: x, maze.make_maze_task('empty'), _key(), 5, 'yes'),
+         TypeError, 'greedy: expected True or False'),
+    Case('agents.ppo.evaluate.shortest_path_lengths',
+         lambda mp: ppo.shortest_path_lengths(_maze_obs()),
+         ValueError, 'states: expected batched Maze states'),
+    Case('agents.dqn.make_q_network',
+         lambda mp: dqn.make_q_network(0),
+         ValueError, 'num_actions'),
+    Case('agents.dqn.make_q_network',
+         lambda mp: dqn.make_q_network(2, ()),
+         ValueError, 'hidden_sizes'),
+    Case('agents.dqn.epsilon_greedy',
+         lambda mp: dqn.epsilon_greedy(_key(), jnp.zeros((3, 2)), 0.1),
+         ValueError, 'q_values: expected shape \\(num_actions,\\)'),
+    Case('agents.dqn.epsilon_greedy',
+         lambda mp: jax.jit(dqn.epsilon_greedy)(_key(), jnp.zeros(2), 1.5),
+         RUNTIME, 'epsilon: expected a probability in \\[0, 1\\]'),
+    Case('agents.dqn.td_target',
+         lambda mp: dqn.td_target(jnp.zeros(3), jnp.zeros(3, bool), jnp.zeros(3), 0.99),
+         ValueError, 'q_next_target: expected shape \\(batch, num_actions\\)'),
+    Case('agents.dqn.td_target',
+         lambda mp: dqn.td_target(jnp.zeros(2), jnp.zeros(3, bool), jnp.zeros((3, 2)), 0.99),
+         ValueError, 'reward: expected shape'),
+    Case('agents.dqn.td_target',
+         lambda mp: dqn.td_target(jnp.zeros(3), jnp.zeros(3, bool), jnp.zeros((3, 2)), -0.5),
+         ValueError, 'gamma'),
+    Case('agents.dqn.dqn_loss',
+         lambda mp: dqn.dqn_loss(None, None, None, None, 0.9, loss='l1'),
+         ValueError, "loss: unknown value 'l1'"),
+    Case('agents.dqn.update_target',
+         lambda mp: dqn.update_target({'w': 1.0}, {'w': 0.0}, 3, period=0, tau=1.0),
+         ValueError, 'period: expected a positive int, got 0'),
+    Case('agents.dqn.update_target',
+         lambda mp: dqn.update_target({'w': 1.0}, {'w': 0.0}, 3, period=1, tau=0.0),
+         ValueError, 'tau'),
+    Case('agents.dqn.check_config',
+         lambda mp: dqn.check_config(_tiny_dqn(num_envs=0)),
+         ValueError, 'config.num_envs: expected a positive int, got 0'),
+    Case('agents.dqn.check_config',
+         lambda mp: dqn.check_config(_tiny_dqn(eval_every=0)),
+         ValueError, 'config.eval_every: expected a positive int, got 0'),
+    Case('agents.dqn.check_config',
+         lambda mp: dqn.check_config(_tiny_dqn(loss='l1')),
+         ValueError, "config.loss: unknown value 'l1'"),
+    Case('agents.dqn.check_config',
+         lambda mp: dqn.check_config(_tiny_dqn(buffer_capacity=1)),
+         ValueError, 'config.buffer_capacity: 1 cannot hold one step'),
+    Case('agents.dqn.check_config',
+         lambda mp: dqn.check_config(_tiny_dqn(epsilon_end=-0.1)),
+         ValueError, 'config.epsilon_end'),
+    Case('agents.dqn.make_train',
+         lambda mp: dqn.make_train(_tiny_dqn(learning_starts=4)),
+         ValueError, 'config.learning_starts: 4 must be at least batch_size'),
+    Case('agents.dqn.make_train',
+         lambda mp: dqn.make_train(_tiny_dqn(), target_fn=3),
+         TypeError, 'target_fn: expected a function or None'),
+    Case('agents.dqn.make_train',
+         lambda mp: dqn.make_train(_tiny_dqn())(jnp.zeros(2)),
+         TypeError, 'key: expected a PRNG key'),
+    Case('agents.dqn.make_optimizer',
+         lambda mp: dqn.make_optimizer('fast'),
+         TypeError, 'config: expected a DQNConfig'),
+    Case('agents.dqn.greedy_returns',
+         lambda mp: dqn.greedy_returns(_dqn_params(), _key(), 0),
+         ValueError, 'num_episodes: expected a positive int, got 0'),
+    Case('agents.dqn.greedy_returns',
+         lambda mp: dqn.greedy_returns(_dqn_params(), 5, 3),
+         TypeError, 'key: expected a PRNG key, got the number 5'),
+    Case('envs.cartpole.reset',
+         lambda mp: cartpole.reset(0),
+         TypeError, 'key: expected a PRNG key, got the number 0; make one with jax.random.key\\(0\\)'),
+    Case('envs.cartpole.dynamics',
+         lambda mp: jax.jit(cartpole.dynamics)(jnp.zeros(4), 2),
+         RUNTIME, 'action: expected 0 \\(push left\\) or 1 \\(push right\\)'),
+    Case('envs.cartpole.dynamics',
+         lambda mp: cartpole.dynamics(jnp.zeros(4), 0.5),
+         TypeError, 'action: expected an integer'),
+    Case('envs.cartpole.dynamics',
+         lambda mp: cartpole.dynamics(jnp.zeros(3), 1),
+         ValueError, 'physics: expected shape \\(4,\\)'),
+    Case('envs.cartpole.dynamics',
+         lambda mp: cartpole.dynamics(jnp.zeros(4, jnp.int32), 1),
+         TypeError, 'physics: expected a float array'),
+    Case('envs.cartpole.step',
+         lambda mp: cartpole.step(cartpole.reset(_key())[0], jnp.zeros(2, jnp.int32)),
+         ValueError, 'action: expected a scalar'),
+    Case('envs.cartpole.step_autoreset',
+         lambda mp: jax.jit(cartpole.step_autoreset)(cartpole.reset(_key())[0], -1),
+         RUNTIME, 'action: expected 0 \\(push left\\) or 1'),
+    Case('envs.cartpole.random_rollout',
+         lambda mp: cartpole.random_rollout(_key(), 0, 5),
+         ValueError, 'num_envs: expected a positive int, got 0'),
+    Case('envs.cartpole.random_rollout',
+         lambda mp: cartpole.random_rollout(_key(), 2, 1.5),
+         TypeError, 'num_steps: expected a positive int'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]]), [(0, 0)], [(2, 2)]),
+         ValueError, 'starts: cell \\(0, 0\\) has no legal move'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0]]), [(0, 0)], [(2, 2)]),
+         ValueError, 'targets: cell \\(2, 2\\) cannot be reached from start \\(0, 0\\)'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.zeros((3, 3)), [(3, 0)], [(2, 2)]),
+         ValueError, 'starts: cell \\(3, 0\\) is outside the 3x3 maze'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.zeros((3, 3)), [(-1, 0)], [(2, 2)]),
+         ValueError, 'starts: cell \\(-1, 0\\) is outside'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.zeros((3, 3)), [], [(2, 2)]),
+         ValueError, 'starts: expected a non-empty list'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.full((3, 3), 0.5), [(0, 0)], [(2, 2)]),
+         ValueError, 'walls: expected booleans'),
+    Case('envs.maze.FixedMazeGenerator',
+         lambda mp: maze.FixedMazeGenerator(np.zeros(9), [(0, 0)], [(2, 2)]),
+         ValueError, 'walls: expected a 2-D array'),
+    Case('envs.maze.EmptyMazeGenerator',
+         lambda mp: maze.EmptyMazeGenerator(0, 5),
+         ValueError, 'num_rows: expected a positive int, got 0'),
+    Case('envs.maze.EmptyMazeGenerator',
+         lambda mp: maze.EmptyMazeGenerator(1, 1),
+         ValueError, 'num_rows, num_cols: a 1 x 1 maze'),
+    Case('envs.maze.EmptyMazeGenerator',
+         lambda mp: maze.EmptyMazeGenerator(5, 5, target=(9, 9)),
+         ValueError, 'targets: cell \\(9, 9\\) is outside the 5x5 maze'),
+    Case('envs.maze.parse_maze',
+         lambda mp: maze.parse_maze(['S.#', '..T.']),
+         ValueError, 'layout: every row must have the same length'),
+    Case('envs.maze.parse_maze',
+         lambda mp: maze.parse_maze(['S.x']),
+         ValueError, "layout: unknown character 'x'"),
+    Case('envs.maze.parse_maze',
+         lambda mp: maze.parse_maze('S.#T'),
+         TypeError, 'layout: expected a sequence of strings'),
+    Case('envs.maze.parse_maze',
+         lambda mp: maze.parse_maze([]),
+         ValueError, 'layout: expected at least one non-empty row'),
+    Case('envs.maze.shortest_path_length',
+         lambda mp: maze.shortest_path_length(np.zeros((3, 3)), (5, 0), (1, 1)),
+         ValueError, 'start: cell \\(5, 0\\) is outside'),
+    Case('envs.maze.shortest_path_length',
+         lambda mp: maze.shortest_path_length(np.zeros((3, 3)), (0, -1), (1, 1)),
+         ValueError, 'start: cell \\(0, -1\\) is outside'),
+    Case('envs.maze.shortest_path_length',
+         lambda mp: maze.shortest_path_length(np.eye(3), (0, 0), (2, 0)),
+         ValueError, 'start: cell \\(0, 0\\) is a wall'),
+    Case('envs.maze.shortest_path_length',
+         lambda mp: maze.shortest_path_length(np.zeros((3, 3)), (0, 0), (1.5, 0)),
+         ValueError, 'target: expected a \\(row, col\\) pair of ints'),
+    Case('envs.maze.make_maze_task',
+         lambda mp: maze.make_maze_task('maze'),
+         ValueError, "name: unknown Maze task 'maze'"),
+    Case('envs.maze.make_maze_task',
+         lambda mp: maze.make_maze_task('empty', time_limit=0),
+         ValueError, 'time_limit: expected a positive int, got 0'),
+    Case('envs.maze.make_maze',
+         lambda mp: maze.make_maze(time_limit=-3),
+         ValueError, 'time_limit: expected a positive int, got -3'),
+    Case('envs.maze.medium_maze_generator',
+         lambda mp: maze.medium_maze_generator(3),
+         TypeError, 'takes 0 positional arguments'),
+    Case('envs.maze.maze_rgb',
+         lambda mp: maze.maze_rgb(jnp.zeros((3, 3))),
+         TypeError, 'state: expected a Maze State or Observation'),
+    Case('envs.maze.observation_image',
+         lambda mp: maze.observation_image({'walls': 1}),
+         TypeError, 'obs: expected a Maze Observation or State'),
+    Case('envs.maze.reached_target',
+         lambda mp: maze.reached_target(jnp.zeros(3)),
+         TypeError, 'obs: expected a Maze Observation or State'),
+    Case('envs.maze.no_legal_move',
+         lambda mp: maze.no_legal_move(jnp.zeros(3)),
+         TypeError, 'obs: expected a Maze Observation or State'),
+    Case('envs.maze.terminated',
+         lambda mp: maze.terminated(None),
+         TypeError, 'obs: expected a Maze Observation or State'),
+    Case('envs.maze.truncated',
+         lambda mp: maze.truncated(_maze_obs(), jnp.zeros(3, bool)),
+         ValueError, 'done: shape \\(3,\\) does not match'),
+    Case('envs.autoreset.make_reset_pool',
+         lambda mp: autoreset.make_reset_pool(maze.make_maze_task('empty'), _key(), 0),
+         ValueError, 'pool_size: expected a positive int, got 0'),
+    Case('envs.autoreset.raw_key',
+         lambda mp: autoreset.raw_key(3),
+         TypeError, 'key: expected a PRNG key, got the number 3'),
+    Case('envs.autoreset.env_reset',
+         lambda mp: autoreset.env_reset(maze.make_maze_task('empty'), 3),
+         TypeError, 'key: expected a PRNG key'),
+    Case('envs.autoreset.reset_with_next_obs',
+         lambda mp: autoreset.reset_with_next_obs(maze.make_maze_task('empty'), 1.0),
+         TypeError, 'key: expected a PRNG key'),
+    Case('envs.autoreset.pool_reset',
+         lambda mp: autoreset.pool_reset(maze.make_maze_task('empty'), None, _key()),
+         TypeError, 'pool: expected a ResetPool'),
+    Case('envs.autoreset.pooled_autoreset_step',
+         lambda mp: _pool_step_on_a_batch(),
+         ValueError, 'action: expected one action'),
+    Case('envs.jumanji_import.import_jumanji',
+         lambda mp: (mp.setitem(sys.modules, 'jumanji', None), jumanji_import.import_jumanji()),
+         ImportError, 'jumanji'),
+    Case('replay.replay_init',
+         lambda mp: replay.replay_init({'x': 0.0}, 0),
+         ValueError, 'capacity: expected a positive int, got 0'),
+    Case('replay.replay_init',
+         lambda mp: replay.replay_init({}, 4),
+         ValueError, 'example: expected a transition'),
+    Case('replay.replay_add',
+         lambda mp: replay.replay_add(_buffer(), {'x': jnp.zeros(3)}),
+         ValueError, "transition\\['x'\\]: shape \\(3,\\), expected \\(2,\\)"),
+    Case('replay.replay_add',
+         lambda mp: replay.replay_add(_buffer(), {'y': jnp.zeros(2)}),
+         ValueError, 'transition: structure'),
+    Case('replay.replay_add_batch',
+         lambda mp: replay.replay_add_batch(_buffer(), {'x': jnp.zeros((5, 2))}),
+         ValueError, 'transitions: a batch of 5 does not fit a buffer of capacity 4'),
+    Case('replay.replay_add_batch',
+         lambda mp: replay.replay_add_batch(_buffer(), {'x': jnp.zeros((2, 2), jnp.int32)}),
+         ValueError, "transitions\\['x'\\]: dtype int32, expected float32"),
+    Case('replay.replay_sample',
+         lambda mp: replay.replay_sample(_buffer(), _key(), 0),
+         ValueError, 'batch_size: expected a positive int, got 0'),
+    Case('replay.replay_sample',
+         lambda mp: replay.replay_sample(_buffer(), _key(), True),
+         TypeError, 'batch_size: expected a positive int'),
+    Case('replay.replay_sample',
+         lambda mp: jax.jit(replay.replay_sample, static_argnums=2)(_buffer(), _key(), 2),
+         RUNTIME, 'replay_sample: the buffer is empty'),
+    Case('replay.replay_size',
+         lambda mp: replay.replay_size({'x': 1}),
+         TypeError, 'buffer: expected a ReplayBuffer'),
+    Case('trees.leading_size',
+         lambda mp: trees.leading_size({'a': jnp.zeros(())}),
+         ValueError, 'tree: every leaf needs a leading'),
+    Case('trees.unstack',
+         lambda mp: trees.unstack({'a': jnp.zeros(2), 'b': jnp.zeros(3)}),
+         ValueError, 'tree: leaves disagree on the size of the leading axis: \\[2, 3\\]'),
+    Case('trees.unstack',
+         lambda mp: trees.unstack({}),
+         ValueError, 'tree: expected a pytree with array leaves'),
+    Case('trees.stack',
+         lambda mp: trees.stack([]),
+         ValueError, 'trees: expected a non-empty sequence'),
+    Case('trees.stack',
+         lambda mp: trees.stack([{'a': 1}, {'b': 1}]),
+         ValueError, 'trees\\[1\\] has structure'),
+    Case('budget.budget',
+         lambda mp: budget.budget(full=100, tiny='5'),
+         TypeError, 'both values must have the same type'),
+    Case('budget.budget_mode',
+         lambda mp: (mp.setenv('DRLJAX_BUDGET', 'huge'), budget.budget_mode()),
+         ValueError, "DRLJAX_BUDGET='huge'"),
+    Case('bench.timed',
+         lambda mp: bench.timed(lambda: None, repeats=0),
+         ValueError, 'repeats: expected a positive int, got 0'),
+    Case('bench.timed',
+         lambda mp: bench.timed(42),
+         TypeError, 'fn: expected a function'),
+    Case('bench.throughput',
+         lambda mp: bench.throughput(lambda: None, 0),
+         ValueError, 'steps_per_call: expected a positive int, got 0'),
+    Case('bench.compile_and_time',
+         lambda mp: bench.compile_and_time(jnp.sin, jnp.zeros(3)),
+         TypeError, 'args: expected a tuple'),
+    Case('bench.memory_bytes',
+         lambda mp: bench.memory_bytes(jnp.sin),
+         TypeError, 'compiled: expected a compiled JAX program'),
+    Case('bench.result_header',
+         lambda mp: bench.result_header('', False),
+         ValueError, 'name: expected a benchmark name'),
+    Case('bench.find_results_dir',
+         lambda mp: bench.find_results_dir(3.5),
+         TypeError, 'start: expected a path'),
+    Case('bench.load_result',
+         lambda mp: bench.load_result('../secrets'),
+         ValueError, 'name: expected a benchmark name'),
+    Case('viz.animate_frames',
+         lambda mp: viz.animate_frames([]),
+         ValueError, 'frames: expected a non-empty sequence'),
+    Case('viz.animate_maze',
+         lambda mp: viz.animate_maze([]),
+         ValueError, 'states: expected a non-empty list of environment states'),
+    Case('viz.animate_maze',
+         lambda mp: viz.animate_maze(_maze_obs()),
+         TypeError, 'states: expected a list of single environment states'),
+    Case('viz.animate_mazes',
+         lambda mp: viz.animate_mazes([]),
+         ValueError, 'episodes: expected a non-empty list'),
+    Case('viz.show_maze',
+         lambda mp: viz.show_maze(jax.vmap(maze.make_maze_task('empty').reset)(jax.random.split(_key(), 2))[0]),
+         ValueError, 'state: walls has shape'),
+    Case('viz.show_cartpole',
+         lambda mp: viz.show_cartpole(jnp.zeros(3)),
+         ValueError, 'state\\[0\\]: expected a CartPoleState or an observation of shape \\(4,\\)'),
+    Case('viz.animate_cartpole',
+         lambda mp: viz.animate_cartpole([]),
+         ValueError, 'states: expected a non-empty list'),
+    Case("checks.core.require_function",
+         lambda mp: core.require_function([1, 2], "policy"),
+         core.CheckFailed, "policy: expected your function, got list"),
+    Case('checks.core.run_answer',
+         lambda mp: core.run_answer('f', 1, call='f(x)'),
+         core.CheckFailed, 'f: expected your function, got str'),
+    Case('checks.core.check_shape',
+         lambda mp: core.check_shape(np.zeros(3), (2,), 'answer'),
+         core.CheckFailed, 'answer has shape \\(3,\\), expected \\(2,\\)'),
+    Case('checks.core.check_shape',
+         lambda mp: core.check_shape(np.array([np.nan]), (1,), 'answer'),
+         core.CheckFailed, 'answer contains NaN'),
+    Case('checks.core.close',
+         lambda mp: core.close(np.zeros(2), np.zeros((2, 2)), rtol=-1),
+         ValueError, 'rtol: expected a number'),
+    Case('checks.core.name_mistake',
+         lambda mp: core.name_mistake(np.zeros(2), [1], 'f'),
+         TypeError, 'mistakes: expected a dict'),
+]
+# fmt: on
+
+#: Every check names what it was given when it is not a function.
+CHECKS = {
+    basics: ["check_softplus_grad", "check_discounted_returns", "check_noisy_batch"],
+    dqn_checks: ["check_td_target", "check_sample", "check_double_dqn_target"],
+    env_checks: [
+        "check_legal_fraction",
+        "check_up_first_policy",
+        "check_termination_and_truncation",
+        "check_semi_implicit_step",
+        "check_balancing_policy",
+    ],
+    net_checks: ["check_mlp_apply", "check_mse_loss", "check_frozen_constant"],
+    perf_checks: ["check_scan_rollout", "check_buffer_bytes"],
+    ppo_checks: ["check_gae", "check_clipped_objective", "check_masked_probs"],
+}
+CASES += [
+    Case(
+        f"checks.{module.__name__.rsplit('.', 1)[1]}.{name}",
+        lambda mp, fn=getattr(module, name): fn(42),
+        core.CheckFailed,
+        "expected your function, got int 42",
+    )
+    for module, names in CHECKS.items()
+    for name in names
+]
+
+#: Public names without a bad-input row, and why.
+EXEMPT = {
+    # data containers (NamedTuples and equinox-free records) with no behaviour to misuse
+    "agents.dqn.Transition": "data container",
+    "agents.dqn.DQNConfig": "data container; checked by agents.dqn.check_config",
+    "agents.dqn.RunnerState": "data container",
+    "agents.ppo.rollout.Transition": "data container",
+    "agents.ppo.losses.Batch": "data container",
+    "agents.ppo.train.PPOConfig": "data container; checked by agents.ppo.train.check_config",
+    "agents.ppo.train.RunnerState": "data container",
+    "agents.ppo.train.Trainer": "data container",
+    "agents.ppo.evaluate.Evaluation": "data container",
+    "envs.autoreset.ResetPool": "data container",
+    "envs.cartpole.CartPoleParams": "data container",
+    "envs.cartpole.CartPoleState": "data container",
+    "envs.cartpole.TimeStep": "data container",
+    "replay.ReplayBuffer": "data container",
+    "checks.core.CheckFailed": "the exception the checks raise",
+    "checks.core.fail": "raises CheckFailed by design",
+    "checks.core.passed": "prints a line; any message is valid",
+    "bench.hardware": "takes no arguments",
+}
+
+
+def _public_names():
+    names = set()
+    for info in pkgutil.walk_packages(companion.__path__, "companion."):
+        if info.name.rsplit(".", 1)[1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            if obj.__module__ == info.name:
+                names.add(f"{info.name.removeprefix('companion.')}.{name}")
+    return names
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.target}-{i}" for i, c in enumerate(CASES)])
+def test_bad_input_gives_a_clear_error(case, monkeypatch):
+    with pytest.raises(case.error, match=case.match):
+        jax.block_until_ready(case.call(monkeypatch))
+
+
+def test_every_public_name_has_a_bad_input_row():
+    public = _public_names()
+    covered = {c.target for c in CASES}
+    assert not covered - public, f"rows for names that do not exist: {covered - public}"
+    assert not set(EXEMPT) - public, f"exemptions for missing names: {set(EXEMPT) - public}"
+    missing = public - covered - set(EXEMPT)
+    assert not missing, f"public names without a bad-input row: {sorted(missing)}"
+
+
+def test_close_compares_shapes_too():
+    assert core.close(np.ones(3), np.ones(3))
+    assert not core.close(np.ones(3), np.ones(1))  # no broadcasting: a (1,) answer is not (3,)
+    assert not core.close(np.ones(2), np.ones((2, 2)))

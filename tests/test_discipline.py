@@ -1,0 +1,194 @@
+"""The package practises what chapter 1 teaches: no PRNG key used twice, one compile per
+program and shape.
+
+- Every training, rollout and evaluation entry point runs with JAX's key-reuse checker on
+  (``jax_debug_key_reuse``, which the whole suite sets in conftest.py) and typed keys
+  (``jax.random.key``; the checker does not track raw ``PRNGKey`` arrays).
+- Calling an entry point a second time with new keys (and new weights) compiles nothing:
+  XLA compilations are counted with ``jax.monitoring``'s backend-compile event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from companion import replay
+from companion.agents import dqn, ppo
+from companion.envs import autoreset, cartpole
+from companion.envs import maze as maze_lib
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+PPO_TINY = ppo.PPOConfig(
+    task="random",
+    num_envs=4,
+    num_steps=4,
+    total_timesteps=32,
+    num_epochs=1,
+    num_minibatches=2,
+    channels=(2,),
+    hidden_sizes=(8,),
+    iterations=3,
+)
+DQN_TINY = dqn.DQNConfig(
+    num_envs=2,
+    total_steps=600,
+    learning_starts=200,
+    batch_size=16,
+    eval_every=100,
+    eval_episodes=2,
+    buffer_capacity=300,
+    hidden_sizes=(8,),
+)
+
+
+@contextlib.contextmanager
+def count_compiles():
+    """Yield a list that counts XLA compilations made inside the block."""
+    count = []
+
+    def listener(event, duration, **kwargs):
+        if event == COMPILE_EVENT:
+            count.append(kwargs.get("fun_name", "?"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def test_the_key_reuse_checker_is_on_and_catches_a_reuse():
+    assert jax.config.jax_debug_key_reuse
+    key = jax.random.key(0)
+    jax.random.normal(key)
+    with pytest.raises(jax.errors.KeyReuseError):
+        jax.random.normal(key)
+
+    def reuse_inside_jit(key):
+        return jax.random.normal(key) + jax.random.uniform(key)
+
+    with pytest.raises(jax.errors.KeyReuseError):
+        jax.jit(reuse_inside_jit)(jax.random.key(1))
+
+
+def _rollout(reset, task="random"):
+    env = maze_lib.make_maze_task(task)
+    model = ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,))
+    state, ts = jax.vmap(autoreset.reset_with_next_obs, in_axes=(None, 0))(
+        env, jax.random.split(jax.random.key(1), 4)
+    )
+    pool = autoreset.make_reset_pool(env, jax.random.key(2), 4) if reset == "pooled" else None
+    return jax.jit(ppo.rollout, static_argnums=(1, 6))(
+        model, env, pool, state, ts, jax.random.key(3), 6
+    )
+
+
+ENTRY_POINTS = {
+    "ppo.make_train pooled": lambda: ppo.make_train(PPO_TINY)(jax.random.key(0)),
+    "ppo.make_train per_step": lambda: ppo.make_train(PPO_TINY._replace(reset="per_step"))(
+        jax.random.key(0)
+    ),
+    "ppo.make_train propagation": lambda: ppo.make_train(PPO_TINY._replace(network="propagation"))(
+        jax.random.key(0)
+    ),
+    "ppo.make_train vmapped seeds": lambda: jax.vmap(ppo.make_train(PPO_TINY))(
+        jax.random.split(jax.random.key(0), 2)
+    ),
+    "ppo.rollout pooled": lambda: _rollout("pooled"),
+    "ppo.rollout per_step": lambda: _rollout("per_step"),
+    "ppo.evaluate": lambda: ppo.evaluate(
+        ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,)),
+        maze_lib.make_maze_task("random"),
+        jax.random.key(1),
+        4,
+    ),
+    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY))(jax.random.key(0)),
+    "dqn.make_train vmapped seeds": lambda: jax.jit(jax.vmap(dqn.make_train(DQN_TINY)))(
+        jax.random.split(jax.random.key(0), 2)
+    ),
+    "ppo.evaluate vmapped over keys": lambda: jax.vmap(
+        lambda k: ppo.evaluate(
+            ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,)),
+            maze_lib.make_maze_task("medium"),
+            k,
+            3,
+        ).success
+    )(jax.random.split(jax.random.key(1), 2)),
+    "dqn.greedy_returns": lambda: dqn.greedy_returns(
+        dqn.make_q_network().init(jax.random.key(0), jnp.zeros((1, 4))), jax.random.key(1), 3
+    ),
+    "cartpole.random_rollout": lambda: jax.jit(cartpole.random_rollout, static_argnums=(1, 2))(
+        jax.random.key(0), 4, 20
+    ),
+    "replay.replay_sample": lambda: replay.replay_sample(
+        replay.replay_add(replay.replay_init(jnp.zeros(2), 8), jnp.ones(2)), jax.random.key(0), 4
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_entry_point_runs_clean_under_the_key_reuse_checker(name):
+    jax.block_until_ready(ENTRY_POINTS[name]())
+
+
+def test_ppo_train_compiles_once_for_new_keys():
+    train = ppo.make_train(PPO_TINY)
+    jax.block_until_ready(train(jax.random.key(0)))
+    with count_compiles() as compiles:
+        jax.block_until_ready(train(jax.random.key(1)))
+        jax.block_until_ready(train(jax.random.key(2)))
+    assert compiles == []
+
+
+def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
+    env = maze_lib.make_maze_task("random")
+    make = lambda seed: ppo.ActorCritic(jax.random.key(seed), channels=(2,), hidden_sizes=(8,))  # noqa: E731
+    before = dict(ppo.EVAL_TRACE_COUNTS)
+    jax.block_until_ready(ppo.evaluate(make(0), env, jax.random.key(10), 6))
+    with count_compiles() as compiles:
+        for seed in (1, 2, 3):  # new weights and new keys, same structure and sizes
+            jax.block_until_ready(ppo.evaluate(make(seed), env, jax.random.key(10 + seed), 6))
+    assert compiles == []
+    assert ppo.EVAL_TRACE_COUNTS[(6, False)] - before.get((6, False), 0) == 1
+    # a new size is a new program, compiled once
+    jax.block_until_ready(ppo.evaluate(make(4), env, jax.random.key(20), 7, greedy=True))
+    with count_compiles() as compiles:
+        jax.block_until_ready(ppo.evaluate(make(5), env, jax.random.key(21), 7, greedy=True))
+    assert compiles == []
+
+
+def test_dqn_train_and_greedy_returns_compile_once():
+    train = jax.jit(dqn.make_train(DQN_TINY))
+    runner, _ = jax.block_until_ready(train(jax.random.key(0)))
+    network = dqn.make_q_network(2, DQN_TINY.hidden_sizes)
+    jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(5), 3, network))
+    with count_compiles() as compiles:
+        runner, _ = jax.block_until_ready(train(jax.random.key(1)))
+        jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(6), 3, network))
+        # the default network is one object too, so its program is reused as well
+        same = dqn.make_q_network(2, DQN_TINY.hidden_sizes)
+        assert same is network
+        jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(7), 3, same))
+    assert compiles == []
+
+
+def test_trainer_runs_in_chunks_like_one_train_call():
+    """make_trainer's init and run, in two chunks, give make_train's result."""
+    config = PPO_TINY._replace(task="medium", total_timesteps=64)
+    trainer = ppo.make_trainer(config)
+    runner = trainer.init(jax.random.key(0))
+    runner, first = trainer.run(runner, 2)
+    runner, second = trainer.run(runner, config.num_updates - 2)
+    model, metrics = ppo.make_train(config)(jax.random.key(0))
+    for a, b in zip(jax.tree.leaves(trainer.model(runner)), jax.tree.leaves(model)):
+        assert jnp.allclose(a, b, atol=1e-6)
+    steps = jnp.concatenate([first["env_steps"], second["env_steps"]])
+    assert jnp.array_equal(steps, metrics["env_steps"])
+    with count_compiles() as compiles:
+        trainer.run(trainer.init(jax.random.key(1)), 2)  # the same chunk size: no new compile
+    assert compiles == []
