@@ -293,8 +293,9 @@ def train(
 
     Compile time (the pre-fill and one chunk, compiled ahead of time, once
     per configuration in a process: later seeds reuse the programs and report
-    the first compile time, ``compile_reused``) is measured apart (``compile_s``); ``run_s`` is the pre-fill and the chunks
-    without the evaluations. After each chunk, with the clock stopped and keys
+    the first compile time, ``compile_reused``) is measured apart
+    (``compile_s``); ``run_s`` is the pre-fill and the chunks without the
+    evaluations. After each chunk, with the clock stopped and keys
     from ``eval_key`` only: the mean greedy return of ``select_episodes``
     episodes picks the best parameters (the later on ties, as the book's DQN),
     and the mean of ``target_episodes`` episodes is checked against
@@ -319,7 +320,8 @@ def train(
     """
     if eval_every < 1 or config.total_steps % eval_every:
         raise ValueError(
-            f"eval_every: expected a divisor of total_steps ({config.total_steps}), got {eval_every}"
+            f"eval_every: expected a divisor of total_steps ({config.total_steps}), "
+            f"got {eval_every}"
         )
     init, prefill, run = make_post_dqn(config)
     runner = init(key)
@@ -355,7 +357,8 @@ def train(
     if solved_step >= 0:
         c = (solved_step - 1) // eval_every
         done_before = run_s - sum(chunk_s[c:])
-        solved_s = compile_s + done_before + chunk_s[c] * (solved_step - c * eval_every) / eval_every
+        into_chunk = (solved_step - c * eval_every) / eval_every
+        solved_s = compile_s + done_before + chunk_s[c] * into_chunk
     train_s = sum(chunk_s)
     return runner.params, best_params, {
         "compile_s": compile_s,

@@ -27,7 +27,7 @@ used). What the post does, and what this module does by default:
 - a Python ``for`` over updates that calls a jitted rollout and a jitted
   update (:func:`train`);
 - budgets: 81,920 steps on the empty maze (start (0, 0), target (9, 9)),
-  819,200 on the post's medium maze (:data:`POST_MAZE`).
+  819,200 on the post's medium maze (:data:`post_maze.POST_MAZE`).
 
 The post's three bugs, kept by default, each with a switch in
 :class:`PostPPOConfig` to fix it alone (the ablations):
@@ -41,7 +41,12 @@ The post's three bugs, kept by default, each with a switch in
   pulled toward every target of the minibatch (:func:`value_loss`);
 - ``draw_bug``: the post's maze generator draws the start and the target each
   with ``randint(0, 2)`` from 3 candidates, so only the first 2 of each ever
-  appear (4 of the 9 pairs; :class:`PostMazeGenerator`).
+  appear (4 of the 9 pairs; :class:`post_maze.PostMazeGenerator`).
+
+jumanji's ``AutoResetWrapper`` under ``jax.vmap`` turns its ``cond`` into a
+select between a key and its split, which ``jax_debug_key_reuse`` reports as
+a reuse (a false positive: one of the two survives); the rollout therefore
+cannot run with that check on, the rest of this module can.
 
 Details the post's facts leave open, chosen here: PRNG keys are split once per
 use (the post's key handling is not known); jumanji's default time limit of 100
@@ -66,87 +71,8 @@ from companion.envs.jumanji_import import import_jumanji
 import_jumanji()
 from jumanji.wrappers import AutoResetWrapper  # noqa: E402
 
-# --------------------------------------------------------------------------------------
-# The post's maze
-# --------------------------------------------------------------------------------------
-
-#: The post's medium maze ("#" wall, "S" start candidate, "T" target candidate);
-#: it is not the book's :data:`companion.envs.maze.MEDIUM_MAZE`.
-POST_MAZE = (
-    "S.#..#.##S",
-    "..#..#....",
-    ".....##.##",
-    "####....#T",
-    ".....#..#.",
-    "..#.##....",
-    "#.#.##.###",
-    "T.#....#T.",
-    "###..#.##.",
-    "S....#....",
-)
-#: Start and target candidates in the order of the post's generator.
-POST_STARTS = ((0, 0), (9, 0), (0, 9))
-POST_TARGETS = ((3, 9), (7, 8), (7, 0))
-
-
-class PostMazeGenerator(maze_lib.FixedMazeGenerator):
-    """The post's medium maze generator (:data:`POST_MAZE`).
-
-    It draws a start index and a target index, each with
-    ``jax.random.randint(key, (), 0, 2)`` when ``draw_bug`` (the post: only the
-    first two of :data:`POST_STARTS` and of :data:`POST_TARGETS` ever appear,
-    4 pairs), or with ``randint(0, 3)`` when fixed (all 9 pairs).
-
-    Args:
-        draw_bug: keep the post's ``randint(0, 2)`` (default True).
-    """
-
-    def __init__(self, draw_bug: bool = True):
-        walls, starts, targets = maze_lib.parse_maze(POST_MAZE)
-        if sorted(starts) != sorted(POST_STARTS) or sorted(targets) != sorted(POST_TARGETS):
-            raise AssertionError("POST_MAZE and POST_STARTS/POST_TARGETS disagree")
-        super().__init__(walls, POST_STARTS, POST_TARGETS)
-        self.num_drawn = 2 if draw_bug else 3
-
-    def __call__(self, key: jax.Array):
-        key, start_key, target_key = jax.random.split(key, 3)
-        start = self.starts[jax.random.randint(start_key, (), 0, self.num_drawn)]
-        target = self.targets[jax.random.randint(target_key, (), 0, self.num_drawn)]
-        return maze_lib.State(
-            agent_position=maze_lib.Position(row=start[0], col=start[1]),
-            target_position=maze_lib.Position(row=target[0], col=target[1]),
-            walls=self.walls,
-            action_mask=None,
-            key=key,
-            step_count=jnp.array(0, jnp.int32),
-        )
-
-
-#: Tasks of :func:`make_env`: the post's medium maze as its generator draws it
-#: (4 pairs), the same maze with all 9 pairs, the empty maze, the book's medium maze.
-TASKS = ("post-medium", "post-medium-9", "empty", "book-medium")
-
-#: The post's budgets (environment steps) per task; the book's maze gets the medium budget.
-BUDGETS = {"post-medium": 819_200, "post-medium-9": 819_200, "empty": 81_920,
-           "book-medium": 819_200}  # fmt: skip
-
-
-def make_env(task: str):
-    """A jumanji Maze (no auto-reset) for one of :data:`TASKS`.
-
-    Raises:
-        ValueError: for an unknown ``task``.
-    """
-    if task == "post-medium":
-        return maze_lib.make_maze(generator=PostMazeGenerator(draw_bug=True))
-    if task == "post-medium-9":
-        return maze_lib.make_maze(generator=PostMazeGenerator(draw_bug=False))
-    if task == "empty":
-        return maze_lib.make_maze(generator=maze_lib.EmptyMazeGenerator())
-    if task == "book-medium":
-        return maze_lib.make_maze_task("medium")
-    raise ValueError(f"task: unknown task {task!r}; expected one of {TASKS}")
-
+from post_maze import (  # noqa: E402, F401  (the post's mazes, re-exported)
+    BUDGETS, POST_MAZE, POST_STARTS, POST_TARGETS, TASKS, PostMazeGenerator, make_env)
 
 # --------------------------------------------------------------------------------------
 # Network
@@ -460,13 +386,6 @@ def make_post_ppo(config: PostPPOConfig = PostPPOConfig()) -> PostPPO:
         return params, opt_state, metrics
 
     return PostPPO(env, static, optimizer, init, rollout, update)
-
-
-def network(params, static=None) -> PostNetwork:
-    """The network from its parameters (``static`` defaults to :class:`PostNetwork`'s)."""
-    if static is None:
-        static = eqx.partition(PostNetwork(jax.random.key(0)), eqx.is_array)[1]
-    return eqx.combine(params, static)
 
 
 #: Compiled rollout and update per configuration, with their compile time.

@@ -191,6 +191,8 @@ def test_post_ppo_hyperparameters_are_the_posts():
         post_ppo.make_post_ppo(c._replace(minibatch_size=1_000))
     with pytest.raises(ValueError, match="config.task"):
         post_ppo.make_post_ppo(c._replace(task="nowhere"))
+    with pytest.raises(ValueError, match="task: unknown task 'nowhere'"):
+        post_ppo.make_env("nowhere")
 
 
 def test_rollout_masks_with_minus_inf_and_counts_time_outs_as_terminations():
