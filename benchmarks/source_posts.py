@@ -1,0 +1,209 @@
+"""The two source posts, reimplemented faithfully, measured as the book measures its agents.
+
+- **PPO on Maze** (:mod:`post_ppo`): the post's agent on its own medium maze
+  as its generator draws it (4 start/target pairs), keys 0 and 1, 819,200
+  steps; on key 0, each of its three bugs fixed alone (illegal logits ``-inf``
+  in the loss; the value loss without the (B, B) broadcast; all 9 pairs
+  drawn); and the post's agent trained on the book's medium maze. Every 2
+  updates (16,384 steps) the training is paused and the policy evaluated on
+  1,000 fresh sampled episodes of the task it trains on; "time to 0.99" is
+  compile time plus training time (evaluations excluded) up to the first
+  evaluation >= 0.99. The final network is evaluated on 1,000 fresh episodes,
+  sampled and greedy (``companion.agents.ppo.evaluate``), on the post's maze
+  with its 4 pairs, with all 9 pairs, and on the book's medium maze.
+- **DQN on CartPole** (:mod:`post_dqn`): the post's agent with its own
+  CartPole (reward 0 on the terminating step, no step limit) and with
+  CartPole-v1's (the ablation), keys 0 to 10. Every 1,000 steps, clock
+  stopped: 10 greedy CartPole-v1 episodes choose the kept-best parameters (the
+  book's selection) and 100 give the time to a mean return of 475 (compile
+  included, evaluations excluded). The post's own "solved" (one training
+  episode longer than 200 steps) is recorded with its step and time. Final
+  and kept-best parameters are evaluated on 100 fresh greedy CartPole-v1
+  episodes.
+
+Compile time is measured apart, once per configuration (later keys reuse the
+compiled programs and report the same compile time).
+
+    python benchmarks/source_posts.py           # about 5 minutes on 2 cores
+    python benchmarks/source_posts.py --quick   # tiny sizes, to keep the script working
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import post_dqn  # noqa: E402
+import post_ppo  # noqa: E402
+
+from companion.bench import result_header  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PPO_TARGET = 0.99
+DQN_TARGET = 475.0
+EVAL_SEED = 10_000  # final evaluations: keys EVAL_SEED + seed
+PERIODIC_SEED = 20_000  # evaluations during training: keys PERIODIC_SEED + seed
+EVAL_TASKS = ("post-medium", "post-medium-9", "book-medium")
+
+#: PPO runs: (variant, changes to the post's configuration, keys).
+PPO_VARIANTS = (
+    ("post", {}, (0, 1)),
+    ("mask fixed (-inf in the loss)", {"mask_bug": False}, (0,)),
+    ("value broadcast fixed", {"value_broadcast_bug": False}, (0,)),
+    ("all 9 pairs drawn", {"draw_bug": False}, (0,)),
+    ("post on the book's medium maze", {"task": "book-medium"}, (0,)),
+)
+#: DQN runs: (variant, changes to the post's configuration).
+DQN_VARIANTS = (("post", {}), ("CartPole-v1 reward and truncation", {"env_fixed": True}))
+
+
+def measure_ppo(variant: str, config: post_ppo.PostPPOConfig, seed: int, episodes: int,
+                eval_every: int) -> dict:  # fmt: skip
+    periodic_key = [jax.random.key(PERIODIC_SEED + seed)]
+
+    def on_eval(params, _):
+        periodic_key[0], key = jax.random.split(periodic_key[0])
+        return post_ppo.success_rate(params, config.env_task, key, episodes)
+
+    params, record = post_ppo.train(config, jax.random.key(seed), on_eval, eval_every)
+    hit = [e for e in record["evals"] if e["value"] >= PPO_TARGET]
+    final, keys = {}, jax.random.split(jax.random.key(EVAL_SEED + seed), 2 * len(EVAL_TASKS))
+    for i, task in enumerate(EVAL_TASKS):
+        final[task] = {
+            mode: post_ppo.success_rate(params, task, keys[2 * i + g], episodes, greedy=bool(g))
+            for g, mode in enumerate(("sampled", "greedy"))
+        }
+    return {
+        "agent": "post PPO",
+        "variant": variant,
+        "task": config.env_task,
+        "seed": seed,
+        **{k: record[k] for k in ("env_steps", "compile_s", "compile_reused", "run_s",
+                                  "steps_per_s")},  # fmt: skip
+        "evals": [{k: e[k] for k in ("updates", "env_steps", "train_s")} | {"success": e["value"]}
+                  for e in record["evals"]],  # fmt: skip
+        "steps_to_target": hit[0]["env_steps"] if hit else None,
+        "time_to_target_s": hit[0]["train_s"] if hit else None,
+        "final_success": final,
+        "eval_episodes": episodes,
+    }
+
+
+def measure_dqn(variant: str, config: post_dqn.PostDQNConfig, seed: int, eval_every: int,
+                select_episodes: int, episodes: int) -> dict:  # fmt: skip
+    final_params, best_params, record = post_dqn.train(
+        config, jax.random.key(seed), jax.random.key(PERIODIC_SEED + seed), eval_every,
+        select_episodes, episodes, DQN_TARGET,
+    )  # fmt: skip
+    k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
+    return {
+        "agent": "post DQN",
+        "variant": variant,
+        "seed": seed,
+        **record,
+        "final_return": post_dqn.greedy_mean_return(final_params, k_final, episodes, config),
+        "best_return": post_dqn.greedy_mean_return(best_params, k_best, episodes, config),
+        "eval_episodes": episodes,
+        "select_episodes": select_episodes,
+    }
+
+
+def _fmt(x, digits=1):
+    return "not reached" if x is None else f"{x:.{digits}f} s"
+
+
+def summarise(ppo_runs: list, dqn_runs: list) -> list:
+    lines = []
+    for r in ppo_runs:
+        f = r["final_success"]
+        lines.append(
+            f"PPO {r['variant']}, key {r['seed']} (trained on {r['task']}): sampled/greedy success "
+            + ", ".join(f"{t} {f[t]['sampled']:.3f}/{f[t]['greedy']:.3f}" for t in EVAL_TASKS)
+            + f"; time to {PPO_TARGET}: {_fmt(r['time_to_target_s'])}; "
+            f"{r['steps_per_s']:,.0f} steps/s."
+        )
+    for variant, _ in DQN_VARIANTS:
+        runs = [r for r in dqn_runs if r["variant"] == variant]
+        final_ok = [r for r in runs if r["final_return"] >= DQN_TARGET]
+        best_ok = [r for r in runs if r["best_return"] >= DQN_TARGET]
+        reached = [r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]
+        solved = [r["post_solved_s"] for r in runs if r["post_solved_s"] is not None]
+        lines.append(
+            f"DQN {variant}, {len(runs)} keys: final parameters >= {DQN_TARGET:.0f} on "
+            f"{len(final_ok)} keys, kept-best on {len(best_ok)}; during training a 100-episode "
+            f"evaluation reached {DQN_TARGET:.0f} on {len(reached)} keys (median "
+            f"{_fmt(statistics.median(reached) if reached else None)}, compile included); "
+            f"the post's 'solved' fired on {len(solved)} keys (median "
+            f"{_fmt(statistics.median(solved) if solved else None, 2)})."
+        )
+    return lines
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "source_posts.json")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    ppo_base, ppo_episodes, ppo_eval_every = post_ppo.PostPPOConfig(), 1000, 2
+    dqn_base, dqn_seeds, dqn_eval_every, select, episodes = (
+        post_dqn.PostDQNConfig(), range(11), 1_000, 10, 100)  # fmt: skip
+    variants = PPO_VARIANTS
+    if args.quick:
+        ppo_base = ppo_base._replace(num_steps=64, total_timesteps=2_048, num_epochs=1,
+                                     minibatch_size=256)  # fmt: skip
+        ppo_episodes, ppo_eval_every = 20, 1
+        variants = tuple((name, changes, seeds[:1]) for name, changes, seeds in PPO_VARIANTS)
+        dqn_base = dqn_base._replace(total_steps=200, buffer_size=64, prefill_steps=64)
+        dqn_seeds, dqn_eval_every, select, episodes = range(2), 100, 2, 5
+
+    ppo_runs, dqn_runs = [], []
+    for name, changes, seeds in variants:
+        config = ppo_base._replace(**changes)
+        if not args.quick:
+            config = config._replace(total_timesteps=post_ppo.BUDGETS[config.env_task])
+        for seed in seeds:
+            ppo_runs.append(measure_ppo(name, config, seed, ppo_episodes, ppo_eval_every))
+            print(json.dumps({k: v for k, v in ppo_runs[-1].items() if k != "evals"}), flush=True)
+    for name, changes in DQN_VARIANTS:
+        for seed in dqn_seeds:
+            dqn_runs.append(measure_dqn(name, dqn_base._replace(**changes), seed,
+                                        dqn_eval_every, select, episodes))  # fmt: skip
+            print(json.dumps({k: v for k, v in dqn_runs[-1].items() if k != "evals"}), flush=True)
+
+    summary = summarise(ppo_runs, dqn_runs)
+    result = result_header("source_posts", args.quick)
+    result.update(
+        ppo_target=PPO_TARGET,
+        dqn_target=DQN_TARGET,
+        ppo_config=ppo_base._asdict(),
+        ppo_variants=[{"variant": n, "changes": c, "seeds": list(s)} for n, c, s in variants],
+        ppo_eval_every_updates=ppo_eval_every,
+        dqn_config={k: (list(v) if isinstance(v, tuple) else v)
+                    for k, v in dqn_base._asdict().items()},  # fmt: skip
+        dqn_variants=[{"variant": n, "changes": c} for n, c in DQN_VARIANTS],
+        dqn_eval_every_steps=dqn_eval_every,
+        ppo_runs=ppo_runs,
+        dqn_runs=dqn_runs,
+        summary=summary,
+        wall_s=time.perf_counter() - started,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(summary))
+    print(f"wall time {result['wall_s']:.0f} s")
+    return result
+
+
+if __name__ == "__main__":
+    main()
