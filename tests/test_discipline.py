@@ -192,3 +192,18 @@ def test_trainer_runs_in_chunks_like_one_train_call():
     with count_compiles() as compiles:
         trainer.run(trainer.init(jax.random.key(1)), 2)  # the same chunk size: no new compile
     assert compiles == []
+
+
+def test_dqn_trainer_runs_in_chunks_like_one_train_call():
+    """dqn.make_trainer's init and run, one block at a time, give make_train's result."""
+    trainer = dqn.make_trainer(DQN_TINY)
+    runner, _ = trainer.init(jax.random.key(0))
+    evals = []
+    for _ in range(DQN_TINY.num_blocks):
+        runner, metrics = trainer.run(runner, 1)
+        evals.append(metrics["eval_return"])
+    whole, whole_metrics = jax.jit(dqn.make_train(DQN_TINY))(jax.random.key(0))
+    for a, b in zip(jax.tree.leaves(runner.params), jax.tree.leaves(whole.params)):
+        assert jnp.allclose(a, b, atol=1e-5)
+    assert jnp.allclose(jnp.concatenate(evals), whole_metrics["eval_return"])
+    assert int(runner.env_steps) == DQN_TINY.env_steps_run

@@ -250,7 +250,9 @@ class Trainer(NamedTuple):
     config: PPOConfig
 
 
-def make_trainer(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss) -> Trainer:
+def make_trainer(
+    config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss, env: Any = None
+) -> Trainer:
     """Build the training program of ``config`` in pieces (see :class:`Trainer`).
 
     ``make_train(config)(key)`` equals ``run(init(key), config.num_updates)``
@@ -263,15 +265,21 @@ def make_trainer(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss) 
             normalise_advantages) -> (loss, metrics)``; ``metrics`` is a dict of
             scalars, averaged over each update's minibatches in the training
             metrics. Pass your own to train with a different loss.
+        env: ``None`` for the Maze of ``config.task``, or a jumanji Maze of your own
+            (a layout from :class:`companion.envs.maze.FixedMazeGenerator`, another
+            size, another time limit); ``config.task`` is then not used.
 
     Raises:
         TypeError, ValueError: see :func:`check_config`; ``TypeError`` if
-            ``loss_fn`` is not callable.
+            ``loss_fn`` is not callable or ``env`` is not a Maze.
     """
     check_config(config)
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function, got {type(loss_fn).__name__}")
-    env = maze_lib.make_maze_task(config.task)
+    if env is None:
+        env = maze_lib.make_maze_task(config.task)
+    elif not all(hasattr(env, a) for a in ("reset", "step", "num_rows", "num_cols")):
+        raise TypeError(f"env: expected a jumanji Maze, got {type(env).__name__}")
     grid_shape = (env.num_rows, env.num_cols)
     optimizer = make_optimizer(config)
     n = config.num_envs
@@ -397,7 +405,7 @@ def make_trainer(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss) 
         )
 
     def run(runner: RunnerState, num_updates: int):
-        TRACE_COUNTS[(config, loss_fn)] += 1
+        TRACE_COUNTS[(config, loss_fn)] += 1  # per configuration and loss
         body = update
         if config.progress_bar:
             from jax_tqdm import scan_tqdm
@@ -451,7 +459,7 @@ def success_by_start(runner: RunnerState) -> jax.Array:
     return jnp.where(complete, runner.succeeded / jnp.maximum(runner.started, 1.0), jnp.nan)
 
 
-def make_train(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss):
+def make_train(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss, env: Any = None):
     """Build ``train(key) -> (model, metrics)`` for ``config``, jitted.
 
     ``train`` runs the whole experiment in one compiled program: an outer
@@ -476,12 +484,14 @@ def make_train(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss):
         config: the hyperparameters (:class:`PPOConfig`).
         loss_fn: the minibatch loss (see :func:`make_trainer`); the default is
             :func:`~companion.agents.ppo.ppo_loss`.
+        env: ``None`` for the Maze of ``config.task``, or a Maze of your own
+            (see :func:`make_trainer`).
 
     Raises:
         TypeError, ValueError: for a config that cannot run (:func:`check_config`),
             or a ``key`` that is not one PRNG key.
     """
-    trainer = make_trainer(config, loss_fn)
+    trainer = make_trainer(config, loss_fn, env)
 
     def train(key: jax.Array):
         prng_key(key)

@@ -1,0 +1,67 @@
+"""The Q-network and epsilon-greedy exploration of the DQN chapter."""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import haiku as hk
+import jax
+import jax.numpy as jnp
+
+from companion._validate import positive_int, positive_ints
+
+
+def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:
+    """Q-network: obs float32 (..., 4) -> Q-values float32 (..., num_actions), ReLU MLP.
+
+    The same arguments return the same ``hk.Transformed`` object, so functions
+    compiled for it (:func:`greedy_returns`) are compiled once.
+
+    Raises:
+        TypeError, ValueError: if ``num_actions`` is not a positive int or
+            ``hidden_sizes`` not a non-empty tuple of positive ints.
+    """
+    return _q_network(
+        positive_int(num_actions, "num_actions"), positive_ints(hidden_sizes, "hidden_sizes")
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _q_network(num_actions: int, hidden_sizes: tuple) -> hk.Transformed:
+    def forward(obs):
+        return hk.nets.MLP([*hidden_sizes, num_actions])(obs)
+
+    return hk.without_apply_rng(hk.transform(forward))
+
+
+def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """With probability ``epsilon`` a uniform random action, else ``argmax q_values``.
+
+    Args:
+        key: PRNG key.
+        q_values: float (num_actions,).
+        epsilon: float scalar in [0, 1].
+
+    Returns:
+        int32 () action.
+
+    Raises:
+        ValueError: if ``q_values`` is not 1-D; at run time (also under ``jit``)
+            if ``epsilon`` is outside [0, 1].
+    """
+    q_values = jnp.asarray(q_values)
+    if q_values.ndim != 1 or q_values.shape[0] == 0:
+        raise ValueError(
+            f"q_values: expected shape (num_actions,), got {q_values.shape}; "
+            "use jax.vmap(epsilon_greedy) for a batch"
+        )
+    epsilon = eqx.error_if(
+        jnp.asarray(epsilon, jnp.float32),
+        (epsilon < 0) | (epsilon > 1),
+        "epsilon: expected a probability in [0, 1]",
+    )
+    explore_key, action_key = jax.random.split(key)
+    random_action = jax.random.randint(action_key, (), 0, q_values.shape[-1])
+    greedy_action = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
+    return jnp.where(jax.random.uniform(explore_key) < epsilon, random_action, greedy_action)

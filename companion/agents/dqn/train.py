@@ -1,0 +1,376 @@
+"""DQN training on CartPole as one compiled program, or in chunks (:func:`make_trainer`).
+
+The structure follows PureJaxRL's DQN (Lu et al., 2022).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from companion._validate import (
+    number_in,
+    one_of,
+    positive_int,
+    positive_ints,
+    positive_number,
+    prng_key,
+)
+from companion.agents.dqn.evaluate import greedy_returns
+from companion.agents.dqn.losses import Transition, dqn_loss, update_target
+from companion.agents.dqn.networks import epsilon_greedy, make_q_network
+from companion.envs import cartpole
+from companion.replay import ReplayBuffer, replay_add_batch, replay_init, replay_sample
+
+
+class DQNConfig(NamedTuple):
+    """Hyperparameters.
+
+    Units: ``total_steps``, ``learning_starts`` and ``epsilon_decay_steps`` count
+    environment steps over all environments; ``eval_every`` counts iterations
+    (one vectorised step of ``num_envs`` environments); ``target_update_period``
+    counts gradient steps. Training runs ``warmup_iterations`` plus
+    ``num_blocks * block_iterations`` iterations, so up to one block less than
+    ``total_steps`` when they do not divide evenly (``env_steps_run``).
+
+    The DQN chapter measures what the defaults achieve on CartPole-v1.
+    """
+
+    num_envs: int = 4
+    total_steps: int = 80_000
+    learning_starts: int = 2_000  # random actions, no updates, until then
+    buffer_capacity: int = 50_000
+    batch_size: int = 128
+    updates_per_iteration: int = 2  # gradient steps per vectorised env step (of num_envs steps)
+    gamma: float = 0.99
+    learning_rate: float = 2e-3
+    lr_final_fraction: float = 0.0  # the learning rate decays linearly to this fraction
+    max_grad_norm: float = 10.0
+    loss: str = "squared"  # "squared" or "huber"
+    huber_delta: float = 1.0  # used by the Huber loss
+    target_update_period: int = 100  # gradient steps between target updates
+    target_tau: float = 1.0  # 1.0: copy the online network; below 1: Polyak averaging
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_decay_steps: int = 20_000
+    hidden_sizes: tuple = (64, 64)
+    eval_every: int = 1_000  # iterations between greedy evaluations during training
+    eval_episodes: int = 10  # greedy episodes per evaluation
+    progress_bar: bool = False
+
+    @property
+    def num_iterations(self) -> int:
+        return self.total_steps // self.num_envs
+
+    @property
+    def warmup_iterations(self) -> int:
+        return self.learning_starts // self.num_envs
+
+    @property
+    def num_blocks(self) -> int:
+        """Training is split into blocks of ``eval_every`` iterations, each followed
+        by an evaluation; a remainder shorter than a block is not run."""
+        return max(1, (self.num_iterations - self.warmup_iterations) // self.eval_every)
+
+    @property
+    def block_iterations(self) -> int:
+        return min(self.eval_every, self.num_iterations - self.warmup_iterations)
+
+    @property
+    def env_steps_run(self) -> int:
+        """Environment steps that training actually runs (per seed)."""
+        return (self.warmup_iterations + self.num_blocks * self.block_iterations) * self.num_envs
+
+
+class RunnerState(NamedTuple):
+    """Everything ``train`` carries from one iteration to the next."""
+
+    params: Any
+    target_params: Any
+    opt_state: Any
+    buffer: ReplayBuffer
+    env_state: cartpole.CartPoleState  # batched over environments
+    obs: jax.Array  # (num_envs, 4)
+    episode_return: jax.Array  # (num_envs,), return so far of the running episodes
+    env_steps: jax.Array  # int32 ()
+    updates: jax.Array  # int32 ()
+    best_params: Any  # parameters with the best greedy evaluation so far
+    best_score: jax.Array  # float32 (), that evaluation's mean return
+    key: jax.Array
+
+
+def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
+    """Adam with gradient clipping and a linearly decaying learning rate.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`DQNConfig`.
+    """
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
+    num_updates = max(1, config.num_blocks * config.block_iterations * config.updates_per_iteration)
+    schedule = optax.linear_schedule(
+        config.learning_rate, config.learning_rate * config.lr_final_fraction, num_updates
+    )
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule))
+
+
+def check_config(config: DQNConfig) -> DQNConfig:
+    """Return ``config`` if :func:`make_train` can run it.
+
+    Raises:
+        TypeError: if ``config`` is not a :class:`DQNConfig` or a size is not an int.
+        ValueError: naming the field, for a size that is not positive, a
+            probability or discount outside [0, 1], an unknown ``loss``,
+            ``learning_starts`` below ``batch_size``, a buffer smaller than one
+            vectorised step, or no training iterations after the warm-up.
+    """
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
+    for field in (
+        "num_envs",
+        "total_steps",
+        "learning_starts",
+        "buffer_capacity",
+        "batch_size",
+        "updates_per_iteration",
+        "target_update_period",
+        "epsilon_decay_steps",
+        "eval_every",
+        "eval_episodes",
+    ):
+        positive_int(getattr(config, field), f"config.{field}")
+    positive_ints(config.hidden_sizes, "config.hidden_sizes")
+    for field in ("gamma", "lr_final_fraction", "epsilon_start", "epsilon_end"):
+        number_in(getattr(config, field), f"config.{field}", 0.0, 1.0)
+    number_in(config.target_tau, "config.target_tau", 0.0, 1.0, low_open=True)
+    for field in ("learning_rate", "max_grad_norm", "huber_delta"):
+        positive_number(getattr(config, field), f"config.{field}")
+    one_of(config.loss, ("squared", "huber"), "config.loss")
+    if config.learning_starts < config.batch_size:
+        raise ValueError(
+            f"config.learning_starts: {config.learning_starts} must be at least batch_size "
+            f"({config.batch_size}), so that the first batch can be sampled"
+        )
+    if config.buffer_capacity < config.num_envs:
+        raise ValueError(
+            f"config.buffer_capacity: {config.buffer_capacity} cannot hold one step of "
+            f"num_envs = {config.num_envs} environments"
+        )
+    if config.num_iterations <= config.warmup_iterations:
+        raise ValueError(
+            f"config.total_steps: {config.total_steps} must exceed learning_starts "
+            f"({config.learning_starts})"
+        )
+    return config
+
+
+class Trainer(NamedTuple):
+    """The pieces of :func:`make_train`, for training in chunks.
+
+    Fields:
+        init: ``init(key) -> (runner, metrics)``, jitted: a new network,
+            optimiser, replay buffer and batch of environments, then the
+            ``warmup_iterations`` of random actions that fill the buffer.
+        run: ``run(runner, num_blocks) -> (runner, metrics)``, jitted with
+            ``num_blocks`` static: that many blocks of ``eval_every`` learning
+            iterations, each followed by the greedy evaluation that keeps the
+            best parameters; the schedules continue across calls.
+        config: the configuration.
+    """
+
+    init: Callable
+    run: Callable
+    config: DQNConfig
+
+
+def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = None) -> Trainer:
+    """Build the training program of ``config`` in pieces (see :class:`Trainer`).
+
+    ``make_train(config)(key)`` runs ``init(key)`` and then
+    ``run(runner, config.num_blocks)``; ``target_fn`` as in :func:`make_train`.
+
+    Raises:
+        TypeError, ValueError: as :func:`make_train`.
+    """
+    check_config(config)
+    if target_fn is not None and not callable(target_fn):
+        raise TypeError(f"target_fn: expected a function or None, got {type(target_fn).__name__}")
+    network = make_q_network(2, config.hidden_sizes)
+    optimizer = make_optimizer(config)
+    epsilon_schedule = optax.linear_schedule(
+        config.epsilon_start, config.epsilon_end, config.epsilon_decay_steps
+    )
+    n = config.num_envs
+
+    def env_step(runner: RunnerState, epsilon: jax.Array, key: jax.Array):
+        """Act epsilon-greedily in every environment and store the transitions."""
+        q_values = network.apply(runner.params, runner.obs)
+        actions = jax.vmap(epsilon_greedy, in_axes=(0, 0, None))(
+            jax.random.split(key, n), q_values, epsilon
+        )
+        env_state, timestep = jax.vmap(cartpole.step_autoreset)(runner.env_state, actions)
+        transitions = Transition(
+            obs=runner.obs,
+            action=actions,
+            reward=timestep.reward,
+            next_obs=timestep.next_obs,  # the true next observation, not the reset one
+            terminated=timestep.terminated,  # truncation is not termination
+        )
+        buffer = replay_add_batch(runner.buffer, transitions)
+        episode_return = runner.episode_return + timestep.reward
+        done = timestep.done
+        metrics = {
+            "returns_sum": jnp.sum(jnp.where(done, episode_return, 0.0)),
+            "episodes": jnp.sum(done).astype(jnp.int32),
+        }
+        runner = runner._replace(
+            buffer=buffer,
+            env_state=env_state,
+            obs=timestep.obs,
+            episode_return=jnp.where(done, 0.0, episode_return),
+            env_steps=runner.env_steps + n,
+        )
+        return runner, metrics
+
+    def update(runner: RunnerState, key: jax.Array):
+        batch = replay_sample(runner.buffer, key, config.batch_size)
+        (loss, aux), grads = jax.value_and_grad(dqn_loss, has_aux=True)(
+            runner.params,
+            runner.target_params,
+            batch,
+            network.apply,
+            config.gamma,
+            config.loss,
+            config.huber_delta,
+            target_fn,
+        )
+        updates, opt_state = optimizer.update(grads, runner.opt_state, runner.params)
+        params = optax.apply_updates(runner.params, updates)
+        count = runner.updates + 1
+        target_params = update_target(
+            params, runner.target_params, count, config.target_update_period, config.target_tau
+        )
+        runner = runner._replace(
+            params=params, target_params=target_params, opt_state=opt_state, updates=count
+        )
+        return runner, loss, aux["q_mean"]
+
+    def iteration(runner: RunnerState, learn: bool):
+        key, act_key, update_key = jax.random.split(runner.key, 3)
+        runner = runner._replace(key=key)
+        epsilon = epsilon_schedule(runner.env_steps) if learn else jnp.float32(1.0)
+        runner, metrics = env_step(runner, epsilon, act_key)
+        loss = q_mean = jnp.float32(0.0)
+        if learn:
+            for k in jax.random.split(update_key, config.updates_per_iteration):
+                runner, loss, q_mean = update(runner, k)
+        metrics.update(env_steps=runner.env_steps, epsilon=epsilon, loss=loss, q_mean=q_mean)
+        return runner, metrics
+
+    def init(key: jax.Array):
+        key, net_key, env_key = jax.random.split(key, 3)
+        obs_example = jnp.zeros((4,), jnp.float32)
+        params = network.init(net_key, obs_example[None])
+        env_state, obs = jax.vmap(cartpole.reset)(jax.random.split(env_key, n))
+        example = Transition(
+            obs=obs_example,
+            action=jnp.zeros((), jnp.int32),
+            reward=jnp.zeros((), jnp.float32),
+            next_obs=obs_example,
+            terminated=jnp.zeros((), bool),
+        )
+        runner = RunnerState(
+            params=params,
+            target_params=params,
+            opt_state=optimizer.init(params),
+            buffer=replay_init(example, config.buffer_capacity),
+            env_state=env_state,
+            obs=obs,
+            episode_return=jnp.zeros((n,), jnp.float32),
+            env_steps=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+            best_params=params,
+            best_score=jnp.float32(-jnp.inf),
+            key=key,
+        )
+
+        def warmup_body(runner, _):
+            return iteration(runner, learn=False)
+
+        return jax.lax.scan(warmup_body, runner, length=config.warmup_iterations)
+
+    def learn_body(runner, _):
+        return iteration(runner, learn=True)
+
+    def block(runner, _):
+        runner, metrics = jax.lax.scan(learn_body, runner, length=config.block_iterations)
+        key, eval_key = jax.random.split(runner.key)
+        score = jnp.mean(greedy_returns(runner.params, eval_key, config.eval_episodes, network))
+        better = score >= runner.best_score
+        best = jax.tree.map(lambda p, b: jnp.where(better, p, b), runner.params, runner.best_params)
+        runner = runner._replace(
+            key=key, best_params=best, best_score=jnp.maximum(score, runner.best_score)
+        )
+        return runner, (metrics, {"eval_return": score, "eval_env_steps": runner.env_steps})
+
+    def run(runner: RunnerState, num_blocks: int):
+        body = block
+        if config.progress_bar:
+            from jax_tqdm import scan_tqdm
+
+            updates = max(1, num_blocks // 4)  # a handful of updates keeps logs short
+            body = scan_tqdm(num_blocks, print_rate=updates, tqdm_type="std", desc="DQN")(block)
+        runner, (learn_metrics, evals) = jax.lax.scan(body, runner, jnp.arange(num_blocks))
+        learn_metrics = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), learn_metrics)
+        return runner, {**learn_metrics, **evals}
+
+    return Trainer(init=jax.jit(init), run=jax.jit(run, static_argnums=1), config=config)
+
+
+def make_train(config: DQNConfig = DQNConfig(), target_fn: Callable | None = None):
+    """Build ``train(key) -> (runner_state, metrics)`` for CartPole.
+
+    ``metrics`` has one entry per iteration (one vectorised env step), stacked:
+    ``env_steps`` int32, ``returns_sum`` and ``episodes`` (completed episodes'
+    returns and their count in that iteration), ``epsilon``, ``loss``,
+    ``q_mean``. The first ``warmup_iterations`` entries (random actions, no
+    updates) report ``loss = q_mean = 0``. It also has one entry per block of
+    ``eval_every`` iterations: ``eval_return`` (mean greedy return over
+    ``eval_episodes`` episodes) and ``eval_env_steps``.
+
+    ``runner_state.params`` are the final parameters; ``runner_state.best_params``
+    those with the best evaluation during training (the later ones on ties), and
+    ``best_score`` that evaluation. Selecting by a 10-episode evaluation is
+    model selection: confirm the choice on fresh episodes (:func:`greedy_returns`).
+
+    The function is pure: ``jax.jit(train)`` compiles it once and
+    ``jax.vmap(train)`` runs several seeds at once. :func:`make_trainer` gives
+    the same program in pieces, to train in chunks.
+
+    Args:
+        config: the hyperparameters (:class:`DQNConfig`).
+        target_fn: ``None`` for the DQN target, or a function of
+            ``(reward, terminated, q_next_online, q_next_target, gamma)`` that
+            returns another target, one per transition (see :func:`dqn_loss`):
+            the way to train double DQN, say, with this loop.
+
+    Raises:
+        TypeError, ValueError: for a configuration that cannot run
+            (:func:`check_config`), a ``target_fn`` that is not callable, or a
+            ``key`` that is not one PRNG key.
+    """
+    trainer = make_trainer(config, target_fn)
+
+    def train(key: jax.Array):
+        prng_key(key)
+        runner, warm_metrics = trainer.init(key)
+        runner, learned = trainer.run(runner, config.num_blocks)
+        evals = {k: learned.pop(k) for k in ("eval_return", "eval_env_steps")}
+        metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), warm_metrics, learned)
+        metrics.update(evals)
+        return runner, metrics
+
+    return train
