@@ -43,10 +43,10 @@ The post's three bugs, kept by default, each with a switch in
   with ``randint(0, 2)`` from 3 candidates, so only the first 2 of each ever
   appear (4 of the 9 pairs; :class:`post_maze.PostMazeGenerator`).
 
-jumanji's ``AutoResetWrapper`` under ``jax.vmap`` turns its ``cond`` into a
-select between a key and its split, which ``jax_debug_key_reuse`` reports as
-a reuse (a false positive: one of the two survives); the rollout therefore
-cannot run with that check on, the rest of this module can.
+Environments are reset with :func:`companion.envs.autoreset.env_reset`, which
+hands jumanji its keys as raw data, as the book's agents do: under ``vmap``,
+``AutoResetWrapper`` selects between a key and its split, which JAX's key-reuse
+checker would report although only one of the two survives.
 
 Details the post's facts leave open, chosen here: PRNG keys are split once per
 use (the post's key handling is not known); jumanji's default time limit of 100
@@ -66,6 +66,7 @@ import numpy as np
 import optax
 
 from companion.envs import maze as maze_lib
+from companion.envs.autoreset import env_reset
 from companion.envs.jumanji_import import import_jumanji
 
 import_jumanji()
@@ -329,7 +330,7 @@ def make_post_ppo(config: PostPPOConfig = PostPPOConfig()) -> PostPPO:
     def init(key):
         k_net, k_env = jax.random.split(key)
         params = eqx.partition(PostNetwork(k_net, config.policy_scale), eqx.is_array)[0]
-        env_state, timestep = jax.vmap(env.reset)(jax.random.split(k_env, n))
+        env_state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(env, jax.random.split(k_env, n))
         return params, optimizer.init(params), env_state, timestep
 
     def rollout(params, env_state, timestep, key):
