@@ -42,7 +42,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import book_agents  # noqa: E402
 import post_dqn  # noqa: E402
+import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
 
 from companion.bench import result_header  # noqa: E402
@@ -62,6 +64,9 @@ PPO_VARIANTS = (
     ("all 9 pairs drawn", {"draw_bug": False}, (0,)),
     ("post on the book's medium maze", {"task": "book-medium"}, (0,)),
 )
+#: The book's PPO runs: (task it trains on, keys), each evaluated on every task of EVAL_TASKS.
+BOOK_PPO_TASKS = (("post-medium", (0, 1)), ("book-medium", (0, 1)))
+
 #: DQN runs: (variant, changes to the post's configuration).
 DQN_VARIANTS = (("post", {}), ("CartPole-v1 reward and truncation", {"env_fixed": True}))
 
@@ -117,11 +122,89 @@ def measure_dqn(variant: str, config: post_dqn.PostDQNConfig, seed: int, eval_ev
     }
 
 
+def measure_book_ppo(task: str, seed: int, episodes: int, config) -> dict:
+    env = post_maze.make_env(task)
+    run = book_agents.measure_ppo(env, task, seed, jax.random.key(PERIODIC_SEED + seed),
+                                  episodes, config)  # fmt: skip
+    model = run.pop("model")
+    keys = jax.random.split(jax.random.key(EVAL_SEED + seed), 2 * len(EVAL_TASKS))
+    run["final_success"] = {
+        t: {
+            mode: float(np.mean(ppo_evaluate(model, t, keys[2 * i + g], episodes, bool(g))))
+            for g, mode in enumerate(("sampled", "greedy"))
+        }
+        for i, t in enumerate(EVAL_TASKS)
+    }
+    run.update(variant="book", eval_episodes=episodes)
+    return run
+
+
+def ppo_evaluate(model, task, key, episodes, greedy):
+    from companion.agents import ppo
+
+    return ppo.evaluate(model, post_maze.make_env(task), key, episodes, greedy=greedy).success
+
+
+def measure_book_dqn(seed: int, episodes: int, config) -> dict:
+    from companion.agents import dqn
+
+    run = book_agents.measure_dqn(seed, jax.random.key(PERIODIC_SEED + seed), episodes, config)
+    network = dqn.make_q_network(2, config.hidden_sizes)
+    k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
+    for name, key in (("final", k_final), ("best", k_best)):
+        returns = dqn.greedy_returns(run.pop(f"{name}_params"), key, episodes, network)
+        run[f"{name}_return"] = float(np.mean(returns))
+    run.update(variant="book", eval_episodes=episodes)
+    return run
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def comparisons(ppo_runs: list, book_ppo: list, dqn_runs: list, book_dqn: list) -> dict:
+    """Same-run comparisons, book against post, on the same tasks and protocol."""
+    out = {"ppo": {}, "dqn": {}}
+    post_on = {"post-medium": "post", "book-medium": "post on the book's medium maze"}
+    for task, variant in post_on.items():
+        post = [r for r in ppo_runs if r["variant"] == variant]
+        book = [r for r in book_ppo if r["task"] == task]
+        p_t, b_t = _median([r["time_to_target_s"] for r in post]), _median(
+            [r["time_to_target_s"] for r in book])  # fmt: skip
+        out["ppo"][task] = {
+            "post_reached": f"{sum(r['time_to_target_s'] is not None for r in post)} of {len(post)}",
+            "book_reached": f"{sum(r['time_to_target_s'] is not None for r in book)} of {len(book)}",
+            "post_median_time_to_target_s": p_t,
+            "book_median_time_to_target_s": b_t,
+            "post_median_steps_to_target": _median([r["steps_to_target"] for r in post]),
+            "book_median_steps_to_target": _median([r["steps_to_target"] for r in book]),
+            "post_over_book_time": None if None in (p_t, b_t) else p_t / b_t,
+        }  # fmt: skip
+    post = [r for r in dqn_runs if r["variant"] == "post"]
+    for agent, runs in (("post", post), ("book", book_dqn)):
+        out["dqn"][agent] = {
+            "seeds": len(runs),
+            "final_solved": sum(r["final_return"] >= DQN_TARGET for r in runs),
+            "best_solved": sum(r["best_return"] >= DQN_TARGET for r in runs),
+            "reached_in_training": sum(r["time_to_target_s"] is not None for r in runs),
+            "median_time_to_target_s": _median([r["time_to_target_s"] for r in runs]),
+            "median_steps_to_target": _median([r["steps_to_target"] for r in runs]),
+            "post_solved": sum(r["post_solved_s"] is not None for r in runs),
+            "median_post_solved_s": _median([r["post_solved_s"] for r in runs]),
+            "median_steps_per_s": _median([r["steps_per_s"] for r in runs]),
+        }
+    p_t, b_t = out["dqn"]["post"]["median_time_to_target_s"], out["dqn"]["book"][
+        "median_time_to_target_s"]  # fmt: skip
+    out["dqn"]["post_over_book_time"] = None if None in (p_t, b_t) else p_t / b_t
+    return out
+
+
 def _fmt(x, digits=1):
     return "not reached" if x is None else f"{x:.{digits}f} s"
 
 
-def summarise(ppo_runs: list, dqn_runs: list) -> list:
+def summarise(ppo_runs: list, dqn_runs: list, compared: dict) -> list:
     lines = []
     for r in ppo_runs:
         f = r["final_success"]
@@ -131,7 +214,7 @@ def summarise(ppo_runs: list, dqn_runs: list) -> list:
             + f"; time to {PPO_TARGET}: {_fmt(r['time_to_target_s'])}; "
             f"{r['steps_per_s']:,.0f} steps/s."
         )
-    for variant, _ in DQN_VARIANTS:
+    for variant in [v for v, _ in DQN_VARIANTS] + ["book"]:
         runs = [r for r in dqn_runs if r["variant"] == variant]
         final_ok = [r for r in runs if r["final_return"] >= DQN_TARGET]
         best_ok = [r for r in runs if r["best_return"] >= DQN_TARGET]
@@ -145,6 +228,17 @@ def summarise(ppo_runs: list, dqn_runs: list) -> list:
             f"the post's 'solved' fired on {len(solved)} keys (median "
             f"{_fmt(statistics.median(solved) if solved else None, 2)})."
         )
+    for task, c in compared["ppo"].items():
+        ratio = c["post_over_book_time"]
+        lines.append(
+            f"PPO on {task}: time to {PPO_TARGET}, post {_fmt(c['post_median_time_to_target_s'])}"
+            f" ({c['post_reached']} keys), book {_fmt(c['book_median_time_to_target_s'])} "
+            f"({c['book_reached']} keys)"
+            + (f"; post / book {ratio:.2f}." if ratio else ".")
+        )
+    ratio = compared["dqn"]["post_over_book_time"]
+    if ratio:
+        lines.append(f"DQN time to a mean greedy return of {DQN_TARGET:.0f}, post / book: {ratio:.2f}.")
     return lines
 
 
@@ -167,7 +261,14 @@ def main(argv=None) -> dict:
         dqn_base = dqn_base._replace(total_steps=200, buffer_size=64, prefill_steps=64)
         dqn_seeds, dqn_eval_every, select, episodes = range(2), 100, 2, 5
 
-    ppo_runs, dqn_runs = [], []
+    book_ppo_config, book_dqn_config, book_tasks = (
+        book_agents.PPO_CONFIG, book_agents.DQN_CONFIG, BOOK_PPO_TASKS)  # fmt: skip
+    if args.quick:
+        book_ppo_config = book_ppo_config._replace(total_timesteps=2 * 8 * 2_048)
+        book_dqn_config = book_dqn_config._replace(
+            total_steps=1_200, learning_starts=200, eval_every=100, buffer_capacity=1_000)
+        book_tasks = (("book-medium", (0,)),)
+    ppo_runs, dqn_runs, book_ppo, book_dqn = [], [], [], []
     for name, changes, seeds in variants:
         config = ppo_base._replace(**changes)
         if not args.quick:
@@ -181,7 +282,16 @@ def main(argv=None) -> dict:
                                         dqn_eval_every, select, episodes))  # fmt: skip
             print(json.dumps({k: v for k, v in dqn_runs[-1].items() if k != "evals"}), flush=True)
 
-    summary = summarise(ppo_runs, dqn_runs)
+    for task, seeds in book_tasks:
+        for seed in seeds:
+            book_ppo.append(measure_book_ppo(task, seed, ppo_episodes, book_ppo_config))
+            print(json.dumps({k: v for k, v in book_ppo[-1].items() if k != "evals"}), flush=True)
+    for seed in dqn_seeds if not args.quick else dqn_seeds[:1]:
+        book_dqn.append(measure_book_dqn(seed, episodes, book_dqn_config))
+        print(json.dumps({k: v for k, v in book_dqn[-1].items() if k != "evals"}), flush=True)
+
+    compared = comparisons(ppo_runs, book_ppo, dqn_runs, book_dqn)
+    summary = summarise(ppo_runs + book_ppo, dqn_runs + book_dqn, compared)
     result = result_header("source_posts", args.quick)
     result.update(
         ppo_target=PPO_TARGET,
@@ -193,8 +303,14 @@ def main(argv=None) -> dict:
                     for k, v in dqn_base._asdict().items()},  # fmt: skip
         dqn_variants=[{"variant": n, "changes": c} for n, c in DQN_VARIANTS],
         dqn_eval_every_steps=dqn_eval_every,
+        book_ppo_config=book_ppo_config._asdict(),
+        book_dqn_config={k: (list(v) if isinstance(v, tuple) else v)
+                         for k, v in book_dqn_config._asdict().items()},  # fmt: skip
         ppo_runs=ppo_runs,
         dqn_runs=dqn_runs,
+        book_ppo_runs=book_ppo,
+        book_dqn_runs=book_dqn,
+        comparisons=compared,
         summary=summary,
         wall_s=time.perf_counter() - started,
     )

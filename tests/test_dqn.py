@@ -135,3 +135,25 @@ def test_config_errors():
         make_train(TINY._replace(learning_starts=10))
     with pytest.raises(ValueError, match="total_steps"):
         make_train(TINY._replace(total_steps=200))
+
+
+def test_make_train_accepts_another_target_and_uses_it():
+    """The target_fn hook: double DQN trains to other weights; a zero target pulls Q to 0."""
+    config = TINY._replace(total_steps=800, eval_every=100)
+
+    def double_dqn(reward, terminated, q_next_online, q_next_target, gamma):
+        action = jnp.argmax(q_next_online, axis=-1)
+        chosen = jnp.take_along_axis(q_next_target, action[:, None], axis=-1)[:, 0]
+        return reward + gamma * (1.0 - terminated.astype(chosen.dtype)) * chosen
+
+    def zeros(reward, terminated, q_next_online, q_next_target, gamma):
+        return jnp.zeros_like(reward)
+
+    plain, plain_metrics = jax.jit(make_train(config))(jax.random.key(0))
+    double, _ = jax.jit(make_train(config, target_fn=double_dqn))(jax.random.key(0))
+    _, zero_metrics = jax.jit(make_train(config, target_fn=zeros))(jax.random.key(0))
+    leaves = lambda r: jax.tree.leaves(r.params)  # noqa: E731
+    assert any(not np.allclose(a, b) for a, b in zip(leaves(plain), leaves(double)))
+    # rewards of 1 push DQN's Q-values up; a target of 0 pulls them towards 0
+    assert float(plain_metrics["q_mean"][-1]) > 1.0
+    assert abs(float(zero_metrics["q_mean"][-1])) < 0.2

@@ -504,3 +504,37 @@ def test_vmapped_training_runs_repeatedly():
     for seed in range(10):
         _, metrics = jax.block_until_ready(compiled(jax.random.split(jax.random.PRNGKey(seed), 2)))
         assert metrics["entropy"].shape == (2, TINY.num_updates)
+
+
+def test_make_train_accepts_another_loss_and_uses_it():
+    """The loss_fn hook: a loss of zero leaves the weights as initialised; its metrics are kept."""
+
+    def no_learning(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages):
+        logits, value = jax.vmap(model)(batch.image)
+        return 0.0 * (jnp.sum(logits) + jnp.sum(value)), {"mean_value": jnp.mean(value)}
+
+    model, metrics = ppo.make_train(TINY, loss_fn=no_learning)(jax.random.PRNGKey(0))
+    trainer = ppo.make_trainer(TINY)
+    initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
+    for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
+                    jax.tree.leaves(eqx.filter(initial, eqx.is_inexact_array))):  # fmt: skip
+        np.testing.assert_array_equal(a, b)
+    assert set(metrics) >= {"mean_value", "success_rate", "success_by_start", "env_steps"}
+    assert "policy_loss" not in metrics
+
+
+def test_success_by_start_counts_every_episode_once_under_its_start():
+    config = TINY._replace(task="medium", total_timesteps=8 * 8 * 24)  # 24 updates
+    trainer = ppo.make_trainer(config)
+    runner, metrics = trainer.run(trainer.init(jax.random.PRNGKey(3)), config.num_updates)
+    episodes = np.asarray(metrics["episodes"])
+    successes = np.round(np.nan_to_num(np.asarray(metrics["success_rate"])) * episodes)
+    started, ended = np.asarray(runner.started), np.asarray(runner.ended)
+    assert started.sum() == config.num_envs + episodes.sum()  # the first episodes, then restarts
+    assert ended.sum() == episodes.sum() and np.asarray(runner.succeeded).sum() == successes.sum()
+    assert np.all(ended <= started)
+    rate = np.asarray(ppo.success_by_start(runner))
+    complete = ended == started
+    np.testing.assert_array_equal(np.isnan(rate), ~complete | (started == 0))
+    # the medium maze's time limit (100 steps) outlasts the last rollouts: they are incomplete
+    assert np.isnan(rate[-1])

@@ -224,6 +224,7 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
         done = timestep.done
         metrics = {
             "returns_sum": jnp.sum(jnp.where(done, episode_return, 0.0)),
+            "returns_max": jnp.max(jnp.where(done, episode_return, 0.0)),
             "episodes": jnp.sum(done).astype(jnp.int32),
         }
         runner = runner._replace(
@@ -334,8 +335,9 @@ def make_train(config: DQNConfig = DQNConfig(), target_fn: Callable | None = Non
     """Build ``train(key) -> (runner_state, metrics)`` for CartPole.
 
     ``metrics`` has one entry per iteration (one vectorised env step), stacked:
-    ``env_steps`` int32, ``returns_sum`` and ``episodes`` (completed episodes'
-    returns and their count in that iteration), ``epsilon``, ``loss``,
+    ``env_steps`` int32, ``returns_sum``, ``returns_max`` and ``episodes`` (the sum
+    and the largest of the returns of the episodes completed in that iteration,
+    0 when none, and their count), ``epsilon``, ``loss``,
     ``q_mean``. The first ``warmup_iterations`` entries (random actions, no
     updates) report ``loss = q_mean = 0``. It also has one entry per block of
     ``eval_every`` iterations: ``eval_return`` (mean greedy return over

@@ -1,0 +1,146 @@
+"""The book's PPO and DQN measured the way ``source_posts.py`` measures the posts' agents.
+
+Both agents are trained in compiled chunks (``make_trainer``'s ``init`` and ``run``). After
+each chunk the clock stops and the current policy is evaluated on fresh episodes; "time to
+target" is compile time plus training time (evaluations excluded) up to the first
+evaluation at or above the target. The compiled programs are reused by later keys of the
+same configuration, which report the first compile time.
+
+- PPO (``ppo.FIXED_MAZE_CONFIG``, the chapter's 262,144 steps): evaluation every 8 updates
+  (16,384 steps, as for the post) on 1,000 fresh sampled episodes; target 0.99 success.
+- DQN (``dqn.DQNConfig()``, the chapter's 80,000 steps): evaluation after every block of
+  ``eval_every`` iterations (4,000 steps) on 100 fresh greedy episodes of CartPole-v1;
+  target a mean return of 475. The post's own "solved" (one training episode longer than
+  200 steps) is recorded too, from the episodes that end during training.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from companion.agents import dqn, ppo
+
+PPO_CONFIG = ppo.FIXED_MAZE_CONFIG._replace(total_timesteps=262_144)
+PPO_EVAL_EVERY_UPDATES = 8  # 8 x 64 environments x 32 steps = 16,384 steps
+DQN_CONFIG = dqn.DQNConfig()
+_COMPILED: dict = {}
+
+
+def _compiled(name, fn, *args):
+    """``fn`` compiled for ``args`` once per name; returns (program, compile seconds)."""
+    if name not in _COMPILED:
+        start = time.perf_counter()
+        program = fn.lower(*args).compile()
+        _COMPILED[name] = (program, time.perf_counter() - start)
+    return _COMPILED[name]
+
+
+def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 1000,
+                config: ppo.PPOConfig = PPO_CONFIG, target: float = 0.99,
+                eval_every: int = PPO_EVAL_EVERY_UPDATES) -> dict:  # fmt: skip
+    """Train the book's PPO on ``env`` and evaluate it every ``eval_every`` updates.
+
+    Args:
+        env: the Maze to train and evaluate on; ``task`` is its name in the results.
+        seed: the training key is ``jax.random.key(seed)``.
+        eval_key: a key for the evaluations (split once per evaluation).
+        episodes: fresh sampled episodes per evaluation.
+
+    Returns:
+        dict with ``compile_s``, ``run_s``, ``steps_per_s``, ``evals`` (updates,
+        env_steps, train_s, success), ``steps_to_target``, ``time_to_target_s`` (None
+        if never reached) and the final ``model`` (removed before writing JSON).
+    """
+    trainer = ppo.make_trainer(config, env=env)
+    runner = trainer.init(jax.random.key(seed))
+    chunks = config.num_updates // eval_every
+    run, compile_s = _compiled(("ppo", task, config), trainer.run, runner, eval_every)
+    run_s, evals = 0.0, []
+    for chunk in range(1, chunks + 1):
+        start = time.perf_counter()
+        runner, _ = jax.block_until_ready(run(runner))
+        run_s += time.perf_counter() - start
+        eval_key, key = jax.random.split(eval_key)
+        result = ppo.evaluate(trainer.model(runner), env, key, episodes)
+        updates = chunk * eval_every
+        evals.append({
+            "updates": updates, "env_steps": updates * config.batch_size,
+            "train_s": compile_s + run_s, "success": float(np.mean(result.success)),
+        })  # fmt: skip
+    hit = [e for e in evals if e["success"] >= target]
+    steps = chunks * eval_every * config.batch_size
+    return {
+        "agent": "book PPO",
+        "task": task,
+        "seed": seed,
+        "env_steps": steps,
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "steps_per_s": steps / run_s,
+        "evals": evals,
+        "steps_to_target": hit[0]["env_steps"] if hit else None,
+        "time_to_target_s": hit[0]["train_s"] if hit else None,
+        "model": trainer.model(runner),
+    }
+
+
+def measure_dqn(seed: int, eval_key: jax.Array, episodes: int = 100,
+                config: dqn.DQNConfig = DQN_CONFIG, target: float = 475.0,
+                post_solved_length: float = 200.0) -> dict:  # fmt: skip
+    """Train the book's DQN one block at a time, evaluating after each block.
+
+    Returns:
+        dict with ``compile_s``, ``run_s``, ``steps_per_s``, ``evals`` (env_steps,
+        train_s, mean greedy return over ``episodes``), ``steps_to_target``,
+        ``time_to_target_s``, ``post_solved_steps`` and ``post_solved_s`` (the first
+        training episode longer than ``post_solved_length`` steps), ``longest_episode``,
+        and the final and kept-best parameters (removed before writing JSON).
+    """
+    trainer = dqn.make_trainer(config)
+    network = dqn.make_q_network(2, config.hidden_sizes)
+    key = jax.random.key(seed)
+    init, init_compile_s = _compiled(("dqn-init", config), trainer.init, key)
+    runner, _ = init(key)
+    run, run_compile_s = _compiled(("dqn-run", config), trainer.run, runner, 1)
+    compile_s = init_compile_s + run_compile_s
+    start = time.perf_counter()
+    runner, _ = jax.block_until_ready(init(jax.random.key(seed)))  # the timed warm-up
+    run_s = time.perf_counter() - start
+    evals, post_solved, longest = [], None, 0.0
+    for _ in range(config.num_blocks):
+        start = time.perf_counter()
+        runner, metrics = jax.block_until_ready(run(runner))
+        block_s = time.perf_counter() - start
+        longest_t = np.asarray(metrics["returns_max"])
+        if post_solved is None and (longest_t > post_solved_length).any():
+            i = int(np.argmax(longest_t > post_solved_length))
+            post_solved = {
+                "steps": int(metrics["env_steps"][i]),
+                "time_s": compile_s + run_s + block_s * (i + 1) / len(longest_t),
+            }
+        longest = max(longest, float(longest_t.max()))
+        run_s += block_s
+        eval_key, k = jax.random.split(eval_key)
+        score = float(np.mean(dqn.greedy_returns(runner.params, k, episodes, network)))
+        evals.append({"env_steps": int(runner.env_steps), "train_s": compile_s + run_s,
+                      "return": score})  # fmt: skip
+    hit = [e for e in evals if e["return"] >= target]
+    return {
+        "agent": "book DQN",
+        "seed": seed,
+        "env_steps": int(runner.env_steps),
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "steps_per_s": int(runner.env_steps) / run_s,
+        "evals": evals,
+        "steps_to_target": hit[0]["env_steps"] if hit else None,
+        "time_to_target_s": hit[0]["train_s"] if hit else None,
+        "post_solved_steps": post_solved["steps"] if post_solved else None,
+        "post_solved_s": post_solved["time_s"] if post_solved else None,
+        "longest_episode": longest,
+        "final_params": runner.params,
+        "best_params": runner.best_params,
+    }
