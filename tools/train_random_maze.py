@@ -46,7 +46,7 @@ def main(argv=None) -> dict:
     config = CONFIG._replace(total_timesteps=args.total, progress_bar=True)
 
     train = ppo.make_train(config)
-    key = jax.random.PRNGKey(TRAIN_SEED)
+    key = jax.random.key(TRAIN_SEED)
     start = time.perf_counter()
     compiled = train.lower(key).compile()
     compile_s = time.perf_counter() - start
@@ -57,7 +57,7 @@ def main(argv=None) -> dict:
     env = maze_lib.make_maze_task("random")
     result = {}
     for mode, greedy in (("sampled", False), ("greedy", True)):
-        ev = ppo.evaluate(model, env, jax.random.PRNGKey(EVAL_SEED), 1000, greedy=greedy)
+        ev = ppo.evaluate(model, env, jax.random.key(EVAL_SEED), 1000, greedy=greedy)
         first = jax.tree.map(lambda x: x[0], ev.states)
         shortest = ppo.shortest_path_lengths(first)
         success = np.asarray(ev.success)
@@ -83,6 +83,10 @@ def main(argv=None) -> dict:
         "curve": {
             "env_steps": np.asarray(metrics["env_steps"]).tolist(),
             "success_rate": np.asarray(metrics["success_rate"]).round(4).tolist(),
+            "success_by_start": [
+                None if np.isnan(v) else round(float(v), 4)
+                for v in np.asarray(metrics["success_by_start"])
+            ],
             "episode_length": np.asarray(metrics["episode_length"]).round(2).tolist(),
         },
         "evaluation_1000_unseen": result,
