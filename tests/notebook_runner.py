@@ -12,20 +12,24 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, budget: str = "tiny", timeout: int = 600):
-    """Run ``nb`` in place in a fresh ``python3`` kernel with ``DRLJAX_BUDGET=budget``."""
-    old = os.environ.get("DRLJAX_BUDGET")
-    os.environ["DRLJAX_BUDGET"] = budget  # inherited by the kernel process
+def execute(nb: nbformat.NotebookNode, cwd: Path, budget: str = "tiny", timeout: int = 600,
+            kernel_name: str = "python3", env: dict[str, str] | None = None):
+    """Run ``nb`` in place in a fresh ``kernel_name`` kernel with ``DRLJAX_BUDGET=budget``;
+    ``env`` sets more environment variables for the run (``JUPYTER_PATH`` to find a kernel)."""
+    settings = {"DRLJAX_BUDGET": budget, **(env or {})}
+    old = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)  # inherited by the kernel process
     try:
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+            nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(cwd)}}
         )
         client.execute()
     finally:
-        if old is None:
-            del os.environ["DRLJAX_BUDGET"]
-        else:
-            os.environ["DRLJAX_BUDGET"] = old
+        for name, value in old.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
     return nb
 
 
