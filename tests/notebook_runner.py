@@ -39,3 +39,21 @@ def outputs(nb: nbformat.NotebookNode):
         if cell.cell_type == "code":
             for out in cell.get("outputs", []):
                 yield i, out
+
+
+def widget_states(nb: nbformat.NotebookNode) -> list[dict]:
+    """The state of every widget model that nbclient recorded while running ``nb``."""
+    store = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [model["state"] for model in store.get("state", {}).values()]
+
+
+def check_episode_explorer(nb: nbformat.NotebookNode) -> None:
+    """The DQN chapter's explorer (``companion.viz.step_explorer``): a 'step' slider over the
+    episode above an image (ipywidgets 7 and 8 name these models alike)."""
+    states = widget_states(nb)
+    sliders = [s for s in states if s.get("_model_name") == "IntSliderModel"]
+    assert [s["description"] for s in sliders] == ["step"], sliders
+    assert sliders[0]["value"] == 0 and sliders[0]["max"] >= 1
+    images = [s for s in states if s.get("_model_name") == "ImageModel"]
+    assert len(images) == 1 and images[0]["format"] == "png", images
+    assert not [s for s in states if s.get("_model_name") == "OutputModel"]

@@ -23,7 +23,7 @@ import pytest
 
 from colab_env import (ROOT, SPECS, build, companion_repository, freeze, kernelspec,
                        python_version, read_spec, setup_cell, setup_cell_requirements)  # fmt: skip
-from notebook_runner import NOTEBOOKS, execute, outputs
+from notebook_runner import NOTEBOOKS, check_episode_explorer, execute, outputs
 
 pytestmark = pytest.mark.colab
 RUNTIMES = {p.stem: p for p in SPECS}
@@ -154,6 +154,31 @@ def test_setup_cell_makes_imports_work_and_then_does_nothing(name, runtime):
     assert freeze(rt.python) == rt.after
 
 
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_step_explorer_with_colabs_ipywidgets(name, runtime):
+    """companion.viz.step_explorer with Colab's ipywidgets (7.7.1 on both lines; test_viz
+    runs the same checks with the book's ipywidgets 8)."""
+    rt = runtime(name)
+    script = (
+        "import matplotlib\nmatplotlib.use('Agg')\nimport ipywidgets, matplotlib.pyplot as plt\n"
+        "from companion.viz import step_explorer\n"
+        "def draw(step):\n"
+        "    fig, ax = plt.subplots(figsize=(2, 1)); ax.bar([0], [step]); ax.set_ylim(0, 10)\n"
+        "    return fig\n"
+        "slider, image = step_explorer(draw, 5).children\n"
+        "assert (slider.min, slider.max, slider.value, slider.description) == (0, 4, 0, 'step')\n"
+        "first = bytes(image.value); assert first.startswith(b'\\x89PNG')\n"
+        "slider.value = 3; assert bytes(image.value) != first\n"
+        "slider.value = 0; assert bytes(image.value) == first\n"
+        "assert plt.get_fignums() == []\n"
+        "print(ipywidgets.__version__)\n"
+    )  # fmt: skip
+    out = subprocess.run([rt.python, "-c", script], capture_output=True, text=True, timeout=300,
+                         cwd=rt.where, env=_env())  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == rt.spec["ipywidgets"] == "7.7.1"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 @pytest.mark.parametrize("name", RUNTIMES)
 def test_notebook_runs_in_colab_environment(name, path, runtime):
@@ -168,3 +193,5 @@ def test_notebook_runs_in_colab_environment(name, path, runtime):
             assert "Warning" not in out.text, f"cell {i} warned: {out.text[:800]}"
     setup = next(c for c in nb.cells if "colab-setup" in c.metadata.get("tags", []))
     assert setup.outputs == []  # everything is installed: the setup cell does nothing
+    if path.stem == "06_dqn":  # the explorer works with Colab's ipywidgets (7.7.1)
+        check_episode_explorer(nb)
