@@ -103,7 +103,7 @@ def test_companion_lower_bounds_hold_on_every_colab_runtime():
             if req.name in colab:
                 assert req.specifier.contains(colab[req.name]), f"{spec.stem}: {req} vs {colab[req.name]}"
                 checked += 1
-    assert checked >= 2 * 5  # jax, numpy, optax, matplotlib, ipython on each line at least
+    assert checked >= 2 * 6  # jax, numpy, optax, matplotlib, ipython, ipywidgets on each line
 
 
 def test_every_notebook_opens_with_a_colab_badge():

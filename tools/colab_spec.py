@@ -28,7 +28,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +87,7 @@ def main(argv=None) -> int:
     colab = read_freeze(args.freeze)
     python = find_python(args.python)
     with tempfile.TemporaryDirectory() as tmp:
-        venv.create(tmp, with_pip=True)
+        subprocess.run([python, "-m", "venv", tmp], check=True)  # the runtime's Python
         py = str(Path(tmp) / "bin" / "python")
         # what the setup cell pulls in, resolved freely: those Colab has must be in the spec
         wanted = dry_run(py, setup_cell_requirements(setup_cell(), ROOT.as_uri()))
