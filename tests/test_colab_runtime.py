@@ -10,7 +10,8 @@ add; nothing Colab has may be upgraded or downgraded, and pip must report no con
 would name ``google-colab``, whose pins a stand-in carries). Then every notebook runs in a
 kernel of that environment.
 
-Slow (about 10 minutes a runtime line): ``make colab-test`` runs it; ``make test`` does not.
+Slow (about 6 minutes a runtime line on two cores): ``make colab-test`` runs it; ``make test``
+does not.
 What the cell adds on each line is written to ``_build/colab/<line>.txt``.
 """
 
