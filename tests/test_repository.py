@@ -64,7 +64,9 @@ def test_setup_cells_install_from_the_configured_repository():
         pins = dict(r.split("==") for r in _requirements())
         for name, version in re.findall(r"([A-Za-z0-9_.\-]+)==([0-9][0-9A-Za-z.]*)", source):
             expected = SETUP_CELL_NOT_AS_BUILT.get(name, pins.get(name))
-            assert version == expected, f"{path.name}: {name}=={version} is not in requirements.txt"
+            assert version == expected, (
+                f"{path.name}: {name}=={version}, expected {expected} (requirements.txt, or "
+                "SETUP_CELL_NOT_AS_BUILT where Colab needs another version)")
         assert "jax==" not in source and "jaxlib" not in source  # never touch Colab's JAX
 
 
