@@ -2,11 +2,14 @@
 target cell completes.
 
 Each run starts a fresh kernel of ``--python`` (default: this interpreter) under nbclient, as
-the tests do, in the notebooks' folder with ``DRLJAX_BUDGET=tiny``. A cell that takes longer
-than ``--timeout`` seconds counts as not completed; its kernel's threads are then dumped with
-py-spy (when ``--py-spy`` names it) into ``--out``, along with the kernel's stderr.
+the tests do, in the notebook's folder with ``DRLJAX_BUDGET=tiny``. A target cell that has not
+completed within ``--timeout`` seconds counts as not completed (nbclient finds a reply it
+missed only when its poll times out, so such a cell "completes" at the timeout). When the
+target cell runs past ``--dump-after`` seconds, the tool writes into ``--out`` whether a
+message waits unread in the client's shell and IOPub sockets, the kernel's threads (with
+``--py-spy``), the kernel's stderr and nbclient's record of when the kernel sent each message.
 
-    python tools/repeat_cell.py notebooks/06_dqn.ipynb --contains "widgets.interactive" \\
+    python tools/repeat_cell.py notebooks/06_dqn.ipynb --contains "step_explorer(" \\
         --runs 20 --python /path/to/colab-env/bin/python --out /tmp/repeat
 """
 
@@ -33,8 +36,8 @@ def run_once(nb, python: str, cwd: Path, timeout: float, out: Path, tag: str,
     """Execute ``nb``'s cells in order, then the last one ``again`` more times; return, for
     each execution of the last cell, whether it completed in time.
 
-    The target (last) cell, still running after ``dump_after`` seconds, has the kernel's threads dumped with
-    py-spy (if given) into ``out``; the kernel's stderr is kept there too for such a run.
+    A target cell still running after ``dump_after`` seconds has its diagnosis written into
+    ``out`` (see the module's docstring).
     """
     with tempfile.TemporaryDirectory() as jupyter:
         spec = Path(jupyter) / "kernels" / "repeat"
