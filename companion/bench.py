@@ -234,10 +234,14 @@ def load_result(name: str, results_dir: str | os.PathLike | None = None) -> dict
     Raises:
         ValueError: if ``name`` is not a plain name.
         FileNotFoundError: if ``results_dir`` is given and has no such file, or
-            the file is neither local nor downloadable.
+            the file is neither local nor downloadable; the message says which:
+            the repository has no such file (an HTTP error), or its host could
+            not be reached (no network).
     """
     import json
     import re
+    import urllib.error
+    import urllib.parse
     import urllib.request
     from pathlib import Path
 
@@ -253,10 +257,35 @@ def load_result(name: str, results_dir: str | os.PathLike | None = None) -> dict
                 f"name: no result {name!r} in {folder} (run benchmarks/{name}.py to make it)"
             )
     url = f"{RESULTS_URL}/{name}.json"
+    here = f"this is not a checkout of the book's repository (no benchmarks/results/{name}.json)"
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
             return json.loads(response.read().decode())
-    except OSError as exc:
+    except urllib.error.HTTPError as exc:
         raise FileNotFoundError(
-            f"name: no local benchmarks/results/{name}.json and {url} could not be read ({exc})"
+            f"name: {here}, and the repository has no such file ({url} answered HTTP {exc.code})"
         ) from exc
+    except OSError as exc:  # URLError and timeouts: no network, no DNS, refused
+        host = urllib.parse.urlsplit(url).netloc
+        reason = getattr(exc, "reason", exc)
+        raise FileNotFoundError(
+            f"name: {here}, and {host} could not be reached (no network? {reason})"
+        ) from exc
+
+
+def load_result_or_note(name: str) -> tuple[dict | None, str]:
+    """:func:`load_result` for a notebook: ``(result, "")``, or ``(None, note)`` when the
+    result cannot be read, where ``note`` is a short Markdown paragraph that says why (no
+    such file in the repository, or no network) and where the result can be seen instead.
+
+    Raises:
+        ValueError: if ``name`` is not a plain benchmark name.
+    """
+    try:
+        return load_result(name), ""
+    except FileNotFoundError as exc:
+        reason = str(exc).removeprefix("name: ")
+        return None, (
+            f"The committed result of `benchmarks/{name}.py` cannot be shown: {reason}. "
+            "The book's web page shows it."
+        )

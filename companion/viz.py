@@ -307,3 +307,52 @@ def animate_cartpole(
         return cart, pole, caption
 
     return _animation_html(fig, draw, len(physics), interval_ms)
+
+
+def figure_png(fig, dpi: int = 80) -> bytes:
+    """The PNG bytes of a matplotlib figure, which is then closed."""
+    import io
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()
+
+
+def step_explorer(draw: Callable[[int], Any], num_steps: int, *, description: str = "step"):
+    """A slider over steps ``0 .. num_steps - 1`` above the figure that ``draw(step)`` makes.
+
+    The figure is sent to the notebook as a PNG in an ``ipywidgets.Image``, redrawn when the
+    slider moves. It works alike with ipywidgets 7 (Colab) and 8. It needs no ``Output``
+    widget: under nbclient (the tests, the book build), an ``Output`` widget that captures a
+    figure while its cell runs makes the client send the captured state back to the kernel
+    on the shell channel while it waits there for the cell's reply; jupyter_client sends it
+    through a synchronous shadow of the client's asyncio socket, which can swallow the wake-up
+    for the reply, so the cell seems to hang until the client's timeout.
+
+    Args:
+        draw: ``draw(step) -> matplotlib.figure.Figure`` for an ``int`` step; the figure is
+            closed after it is rendered.
+        num_steps: number of steps, at least 1.
+        description: the slider's label.
+
+    Returns:
+        ``ipywidgets.VBox([slider, image])``; the last expression of a cell displays it.
+
+    Raises:
+        ValueError: if ``num_steps < 1``.
+    """
+    import ipywidgets as widgets
+
+    if num_steps < 1:
+        raise ValueError(f"num_steps: expected at least 1 step, got {num_steps}")
+    slider = widgets.IntSlider(value=0, min=0, max=num_steps - 1, step=1, description=description)
+    image = widgets.Image(value=figure_png(draw(0)), format="png")
+
+    def redraw(change):
+        image.value = figure_png(draw(int(change["new"])))
+
+    slider.observe(redraw, names="value")
+    return widgets.VBox([slider, image])

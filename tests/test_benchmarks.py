@@ -1,6 +1,7 @@
 """The benchmark scripts keep working (tiny sizes; no timing assertions)."""
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -97,6 +98,61 @@ def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
         load_result("../secrets", tmp_path)
     assert find_results_dir(ROOT / "notebooks") == ROOT / "benchmarks" / "results"
     assert load_result("env_throughput")["benchmark"] == "env_throughput"
+
+
+@pytest.fixture
+def results_server(tmp_path):
+    """A local web server for ``tmp_path/served``: stands in for the repository's host."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_without_a_checkout_results_are_downloaded_or_the_note_says_why(
+    tmp_path, monkeypatch, results_server
+):
+    """Outside a checkout (Colab): the committed file is downloaded; when it cannot be, the
+    error and the notebooks' note say whether the file is missing or the host unreachable."""
+    from companion import bench
+
+    served, url = results_server
+    (served / "demo.json").write_text('{"benchmark": "demo", "x": 3}')
+    outside = tmp_path / "content"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert bench.find_results_dir() is None
+    monkeypatch.setattr(bench, "RESULTS_URL", url)
+    assert bench.load_result("demo") == {"benchmark": "demo", "x": 3}
+    assert bench.load_result_or_note("demo") == ({"benchmark": "demo", "x": 3}, "")
+
+    with pytest.raises(FileNotFoundError, match="the repository has no such file .*HTTP 404"):
+        bench.load_result("missing")
+    result, note = bench.load_result_or_note("missing")
+    assert result is None
+    assert note.startswith("The committed result of `benchmarks/missing.py` cannot be shown: ")
+    assert "not a checkout" in note and "HTTP 404" in note and "make bench" not in note
+
+    # a closed port: the host cannot be reached
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setattr(bench, "RESULTS_URL", f"http://127.0.0.1:{closed}")
+    result, note = bench.load_result_or_note("demo")
+    assert result is None
+    assert f"127.0.0.1:{closed} could not be reached (no network?" in note
+    assert "no such file" not in note
 
 
 def test_dispatch_quick_mode_writes_json(tmp_path):

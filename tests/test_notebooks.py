@@ -5,7 +5,7 @@ import json
 import nbformat
 import pytest
 
-from notebook_runner import NOTEBOOKS, ROOT, execute, outputs
+from notebook_runner import NOTEBOOKS, ROOT, check_episode_explorer, execute, outputs
 
 IDS = [p.stem for p in NOTEBOOKS]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -177,6 +177,7 @@ def test_dqn_chapter(executed):
     assert len(_png_outputs(nb)) >= 4
     widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
     assert len(widget_cells) == 1  # the episode explorer
+    check_episode_explorer(nb)  # with this environment's ipywidgets 8 (Colab's 7: test_colab_runtime)
 
 
 def test_ppo_chapter(executed):

@@ -1,11 +1,20 @@
 """The repository's build settings stay as the README promises."""
 
 import re
+import tomllib
 
 import nbformat
 import yaml
+from packaging.requirements import Requirement
 
+from colab_env import SPECS, read_spec, setup_cell
 from notebook_runner import NOTEBOOKS, ROOT
+
+#: Pins of the setup cell that differ from requirements.txt on purpose. chex 0.1.91 and later
+#: require jax>=0.7, absl-py>=2.3.1 and toolz>=1.0: on Colab pip would upgrade absl-py and
+#: toolz (runtime 2026.08, which has no chex) and replace jax 0.5.3 (runtime 2025.10, which has
+#: chex 0.1.90). 0.1.90 needs only what every Colab runtime in tests/colab/ has.
+SETUP_CELL_NOT_AS_BUILT = {"chex": "0.1.90"}
 
 
 def _requirements():
@@ -51,11 +60,52 @@ def test_setup_cells_install_from_the_configured_repository():
         assert len(setup) == 1, path.name
         source = setup[0].source
         assert f'REPO = "{url}"' in source and f"git+{{REPO}}@{branch}" in source, path.name
-        # the libraries it pins are the versions the book is built with
+        # the libraries it pins are the versions the book is built with, or those set apart
         pins = dict(r.split("==") for r in _requirements())
-        for pin in re.findall(r"([A-Za-z0-9_.\-]+)==([0-9][0-9A-Za-z.]*)", source):
-            assert pins.get(pin[0]) == pin[1], f"{path.name}: {pin[0]}=={pin[1]} is not in requirements.txt"
+        for name, version in re.findall(r"([A-Za-z0-9_.\-]+)==([0-9][0-9A-Za-z.]*)", source):
+            expected = SETUP_CELL_NOT_AS_BUILT.get(name, pins.get(name))
+            assert version == expected, (
+                f"{path.name}: {name}=={version}, expected {expected} (requirements.txt, or "
+                "SETUP_CELL_NOT_AS_BUILT where Colab needs another version)")
         assert "jax==" not in source and "jaxlib" not in source  # never touch Colab's JAX
+
+
+def _setup_cell_requirements():
+    line = next(l for l in setup_cell().splitlines() if "%pip install" in l)
+    words = re.findall(r'"[^"]+"|\S+', line.split("%pip install", 1)[1])
+    return [Requirement(w.strip('"')) for w in words if not w.startswith("-")]
+
+
+def test_setup_cell_asks_for_nothing_colab_has_at_another_version():
+    """Each requirement of the setup cell, where Colab has the package, is met by Colab's
+    version, so that pip leaves it alone (the Colab test checks what pip really does)."""
+    reqs = _setup_cell_requirements()
+    assert {r.name for r in reqs} >= {"equinox", "dm-haiku", "jumanji", "jax-tqdm", "chex",
+                                      "drl-jax-companion"}  # fmt: skip
+    assert len(SPECS) >= 2
+    for spec in SPECS:
+        _, colab = read_spec(spec)
+        for req in reqs:
+            name = re.sub(r"[-_.]+", "-", req.name).lower()
+            if name in colab:
+                assert req.specifier.contains(colab[name], prereleases=True), (
+                    f"{req} would change Colab {spec.stem}'s {name} {colab[name]}")
+
+
+def test_companion_lower_bounds_hold_on_every_colab_runtime():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = [Requirement(d) for d in project["dependencies"]]
+    deps += [Requirement(d) for d in project["optional-dependencies"]["notebook"]]
+    assert all(str(r.specifier).startswith(">=") for r in deps)  # lower bounds only
+    assert "ipython" not in {r.name for r in map(Requirement, project["dependencies"])}
+    checked = 0
+    for spec in SPECS:
+        _, colab = read_spec(spec)
+        for req in deps:
+            if req.name in colab:
+                assert req.specifier.contains(colab[req.name]), f"{spec.stem}: {req} vs {colab[req.name]}"
+                checked += 1
+    assert checked >= 2 * 6  # jax, numpy, optax, matplotlib, ipython, ipywidgets on each line
 
 
 def test_every_notebook_opens_with_a_colab_badge():

@@ -173,3 +173,31 @@ def test_cartpole_animation_errors():
         animate_cartpole([batched])
     with pytest.raises(TypeError, match="unstack"):
         animate_cartpole(batched)
+
+
+def _explorer_draw(step):
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.bar([0], [step])
+    ax.set_ylim(0, 10)
+    return fig
+
+
+def test_step_explorer_redraws_the_figure_when_the_slider_moves():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    from companion.viz import step_explorer
+
+    before = plt.get_fignums()
+    explorer = step_explorer(_explorer_draw, 5)
+    slider, image = explorer.children
+    assert isinstance(slider, ipywidgets.IntSlider) and isinstance(image, ipywidgets.Image)
+    assert (slider.min, slider.max, slider.value, slider.description) == (0, 4, 0, "step")
+    first = bytes(image.value)
+    assert first.startswith(b"\x89PNG\r\n\x1a\n") and image.format == "png"
+    slider.value = 3
+    third = bytes(image.value)
+    assert third.startswith(b"\x89PNG") and third != first  # a taller bar: another picture
+    slider.value = 0
+    assert bytes(image.value) == first  # the same step draws the same picture
+    assert plt.get_fignums() == before  # every figure was closed
+    with pytest.raises(ValueError, match="num_steps: expected at least 1"):
+        step_explorer(_explorer_draw, 0)
