@@ -22,7 +22,7 @@ def gae_answer(reward, value, value_tp1, terminated, done, gamma, lam):
     return ppo.gae(reward, value, value_tp1, terminated, done, gamma, lam)[0]
 
 
-def gae_variant(cut=True, boot=True, lam_override=None, forwards=False):
+def gae_variant(cut=True, boot=True, lam_override=None, forwards=False, cut_terminated=False):
     def answer(reward, value, value_tp1, terminated, done, gamma, lam):
         lam = lam if lam_override is None else lam_override
         r, v, v1, te, d = (
@@ -33,7 +33,8 @@ def gae_variant(cut=True, boot=True, lam_override=None, forwards=False):
         for t in order:
             not_term = 1 - (te[t] if boot else d[t])
             delta = r[t] + gamma * not_term * v1[t] - v[t]
-            nxt = delta + gamma * lam * ((1 - d[t]) if cut else 1) * nxt
+            ends = te[t] if cut_terminated else d[t]
+            nxt = delta + gamma * lam * ((1 - ends) if cut else 1) * nxt
             out[t] = nxt
         return jnp.asarray(out)
 
@@ -48,6 +49,7 @@ def test_gae_reference_passes(capsys):
 @pytest.mark.parametrize(
     "wrong, message",
     [
+        (gae_variant(cut_terminated=True), "cut with `terminated_t` instead of `done_t`"),
         (gae_variant(cut=False), "across episode boundaries"),
         (gae_variant(boot=False), "truncated step does not bootstrap"),
         (gae_variant(lam_override=1.0), "lambda is missing"),
@@ -71,6 +73,8 @@ def test_clipped_objective_reference_passes(capsys):
 @pytest.mark.parametrize(
     "wrong, message",
     [
+        (lambda r, a, e: -ppo.clipped_surrogate(r, a, e), "sign is flipped"),
+        (lambda r, a, e: jnp.minimum(r * a, jnp.clip(r, e, 1 + e) * a), r"\[eps, 1 \+ eps\]"),
         (lambda r, a, e: jnp.maximum(r * a, jnp.clip(r, 1 - e, 1 + e) * a), "max of the two"),
         (lambda r, a, e: jnp.clip(r, 1 - e, 1 + e) * a, "clipped term alone"),
         (lambda r, a, e: r * a, "nothing is clipped"),

@@ -20,11 +20,13 @@ from companion.checks.core import (
 
 
 def _gae_reference(reward, value, value_tp1, terminated, done, gamma, lam, cut=True, boot=True):
+    """GAE by a loop; ``cut`` False (no cut) or "terminated" and ``boot`` False plant mistakes."""
     adv, next_adv = np.zeros(len(reward)), 0.0
+    cut_by = terminated if cut == "terminated" else done
     for t in reversed(range(len(reward))):
         not_term = 1.0 - float(terminated[t]) if boot else 1.0 - float(done[t])
         delta = reward[t] + gamma * not_term * value_tp1[t] - value[t]
-        next_adv = delta + gamma * lam * ((1.0 - float(done[t])) if cut else 1.0) * next_adv
+        next_adv = delta + gamma * lam * ((1.0 - float(cut_by[t])) if cut else 1.0) * next_adv
         adv[t] = next_adv
     return adv
 
@@ -37,8 +39,9 @@ def check_gae(gae: Callable) -> None:
     :func:`companion.agents.ppo.gae`.
 
     Raises:
-        CheckFailed: naming the mistake (the sum runs across episode
-            boundaries, a terminated step bootstraps, a truncated step does not
+        CheckFailed: naming the mistake (the sum cut with ``terminated_t``
+            instead of ``done_t``, or running across episode boundaries, a terminated
+            step bootstraps, a truncated step does not
             bootstrap, lambda or gamma missing from the recursion, wrong shape).
     """
     require_function(gae, "gae")
@@ -65,6 +68,10 @@ def check_gae(gae: Callable) -> None:
     name_mistake(
         got,
         {
+            "the recursion is cut with `terminated_t` instead of `done_t`: a truncation ends "
+            "the episode too, multiply gamma * lam * A_{t+1} by (1 - done_t)": _gae_reference(
+                *args, cut="terminated"
+            ),
             "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} by "
             "(1 - done_t)": _gae_reference(*args, cut=False),
             "a truncated step does not bootstrap: only termination sets V(s_{t+1}) to 0, "
@@ -92,8 +99,8 @@ def check_clipped_objective(clipped_objective: Callable) -> None:
     The answer is ``min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)``, float (B,).
 
     Raises:
-        CheckFailed: naming the mistake (max instead of min, the clipped term
-            alone, no clipping, clipping the advantage).
+        CheckFailed: naming the mistake (the sign flipped, ``clip(ratio, eps, 1 + eps)``,
+            max instead of min, the clipped term alone, no clipping, clipping the advantage).
     """
     require_function(clipped_objective, "clipped_objective")
     ratio = jnp.array([1.5, 0.5, 0.5, 1.5, 1.1, 0.9])
@@ -111,6 +118,10 @@ def check_clipped_objective(clipped_objective: Callable) -> None:
     name_mistake(
         got,
         {
+            "the sign is flipped: return the objective to maximise, not the loss": -expected,
+            "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
+                jnp.minimum(ratio * adv, jnp.clip(ratio, eps, 1 + eps) * adv)
+            ),
             "it takes the max of the two terms; PPO takes the min (a pessimistic bound)": (
                 jnp.maximum(ratio * adv, clipped)
             ),
