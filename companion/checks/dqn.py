@@ -271,8 +271,7 @@ def check_n_step_target(n_step_target: Callable) -> None:
         "undiscounted": "the rewards are not discounted: r_0 + gamma * r_1 + gamma**2 * r_2 ...",
     }
     mistakes = {
-        message: _n_step_reference(*args, gamma, mistake=name)
-        for name, message in messages.items()
+        message: _n_step_reference(*args, gamma, mistake=name) for name, message in messages.items()
     }
     best = q_next.max(-1)
     mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = (
@@ -315,9 +314,7 @@ def check_sample_windows(sample_windows: Callable) -> None:
     for added, first, last in ((7, 1, 5), (23, 14, 21)):
         buffer = _time_buffer(added, 10)
         call = f"sample_windows(buffer, key, {batch_size}, {n})"
-        got = run_answer(
-            sample_windows, buffer, jax.random.key(added), batch_size, n, call=call
-        )
+        got = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
         if not isinstance(got, dict) or set(got) != {"t", "obs"}:
             fail(
                 "sample_windows should return a transition like the stored ones (here a dict "
@@ -361,13 +358,17 @@ def check_sample_windows(sample_windows: Callable) -> None:
                 "there are size - n + 1 windows, and randint's maxval is excluded"
             )
         if counts.min() == 0:
-            fail(f"sample_windows never draws the window that starts at step {first + np.argmin(counts)}")
+            missing = first + int(np.argmin(counts))
+            fail(f"sample_windows never draws the window that starts at step {missing}")
         expected = batch_size / counts.size
         if np.max(np.abs(counts - expected)) > 0.25 * expected:
             fail(f"sample_windows is not uniform over the windows: counts {counts.tolist()}")
     again = sample_windows(buffer, jax.random.key(added), batch_size, n)
     if not np.array_equal(np.asarray(again["t"]), steps):
-        fail("sample_windows is not a pure function of its key: the same key must give the same batch")
+        fail(
+            "sample_windows is not a pure function of its key: the same key must give the "
+            "same batch"
+        )
     other = sample_windows(buffer, jax.random.key(1), batch_size, n)
     if np.array_equal(np.asarray(other["t"]), steps):
         fail("sample_windows ignores its key: different keys should give different batches")

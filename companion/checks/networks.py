@@ -84,13 +84,15 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
             "tanh is applied to the output layer too; the last layer should stay linear": (
                 _mlp_variant(params, x, output=jnp.tanh)
             ),
-            "the hidden layers have no tanh activation": _mlp_variant(params, x, hidden=lambda h: h),
+            "the hidden layers have no tanh activation": _mlp_variant(
+                params, x, hidden=lambda h: h
+            ),
             "the biases are missing": _mlp_variant(params, x, bias=False),
             "the output has the wrong sign": -expected,
         }
         if len(params) > 2:
-            mistakes["a hidden layer is skipped: apply every (W, b) pair, in order"] = (
-                _mlp_variant(params, x, skip_middle=True)
+            mistakes["a hidden layer is skipped: apply every (W, b) pair, in order"] = _mlp_variant(
+                params, x, skip_middle=True
             )
         name_mistake(got, mistakes, f"mlp_apply with {label}")
         fail(

@@ -202,9 +202,7 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
             positive advantages or with min, nothing clipped, wrong shape).
     """
     require_function(dual_clip_objective, "dual_clip_objective")
-    ratio = np.array(
-        [[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]], np.float32
-    )
+    ratio = np.array([[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]], np.float32)
     adv = np.array(
         [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]], np.float32
     )
