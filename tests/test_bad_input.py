@@ -25,6 +25,7 @@ from companion import bench, budget, replay, trees, viz
 from companion.agents import dqn, ppo
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
+from companion.checks import ppo_rollout as ppo_rollout_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
 
 # Errors raised at run time inside jit arrive as RuntimeError (JaxRuntimeError) with the
@@ -583,7 +584,13 @@ CASES += [
 #: Every check names what it was given when it is not a function.
 CHECKS = {
     basics: ["check_softplus_grad", "check_discounted_returns", "check_noisy_batch"],
-    dqn_checks: ["check_td_target", "check_sample", "check_double_dqn_target"],
+    dqn_checks: [
+        "check_td_target",
+        "check_sample",
+        "check_double_dqn_target",
+        "check_n_step_target",
+        "check_sample_windows",
+    ],
     env_checks: [
         "check_legal_fraction",
         "check_up_first_policy",
@@ -591,9 +598,26 @@ CHECKS = {
         "check_semi_implicit_step",
         "check_balancing_policy",
     ],
-    net_checks: ["check_mlp_apply", "check_mse_loss", "check_frozen_constant"],
-    perf_checks: ["check_scan_rollout", "check_buffer_bytes"],
-    ppo_checks: ["check_gae", "check_clipped_objective", "check_masked_probs"],
+    net_checks: [
+        "check_mlp_apply",
+        "check_mse_loss",
+        "check_frozen_constant",
+        "check_per_example_grad_norms",
+    ],
+    perf_checks: [
+        "check_scan_rollout",
+        "check_buffer_bytes",
+        "check_batched_rollout",
+        "check_rollout_bytes",
+    ],
+    ppo_checks: [
+        "check_gae",
+        "check_clipped_objective",
+        "check_masked_probs",
+        "check_dual_clip_objective",
+        "check_epsilon_masked_probs",
+    ],
+    ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
 }
 CASES += [
     Case(

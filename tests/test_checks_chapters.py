@@ -39,29 +39,33 @@ def test_softplus_grad(capsys):
             check_softplus_grad(wrong)
 
 
-def _reverse_scan_returns(rewards, gamma):
+def _reverse_scan_returns(rewards, gamma, reverse=True, init=jnp.zeros_like):
     def body(g, r):
         g = r + gamma * g
         return g, g
 
-    return jax.lax.scan(body, jnp.zeros(()), rewards, reverse=True)[1]
+    return jax.lax.scan(body, init(rewards[0]), rewards, reverse=reverse)[1]
+
+
+def _loop_returns(rewards, gamma):
+    g, out = jnp.zeros_like(rewards[0]), []
+    for t in reversed(range(rewards.shape[0])):
+        g = rewards[t] + gamma * g
+        out.append(g)
+    return jnp.stack(out[::-1])
 
 
 def test_discounted_returns(capsys):
     _passes(check_discounted_returns, _reverse_scan_returns, capsys)
-
-    def forwards(rewards, gamma):
-        def body(g, r):
-            g = r + gamma * g
-            return g, g
-
-        return jax.lax.scan(body, jnp.zeros(()), rewards)[1]
-
     for wrong, msg in [
-        (forwards, "accumulate forwards"),
+        (lambda r, g: _reverse_scan_returns(r, g, reverse=False), "accumulate forwards"),
         (lambda r, g: g * _reverse_scan_returns(r, g), "current reward is discounted"),
         (lambda r, g: _reverse_scan_returns(r, g) - r, "leaves out r_t"),
-        (lambda r, g: jnp.cumsum(r[::-1])[::-1], "without discounting"),
+        (lambda r, g: jnp.cumsum(r[::-1], axis=0)[::-1], "without discounting"),
+        (lambda r, g: _reverse_scan_returns(r.T, g).T, "run along the last axis"),
+        (lambda r, g: _reverse_scan_returns(r, g, init=lambda x: jnp.zeros(())),
+         "(?s)raised TypeError.*jnp.zeros_like"),
+        (_loop_returns, "a Python loop is unrolled"),
         (lambda r, g: _reverse_scan_returns(r, g)[:-1], r"shape \(4,\), expected \(5,\)"),
     ]:
         with pytest.raises(CheckFailed, match=msg):

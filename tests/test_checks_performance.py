@@ -4,7 +4,13 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from companion.checks import CheckFailed, check_buffer_bytes, check_scan_rollout
+from companion.checks import (
+    CheckFailed,
+    check_batched_rollout,
+    check_buffer_bytes,
+    check_rollout_bytes,
+    check_scan_rollout,
+)
 from companion.envs import cartpole
 
 
@@ -65,3 +71,73 @@ def test_buffer_bytes(capsys):
 def test_buffer_bytes_mistakes_are_named(per, message):
     with pytest.raises(CheckFailed, match=message):
         check_buffer_bytes(lambda capacity: per * capacity)
+
+
+# --- many CartPoles in one scan ----------------------------------------------------------------
+
+def batched_scan(states, actions, step_fn=cartpole.step_autoreset):
+    def body(states, actions_t):
+        states, timestep = jax.vmap(step_fn)(states, actions_t)
+        return states, timestep.done
+
+    return jax.lax.scan(body, states, actions)
+
+
+def test_batched_rollout_passes(capsys):
+    check_batched_rollout(batched_scan)
+    # a vmap of one-environment scans is the same program, if done comes back time first
+    per_env = jax.vmap(scan_rollout, in_axes=(0, 1), out_axes=(0, 1))
+    check_batched_rollout(per_env)
+    assert capsys.readouterr().out.count("check passed") == 2
+
+
+def unrolled_batched(states, actions):
+    dones = []
+    for t in range(actions.shape[0]):
+        states, timestep = jax.vmap(cartpole.step_autoreset)(states, actions[t])
+        dones.append(timestep.done)
+    return states, jnp.stack(dones)
+
+
+@pytest.mark.parametrize(
+    "wrong, message",
+    [
+        (lambda s, a: batched_scan(s, a, cartpole.step), "never restart"),
+        (lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].T), "environment first"),
+        (lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)), "done_t is not"),
+        (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
+        (unrolled_batched, "unrolled"),
+        (lambda s, a: s, "pair"),
+        (lambda s, a: (s.physics, batched_scan(s, a)[1]), "should be a CartPoleState"),
+        (lambda s: s, "raised TypeError"),
+    ],
+)  # fmt: skip
+@pytest.mark.usefixtures("no_key_reuse_check")
+def test_batched_rollout_mistakes_are_named(wrong, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_batched_rollout(wrong)
+
+
+# --- bytes of a PPO rollout -----------------------------------------------------------------
+
+def test_rollout_bytes(capsys):
+    check_rollout_bytes(lambda num_steps, num_envs: 2426 * num_steps * num_envs)
+    assert "2,426 bytes per step and environment" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "bytes_fn, message",
+    [
+        (lambda t, n: 2444 * t * n, "1 byte, not 4"),
+        (lambda t, n: 1226 * t * n, "next_image"),
+        (lambda t, n: 4838 * t * n, "float64"),
+        (lambda t, n: 826 * t * n, "3 channels"),
+        (lambda t, n: 626 * t * n, "not 1"),
+        (lambda t, n: 2426 * n, "num_steps \\* num_envs"),
+        (lambda t, n: 2426 * t * n + 8, "expected 2,426"),
+        (lambda t, n: "many", "a number of bytes"),
+    ],
+)
+def test_rollout_bytes_mistakes_are_named(bytes_fn, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_rollout_bytes(bytes_fn)

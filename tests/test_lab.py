@@ -10,7 +10,7 @@ from nbclient.exceptions import CellExecutionError
 from notebook_runner import NOTEBOOKS, ROOT, execute
 
 sys.path.insert(0, str(ROOT / "tools"))
-from make_lab import SOLUTION_TAG, student_copy  # noqa: E402
+from make_lab import HIDING_TAGS, SOLUTION_TAG, student_copy  # noqa: E402
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -28,6 +28,29 @@ def test_every_chapter_has_solutions_and_the_student_copy_stubs_them(path):
             assert stu == orig
     assert len(student.cells) == len(nb.cells)
     assert nb.cells[solution_cells[0]].source != student.cells[solution_cells[0]].source  # nb untouched
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_solutions_are_hidden_with_their_outputs_and_stubs_are_shown(path):
+    nb = nbformat.read(path, as_version=4)
+    student = student_copy(nb)
+    for orig, stu in zip(nb.cells, student.cells):
+        if SOLUTION_TAG in orig.metadata.get("tags", []):
+            # hide-cell hides the outputs with the code: printed answers give nothing away
+            assert "hide-cell" in orig.metadata["tags"] and "hide-input" not in orig.metadata["tags"]
+            assert not set(HIDING_TAGS) & set(stu.metadata["tags"])
+
+
+def test_stub_drops_every_hiding_tag():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["hide-cell", SOLUTION_TAG]}),
+        nbformat.v4.new_code_cell("y = 2", metadata={"tags": ["hide-input", SOLUTION_TAG, "keep"]}),
+        nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-cell"]}),
+    ])
+    student = student_copy(nb)
+    assert student.cells[0].metadata["tags"] == ["exercise"]
+    assert student.cells[1].metadata["tags"] == ["keep", "exercise"]
+    assert student.cells[2] == nb.cells[2]  # not a solution: unchanged, still hidden
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

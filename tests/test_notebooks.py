@@ -198,7 +198,7 @@ def test_ppo_chapter(executed):
     assert "mask with  -inf (correct): ratio mean 1.000, outside the clip range [0.8, 1.2]: 0%" in text
     assert "traces for 3 calls with different keys: 1" in text
     assert "randint(0, n - 1) draws: [" in text and " 0]" in text.split("randint(0, n - 1) draws:")[1].splitlines()[0]
-    assert text.count("check passed") == 3
+    assert text.count("check passed") == 4
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
     assert any("50 unseen mazes, propagation network" in t for t in tables)

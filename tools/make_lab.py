@@ -2,7 +2,9 @@
 
 Cells tagged ``solution`` are replaced, in the student copy, by a stub that
 raises ``NotImplementedError`` with a hint; every other cell is copied
-unchanged. The hint is the cell's ``hint`` metadata when it has one.
+unchanged. The hint is the cell's ``hint`` metadata when it has one. The stub
+loses the tags that hide a solution in the book (``hide-input``, ``hide-cell``),
+so that students see the cell they are to fill in.
 
     python tools/make_lab.py [--out lab]   # writes lab/student/*.ipynb and lab/solutions/*.ipynb
 """
@@ -18,6 +20,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_TAG = "solution"
+HIDING_TAGS = ("hide-input", "hide-cell")  # the book hides solutions; stubs stay visible
 DEFAULT_HINT = (
     "Write your solutions to the exercises above in this cell. The checks in "
     "companion.checks say what is wrong, not only that it is wrong."
@@ -44,7 +47,7 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 raise ValueError(f"cell {i} is tagged {SOLUTION_TAG!r} but is not a code cell")
             cell.source = stub_source(cell.metadata.get("hint", DEFAULT_HINT))
             cell.metadata["tags"] = [
-                t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, "hide-input")
+                t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, *HIDING_TAGS)
             ]
             cell.metadata["tags"].append("exercise")
             cell.outputs = []

@@ -12,7 +12,13 @@ from companion.checks.basics import (
     check_softplus_grad,
 )
 from companion.checks.core import CheckFailed
-from companion.checks.dqn import check_double_dqn_target, check_sample, check_td_target
+from companion.checks.dqn import (
+    check_double_dqn_target,
+    check_n_step_target,
+    check_sample,
+    check_sample_windows,
+    check_td_target,
+)
 from companion.checks.envs import (
     check_balancing_policy,
     check_legal_fraction,
@@ -20,22 +26,40 @@ from companion.checks.envs import (
     check_termination_and_truncation,
     check_up_first_policy,
 )
-from companion.checks.performance import check_buffer_bytes, check_scan_rollout
-from companion.checks.ppo import check_clipped_objective, check_gae, check_masked_probs
+from companion.checks.performance import (
+    check_batched_rollout,
+    check_buffer_bytes,
+    check_rollout_bytes,
+    check_scan_rollout,
+)
+from companion.checks.ppo import (
+    check_clipped_objective,
+    check_dual_clip_objective,
+    check_epsilon_masked_probs,
+    check_gae,
+    check_masked_probs,
+)
+from companion.checks.ppo_rollout import check_fill_one_loss, check_gae_from_values
 from companion.checks.networks import (
     check_frozen_constant,
     check_mlp_apply,
     check_mse_loss,
+    check_per_example_grad_norms,
 )
 
 __all__ = [
     "CheckFailed",
     "check_balancing_policy",
+    "check_batched_rollout",
     "check_buffer_bytes",
     "check_clipped_objective",
     "check_gae",
+    "check_gae_from_values",
     "check_masked_probs",
     "check_discounted_returns",
+    "check_dual_clip_objective",
+    "check_epsilon_masked_probs",
+    "check_fill_one_loss",
     "check_double_dqn_target",
     "check_legal_fraction",
     "check_noisy_batch",
@@ -46,7 +70,11 @@ __all__ = [
     "check_frozen_constant",
     "check_mlp_apply",
     "check_mse_loss",
+    "check_n_step_target",
+    "check_rollout_bytes",
+    "check_per_example_grad_norms",
     "check_sample",
+    "check_sample_windows",
     "check_scan_rollout",
     "check_td_target",
 ]

@@ -55,6 +55,7 @@ def check_softplus_grad(grad_g: Callable) -> None:
 
 
 def _returns_reference(rewards, gamma):
+    """Discounted returns along axis 0 (time) by a Python loop."""
     out, g = [], 0.0
     for r in reversed(list(np.asarray(rewards, np.float64))):
         g = r + gamma * g
@@ -65,41 +66,65 @@ def _returns_reference(rewards, gamma):
 def check_discounted_returns(discounted_returns: Callable) -> None:
     """Check ``discounted_returns(rewards, gamma)``: ``G_t = r_t + gamma * G_{t+1}``, ``G_T = 0``.
 
-    ``rewards`` float32 (T,), the answer float32 (T,).
+    ``rewards`` float32 ``(T,)`` for one episode or ``(T, N)`` for N
+    environments, time first; the answer, float32 of the same shape, is
+    computed with one ``jax.lax.scan(..., reverse=True)`` over time (a
+    Python loop would be unrolled into the program, one copy per step).
 
     Raises:
         CheckFailed: naming the mistake (accumulated forwards instead of
-            backwards, gamma on the current reward, the current reward left out).
+            backwards, gamma on the current reward, the current reward left out,
+            no discount, the (T, N) returns run along the environment axis, a
+            scan that cannot take (T, N), a Python loop unrolled into the program).
     """
     require_function(discounted_returns, "discounted_returns")
-    rewards, gamma = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5]), 0.9
-    got = run_answer(discounted_returns, rewards, gamma, call="discounted_returns(rewards, 0.9)")
-    got = check_shape(
-        got,
-        (5,),
-        "discounted_returns(rewards, gamma) for 5 rewards",
-        hint="One return per time step.",
-    )
-    expected = _returns_reference(rewards, gamma)
-    if close(got, expected):
-        passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} (a Python loop)")
-        return
-    forward = _returns_reference(rewards[::-1], gamma)[::-1]
-    name_mistake(
-        got,
-        {
+    gamma = 0.9
+    single = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5])
+    batched = jnp.stack([single, jnp.array([0.0, 0.0, 0.0, 0.0, 1.0]), single[::-1]], axis=1)
+    for rewards, label in ((single, "5 rewards"), (batched, "rewards of shape (5, 3)")):
+        call = f"discounted_returns(rewards, 0.9) for {label}"
+        got = run_answer(
+            discounted_returns,
+            rewards,
+            gamma,
+            call=call,
+            hint="rewards is (T,) or (T, N), time first: start the scan from "
+            "jnp.zeros_like(rewards[0]), one return per environment",
+        )
+        got = check_shape(
+            got, rewards.shape, call, hint="One return per time step (and environment)."
+        )
+        expected = _returns_reference(rewards, gamma)
+        if close(got, expected):
+            continue
+        mistakes = {
             "the returns accumulate forwards in time; G_t sums the rewards from t on "
-            "(use lax.scan with reverse=True)": forward,
-            "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not gamma * r_t + ...": gamma
-            * expected,
+            "(use lax.scan with reverse=True)": _returns_reference(rewards[::-1], gamma)[::-1],
+            "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not "
+            "gamma * r_t + ...": gamma * expected,
             "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - np.asarray(rewards),
-            "the rewards are summed without discounting": np.cumsum(np.asarray(rewards)[::-1])[
-                ::-1
-            ],
-        },
-        "discounted_returns",
-    )
-    fail(f"discounted_returns gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+            "the rewards are summed without discounting": np.cumsum(
+                np.asarray(rewards)[::-1], axis=0
+            )[::-1],
+        }
+        if rewards.ndim == 2:
+            mistakes[
+                "the returns run along the last axis (the environments); time is axis 0 of "
+                "(T, N): scan over the rows"
+            ] = _returns_reference(rewards.T, gamma).T
+        name_mistake(got, mistakes, "discounted_returns")
+        fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    sizes = [
+        len(jax.make_jaxpr(discounted_returns, static_argnums=1)(jnp.ones(n), gamma).jaxpr.eqns)
+        for n in (20, 40)
+    ]
+    if sizes[1] > sizes[0]:
+        fail(
+            f"discounted_returns: the program grows with the number of steps ({sizes[0]} "
+            f"operations for 20 rewards, {sizes[1]} for 40): a Python loop is unrolled into "
+            "it; use jax.lax.scan(..., reverse=True)"
+        )
+    passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} for (T,) and (T, N)")
 
 
 def check_noisy_batch(noisy_batch: Callable) -> None:

@@ -21,66 +21,85 @@ from companion.checks.core import (
 )
 
 
-def _example_mlp(key):
-    k1, k2, k3, k4, kx = jax.random.split(key, 5)
+def _example_mlp(key, sizes=(3, 8, 2)):
+    """Parameters ``[(W, b), ...]`` for layer sizes ``sizes`` and an input batch of 5."""
+    keys = jax.random.split(key, 2 * len(sizes) - 1)
     params = [
-        (jax.random.normal(k1, (3, 8)) / 3**0.5, 0.1 * jax.random.normal(k2, (8,))),
-        (jax.random.normal(k3, (8, 2)) / 8**0.5, 0.1 * jax.random.normal(k4, (2,))),
+        (
+            jax.random.normal(keys[2 * i], (fan_in, fan_out)) / fan_in**0.5,
+            0.1 * jax.random.normal(keys[2 * i + 1], (fan_out,)),
+        )
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:]))
     ]
-    x = jax.random.normal(kx, (5, 3))
+    x = jax.random.normal(keys[-1], (5, sizes[0]))
     return params, x
 
 
-def _reference_mlp_apply(params, x):
-    (w1, b1), (w2, b2) = params
-    return jnp.tanh(x @ w1 + b1) @ w2 + b2
+def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle=False):
+    """The MLP forward pass; the keyword arguments plant one mistake each."""
+    layers = [params[0], params[-1]] if skip_middle and len(params) > 2 else params
+    for i, (w, b) in enumerate(layers):
+        x = x @ w + (b if bias else 0.0)
+        if i < len(layers) - 1:
+            x = hidden(x)
+    return x if output is None else output(x)
 
 
 def check_mlp_apply(mlp_apply: Callable) -> None:
-    """Check ``mlp_apply(params, x)`` for a two-layer tanh MLP.
+    """Check ``mlp_apply(params, x)`` for a tanh MLP of any depth.
 
-    ``params = [(W1, b1), (W2, b2)]`` with ``W1: (in, hidden)``, ``W2: (hidden, out)``;
-    ``x: (batch, in)`` float32; the answer is ``tanh(x @ W1 + b1) @ W2 + b2`` of shape
-    ``(batch, out)``, with no activation after the last layer.
+    ``params = [(W1, b1), ..., (WL, bL)]``, any number L >= 1 of layers, with
+    ``W: (in, out)`` and ``b: (out,)`` float32; ``x: (batch, in)`` float32.
+    The answer, float32 ``(batch, out)``, applies ``x @ W + b`` for every layer
+    in order, with tanh after every layer but the last.
 
     Raises:
-        CheckFailed: naming the mistake (wrong shape, activation on the output,
-            missing activation, missing bias, transposed weights).
+        CheckFailed: naming the mistake (a fixed number of layers, tanh on
+            the output or nowhere, a bias missing, a hidden layer skipped,
+            transposed weights, wrong shape).
     """
     require_function(mlp_apply, "mlp_apply")
-    params, x = _example_mlp(jax.random.key(0))
-    got = run_answer(
-        mlp_apply,
-        params,
-        x,
-        call="mlp_apply(params, x)",
-        hint="Shapes: x (5, 3), W1 (3, 8), b1 (8,), W2 (8, 2), b2 (2,)",
-    )
-    got = check_shape(
-        got,
-        (5, 2),
-        "mlp_apply(params, x) with x of shape (5, 3)",
-        hint="The output has one row per example and one column per output unit.",
-    )
-    expected = _reference_mlp_apply(params, x)
-    if close(got, expected):
-        passed("mlp_apply matches tanh(x @ W1 + b1) @ W2 + b2")
-        return
-    (w1, b1), (w2, b2) = params
-    mistakes = {
-        "tanh is applied to the output layer too; the last layer should stay linear": jnp.tanh(
-            expected
-        ),
-        "the hidden layer has no tanh activation": (x @ w1 + b1) @ w2 + b2,
-        "a bias is missing": jnp.tanh(x @ w1) @ w2 + b2,
-        "the output bias is missing": jnp.tanh(x @ w1 + b1) @ w2,
-        "the output has the wrong sign": -expected,
-    }
-    name_mistake(got, mistakes, "mlp_apply")
-    fail(
-        "mlp_apply returns the right shape but wrong values; compare with "
-        "tanh(x @ W1 + b1) @ W2 + b2 on a single example."
-    )
+    cases = [((3, 8, 8, 2), "three layers"), ((3, 8, 2), "two layers"), ((3, 2), "one layer")]
+    for sizes, label in cases:
+        params, x = _example_mlp(jax.random.key(len(sizes)), sizes)
+        shapes = ", ".join(f"W{i + 1} {tuple(w.shape)}" for i, (w, _) in enumerate(params))
+        got = run_answer(
+            mlp_apply,
+            params,
+            x,
+            call=f"mlp_apply(params, x) with {label}",
+            hint=f"Shapes: x (5, 3), {shapes}. params may hold any number of (W, b) pairs: "
+            "loop over them",
+        )
+        got = check_shape(
+            got,
+            (5, 2),
+            f"mlp_apply(params, x) with {label} and x of shape (5, 3)",
+            hint="The output has one row per example and one column per output unit.",
+        )
+        expected = _mlp_variant(params, x)
+        if close(got, expected, rtol=1e-5, atol=1e-5):
+            continue
+        mistakes = {
+            "tanh is applied to the output layer too; the last layer should stay linear": (
+                _mlp_variant(params, x, output=jnp.tanh)
+            ),
+            "the hidden layers have no tanh activation": _mlp_variant(
+                params, x, hidden=lambda h: h
+            ),
+            "the biases are missing": _mlp_variant(params, x, bias=False),
+            "the output has the wrong sign": -expected,
+        }
+        if len(params) > 2:
+            mistakes["a hidden layer is skipped: apply every (W, b) pair, in order"] = _mlp_variant(
+                params, x, skip_middle=True
+            )
+        name_mistake(got, mistakes, f"mlp_apply with {label}")
+        fail(
+            f"mlp_apply with {label} returns the right shape but wrong values; compare with "
+            "x @ W + b for each layer in turn, tanh between the layers"
+        )
+    passed("mlp_apply applies every layer in order, tanh between them, for 1, 2 and 3 layers")
 
 
 def check_mse_loss(mse_loss: Callable) -> None:
@@ -181,3 +200,87 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     if not close(grads.weight, 2.0 * np.asarray(x)):
         fail("the gradient of module(x) with respect to weight should be scale * x")
     passed("weight is trainable and the constant scale gets no gradient (None)")
+
+
+def _grad_norms_reference(model, x, y, mistake=None):
+    """Per-example gradient norms by a Python loop over the examples."""
+
+    def loss(m, x_i, y_i):
+        error = (m(x_i) - y_i) ** 2
+        return jnp.mean(error) if mistake == "mean" else jnp.sum(error)
+
+    rows = []
+    for x_i, y_i in zip(x, y):
+        leaves = jax.tree.leaves(eqx.filter_grad(loss)(model, x_i, y_i))
+        if mistake == "weights_only":
+            leaves = [g for g in leaves if g.ndim == 2]
+        squares = [float(jnp.sum(g**2)) for g in leaves]
+        if mistake == "per_leaf":
+            rows.append(sum(s**0.5 for s in squares))
+        else:
+            rows.append(sum(squares) if mistake == "squared" else sum(squares) ** 0.5)
+    return np.array(rows)
+
+
+def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
+    """Check ``per_example_grad_norms(model, x, y)``: one gradient norm per example.
+
+    ``model`` is an equinox module from one input ``(in,)`` to ``(out,)``
+    (here ``eqx.nn.MLP``, which also holds its activation function, not an
+    array); ``x: (batch, in)`` and ``y: (batch, out)`` float32. The answer,
+    float32 ``(batch,)``, holds for each example i the Euclidean norm, over all
+    the model's trainable arrays together, of the gradient of that example's
+    squared error ``sum((model(x_i) - y_i) ** 2)``.
+
+    Raises:
+        CheckFailed: naming the mistake (``jax.grad`` on a module with a
+            non-array field, the norm of the whole batch's gradient, squared
+            norms, weights only, per-leaf norms added, the error averaged over
+            outputs, wrong shape).
+    """
+    require_function(per_example_grad_norms, "per_example_grad_norms")
+    key_model, key_x, key_y = jax.random.split(jax.random.key(4), 3)
+    model = eqx.nn.MLP(3, 2, 8, 1, activation=jnp.tanh, key=key_model)
+    x = jax.random.normal(key_x, (6, 3))
+    y = jax.random.normal(key_y, (6, 2))
+    call = "per_example_grad_norms(model, x, y)"
+    try:
+        got = per_example_grad_norms(model, x, y)
+    except TypeError as exc:
+        if "not a valid JAX type" in str(exc):
+            fail(
+                f"{call}: jax.grad cannot differentiate the model: it holds a non-array "
+                "field (its activation function). Use eqx.filter_grad, which differentiates "
+                "the floating-point arrays only"
+            )
+        fail(f"{call} raised TypeError: {exc}")
+    except Exception as exc:
+        fail(f"{call} raised {type(exc).__name__}: {exc}. The model takes one example (3,)")
+    expected = _grad_norms_reference(model, x, y)
+    batch_loss = lambda m: jnp.sum((jax.vmap(m)(x) - y) ** 2)  # noqa: E731
+    batch_norm = float(
+        sum(jnp.sum(g**2) for g in jax.tree.leaves(eqx.filter_grad(batch_loss)(model))) ** 0.5
+    )
+    if np.shape(got) == () and np.isclose(float(np.asarray(got)), batch_norm, rtol=1e-4):
+        fail(
+            f"{call} returns the norm of the whole batch's gradient; compute one gradient per "
+            "example (jax.vmap over the examples) and take each one's norm"
+        )
+    got = check_shape(got, (6,), f"{call} for a batch of 6", hint="One norm per example.")
+    if close(got, expected, rtol=1e-4, atol=1e-5):
+        passed("per_example_grad_norms: one gradient per example, its norm over every array")
+        return
+    messages = {
+        "squared": "these are squared norms: take the square root of the sum of squares",
+        "weights_only": "only the weights count; the norm runs over every trainable array, "
+        "the biases too",
+        "per_leaf": "the norms of the arrays are added; add their squares, then take the "
+        "square root",
+        "mean": "the error is averaged over the outputs; the example's loss is its sum",
+    }
+    mistakes = {m: _grad_norms_reference(model, x, y, k) for k, m in messages.items()}
+    mistakes["every example gets the norm of the whole batch's gradient: vmap the gradient"] = (
+        np.full(6, batch_norm)
+    )
+    name_mistake(got, mistakes, "per_example_grad_norms")
+    fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")

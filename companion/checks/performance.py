@@ -124,3 +124,145 @@ def check_buffer_bytes(buffer_bytes: Callable) -> None:
             f"({expected // capacity} bytes per transition)"
         )
     passed("buffer_bytes counts 41 bytes per transition, as the arrays hold")
+
+
+def _batched_loop_reference(make_states, actions, step_fn):
+    """Step each environment on its own with ``step_fn``; final states and done (T, N)."""
+    finals, dones = [], []
+    num_envs = actions.shape[1]
+    for e in range(num_envs):
+        state = jax.tree.map(lambda leaf: leaf[e], make_states())
+        state, done = _loop_reference(state, actions[:, e], step_fn)
+        finals.append(np.asarray(state.physics))
+        dones.append(done)
+    return np.stack(finals), np.stack(dones, axis=1)
+
+
+def check_batched_rollout(batched_rollout: Callable) -> None:
+    """Check ``batched_rollout(states, actions) -> (final_states, done_t)`` for N CartPoles.
+
+    ``states`` is a :class:`companion.envs.cartpole.CartPoleState` whose leaves
+    have a leading environment axis N (``jax.vmap(cartpole.reset)(keys)[0]``),
+    ``actions`` int32 ``(T, N)``, time first. The answer steps every
+    environment with ``jax.vmap(cartpole.step_autoreset)`` inside one
+    ``jax.lax.scan`` over time and returns the final states (leaves with
+    leading axis N) and ``timestep.done`` of every step, bool ``(T, N)``.
+
+    Raises:
+        CheckFailed: naming the mistake (no auto-reset, done flags
+            environment-first or of the wrong steps, a Python loop unrolled
+            into the program, wrong types or shapes).
+    """
+    require_function(batched_rollout, "batched_rollout")
+    num_steps, num_envs = 60, 3
+
+    def make_states():  # fresh keys for every use
+        return jax.vmap(cartpole.reset)(jax.random.split(jax.random.key(5), num_envs))[0]
+
+    actions = jax.random.bernoulli(jax.random.key(6), shape=(num_steps, num_envs))
+    actions = actions.astype(jnp.int32)
+    call = "batched_rollout(states, actions)"
+    got = run_answer(
+        batched_rollout,
+        make_states(),
+        actions,
+        call=call,
+        hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time first",
+    )
+    if not (isinstance(got, tuple) and len(got) == 2):
+        fail("batched_rollout should return a pair (final_states, done_t)")
+    final, dones = got
+    if not isinstance(final, cartpole.CartPoleState):
+        fail(f"the first result should be a CartPoleState, got {type(final).__name__}")
+    physics = check_shape(final.physics, (num_envs, 4), "final_states.physics")
+    if np.shape(dones) == (num_envs, num_steps):
+        fail(
+            f"done_t has shape {(num_envs, num_steps)}, environment first; return it time "
+            f"first, {(num_steps, num_envs)}, as lax.scan stacks its outputs"
+        )
+    dones = check_shape(dones, (num_steps, num_envs), "done_t", hint="One flag per step and env.")
+    ref_physics, ref_dones = _batched_loop_reference(make_states, actions, cartpole.step_autoreset)
+    if not (close(physics, ref_physics) and np.array_equal(dones, ref_dones)):
+        no_reset, _ = _batched_loop_reference(make_states, actions, cartpole.step)
+        if close(physics, no_reset):
+            fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
+        if close(physics, ref_physics):
+            fail(
+                "the final states are right but done_t is not: return timestep.done of every "
+                "step as the scanned output, in order"
+            )
+        fail(
+            "the final states differ from stepping each environment on its own with "
+            "step_autoreset; actions[t, e] is the action of environment e at step t"
+        )
+    sizes = []
+    for length in (20, 40):
+        jaxpr = jax.make_jaxpr(batched_rollout)(make_states(), actions[:length])
+        sizes.append(len(jaxpr.jaxpr.eqns))
+    if sizes[1] > sizes[0]:
+        fail(
+            f"the program grows with the number of steps ({sizes[0]} operations for 20 steps, "
+            f"{sizes[1]} for 40): a Python loop is unrolled into it; use jax.lax.scan"
+        )
+    passed("batched_rollout matches stepping each environment alone, in one loop body")
+
+
+def _rollout_bytes_per_step() -> int:
+    """Bytes of one step of one environment of the PPO rollout on the 10 x 10 Maze."""
+    from companion.agents import ppo
+    from companion.envs import maze
+    from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
+
+    env = maze.make_maze_task("empty")
+
+    def one_step_rollout():
+        model = ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(4,))
+        state, ts = reset_with_next_obs(env, jax.random.key(1))
+        batch = jax.tree.map(lambda leaf: leaf[None], (state, ts))
+        pool = make_reset_pool(env, jax.random.key(2), 1)
+        return ppo.rollout(model, env, pool, *batch, jax.random.key(3), 1)[2]
+
+    shapes = jax.eval_shape(one_step_rollout)
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
+
+
+def check_rollout_bytes(rollout_bytes: Callable) -> None:
+    """Check ``rollout_bytes(num_steps, num_envs) -> int``: bytes of a PPO rollout's arrays.
+
+    The rollout (:func:`companion.agents.ppo.rollout` on the 10 x 10 Maze)
+    stores one :class:`companion.agents.ppo.Transition` per step and
+    environment: ``image`` and ``next_image`` float32 (3, 10, 10),
+    ``action_mask`` bool (4,), ``action`` and ``step_count`` int32,
+    ``log_prob``, ``value`` and ``reward`` float32, ``terminated`` and ``done``
+    bool: 2,426 bytes.
+
+    Raises:
+        CheckFailed: naming the mistake (a bool counted as 4 bytes, next_image
+            left out, float64, images of one channel or of 1-byte cells, a size
+            not proportional to num_steps * num_envs).
+    """
+    require_function(rollout_bytes, "rollout_bytes")
+    per = _rollout_bytes_per_step()
+    mistakes = {
+        per + 18: "a bool takes 1 byte, not 4 (action_mask, terminated, done)",
+        per - 1200: "next_image is stored too: 3 * 10 * 10 float32, 1,200 bytes per step",
+        per + 2412: "the floats are float32 (4 bytes), not float64",
+        per - 1600: "an image has 3 channels (walls, agent, target): 3 * 10 * 10 floats",
+        per - 1800: "the images are float32, 4 bytes per cell and channel, not 1",
+    }
+    for num_steps, num_envs in ((1, 1), (32, 64), (128, 16)):
+        call = f"rollout_bytes({num_steps}, {num_envs})"
+        got = run_answer(rollout_bytes, num_steps, num_envs, call=call)
+        try:
+            got = int(got)
+        except (TypeError, ValueError):
+            fail(f"{call} should return a number of bytes, got {got!r}")
+        expected = per * num_steps * num_envs
+        if got == expected:
+            continue
+        if got % (num_steps * num_envs) == 0 and got // (num_steps * num_envs) in mistakes:
+            fail(f"{call} = {got:,}: {mistakes[got // (num_steps * num_envs)]}")
+        if got in (per * num_steps, per * num_envs):
+            fail(f"{call} = {got:,}: the rollout stores num_steps * num_envs transitions")
+        fail(f"{call} = {got:,}, expected {expected:,} ({per:,} bytes per step and environment)")
+    passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays hold")

@@ -1,0 +1,253 @@
+"""Self-checks for the PPO chapter's exercises on rollout data: GAE from stored values, and
+a loss for ``make_train``'s ``loss_fn`` hook."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    name_mistake,
+    passed,
+    require_function,
+    run_answer,
+)
+
+
+def _gae_from_values_reference(
+    reward, value, value_last, value_final, terminated, truncated, gamma, lam, mistake=None
+):
+    """GAE by a plain loop over time, vectorised over environments; ``mistake`` plants one."""
+    value_tp1 = np.concatenate([value[1:], value_last[None]], axis=0)
+    if mistake == "last_zero":
+        value_tp1[-1] = 0.0
+    if mistake != "through_truncation":
+        value_tp1 = np.where(truncated, value_final, value_tp1)
+    done = terminated | truncated
+    no_bootstrap = {"truncation_as_termination": done, "termination_bootstraps": 0 * done}
+    not_terminated = 1.0 - no_bootstrap.get(mistake, terminated)
+    cut = {"cut_terminated": terminated, "no_cut": 0 * done}.get(mistake, done)
+    lam = {"lam_one": 1.0, "lam_zero": 0.0}.get(mistake, lam)
+    delta = reward + gamma * not_terminated * value_tp1 - value
+    advantages, carried = np.zeros_like(delta), np.zeros(delta.shape[1])
+    steps = range(len(delta)) if mistake == "forwards" else reversed(range(len(delta)))
+    for t in steps:
+        carried = delta[t] + gamma * lam * (1.0 - cut[t]) * carried
+        advantages[t] = carried
+    return advantages
+
+
+def check_gae_from_values(gae_from_values: Callable) -> None:
+    """Check ``gae_from_values(reward, value, value_last, value_final, terminated, truncated,
+    gamma, lam)``: GAE over a rollout that stores values, not next values.
+
+    A rollout of T steps of N auto-resetting environments stores ``reward``,
+    ``value`` (V of the observation each step started from), ``terminated`` and
+    ``truncated`` (bool, never both), all ``(T, N)``; ``value_last`` float32
+    ``(N,)``, V of the observation after the last step; and ``value_final``
+    float32 ``(T, N)``, V of the true final observation of each truncated step
+    (0 elsewhere). After an episode ends, ``value[t + 1]`` belongs to the next
+    episode. The answer is the advantages, float32 ``(T, N)``, of
+    :func:`companion.agents.ppo.gae` (Schulman et al., 2016) with
+    ``V(s_{t+1})`` = ``value_final[t]`` at a truncation, ``value[t + 1]``
+    otherwise (``value_last`` at ``t = T - 1``), and ``done = terminated | truncated``.
+
+    Raises:
+        CheckFailed: naming the mistake (the recursion cut with ``terminated``
+            instead of ``done``, or not cut, a truncation bootstrapping from the
+            next episode or not at all, a termination bootstrapping,
+            ``value_last`` ignored, lambda missing or zero, the recursion run
+            forwards, wrong shape).
+    """
+    require_function(gae_from_values, "gae_from_values")
+    rng = np.random.default_rng(20)
+    T, N = 7, 3
+    reward = (rng.uniform(size=(T, N)) < 0.3).astype(np.float32)
+    value = rng.uniform(0.1, 0.9, (T, N)).astype(np.float32)
+    value_last = rng.uniform(0.1, 0.9, N).astype(np.float32)
+    terminated = np.zeros((T, N), bool)
+    truncated = np.zeros((T, N), bool)
+    # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2 and a
+    # termination at t=5; env 2: truncations at t=0 and at the last step, t=6
+    terminated[[1, 5], [0, 1]] = True
+    truncated[[4, 2, 0, 6], [0, 1, 2, 2]] = True
+    value_final = np.where(truncated, rng.uniform(0.1, 0.9, (T, N)), 0.0).astype(np.float32)
+    gamma, lam = 0.9, 0.8
+    arrays = (reward, value, value_last, value_final, terminated, truncated)
+    got = run_answer(
+        gae_from_values,
+        *map(jnp.asarray, arrays),
+        gamma,
+        lam,
+        call="gae_from_values",
+        hint="Arguments: reward, value (7, 3), value_last (3,), value_final (7, 3), "
+        "terminated, truncated (7, 3) bool, gamma, lam",
+    )
+    got = check_shape(
+        got,
+        (T, N),
+        "gae_from_values(...) for 7 steps of 3 environments",
+        hint="One advantage per step and environment, time first.",
+    )
+    expected = _gae_from_values_reference(*arrays, gamma, lam)
+    if close(got, expected, rtol=1e-4, atol=1e-5):
+        passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
+        return
+    messages = {
+        "cut_terminated": "the recursion is cut with `terminated` instead of `done`: a "
+        "truncation ends the episode too, so multiply gamma * lam * A_{t+1} by "
+        "(1 - done_t), done = terminated | truncated",
+        "no_cut": "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} "
+        "by (1 - done_t)",
+        "through_truncation": "a truncated step bootstraps from value[t + 1], the first "
+        "observation of the next episode; use value_final[t], its true final observation",
+        "truncation_as_termination": "a truncation is treated as a termination: a "
+        "truncated step still bootstraps, from value_final[t]",
+        "termination_bootstraps": "a terminated step bootstraps: after a termination "
+        "V(s_{t+1}) is 0",
+        "last_zero": "the last step does not bootstrap: the rollout's end is not an "
+        "episode's end, use value_last for V(s_T)",
+        "lam_one": "lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}",
+        "lam_zero": "with lam = 0 you get the one-step TD error; lam must weight the later terms",
+        "forwards": "the advantages accumulate forwards in time; run the recursion backwards",
+    }
+    name_mistake(
+        got,
+        {
+            message: _gae_from_values_reference(*arrays, gamma, lam, mistake=name)
+            for name, message in messages.items()
+        },
+        "gae_from_values",
+    )
+    fail(f"gae_from_values gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+
+
+class _LinearActorCritic(eqx.Module):
+    """A linear actor-critic on the flattened image: cheap to build, enough for a loss."""
+
+    weight: jax.Array  # (5, 3 * rows * cols): 4 logits, then the value
+
+    def __call__(self, image):
+        out = self.weight @ image.reshape(-1)
+        return out[:4], out[4]
+
+
+def _fill_one_batch():
+    from companion.agents import ppo
+
+    rng = np.random.default_rng(30)
+    size = 16
+    model = _LinearActorCritic(jnp.asarray(rng.normal(0, 0.1, (5, 300)), jnp.float32))
+    image = rng.uniform(size=(size, 3, 10, 10)).astype(np.float32)
+    mask = rng.uniform(size=(size, 4)) < 0.6
+    mask[:, 0] = True
+    logits = np.einsum("ij,bj->bi", np.asarray(model.weight[:4]), image.reshape(size, -1))
+    shifted = np.where(mask, logits, -np.inf)
+    shifted -= shifted.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    action = np.array([rng.choice(np.flatnonzero(row)) for row in mask], np.int32)
+    old_log_prob = log_p[np.arange(size), action] + rng.normal(0, 0.2, size)  # ratios != 1
+    batch = ppo.Batch(
+        image=jnp.asarray(image),
+        action_mask=jnp.asarray(mask),
+        action=jnp.asarray(action),
+        log_prob=jnp.asarray(old_log_prob, jnp.float32),
+        value=jnp.asarray(rng.normal(size=size), jnp.float32),
+        advantage=jnp.asarray(rng.normal(size=size), jnp.float32),
+        target=jnp.asarray(rng.normal(size=size), jnp.float32),
+    )
+    return model, batch
+
+
+def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False):
+    """ppo.ppo_loss with the illegal logits filled with ``fill`` in the ratio."""
+    from companion.agents import ppo
+
+    clip_eps, vf_coef, ent_coef = coefs
+    logits, value = jax.vmap(model)(batch.image)
+    filled = jnp.where(batch.action_mask, logits, fill)
+    ratio = jnp.exp(ppo.log_prob(filled, batch.action) - batch.log_prob)
+    advantage = ppo.normalise(batch.advantage) if normalise else batch.advantage
+    policy_loss = -jnp.mean(ppo.clipped_surrogate(ratio, advantage, clip_eps))
+    value_loss = 0.5 * jnp.mean((value - batch.target) ** 2)
+    for_entropy = ppo.masked_logits(logits, batch.action_mask) if entropy_masked else filled
+    return policy_loss + vf_coef * value_loss - ent_coef * jnp.mean(ppo.entropy(for_entropy))
+
+
+def check_fill_one_loss(loss_fn: Callable) -> None:
+    """Check ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages)``:
+    :func:`companion.agents.ppo.ppo_loss` with the illegal logits filled with 1.0 (the
+    blog's mask bug), in the form ``ppo.make_train(config, loss_fn=...)`` accepts.
+
+    ``batch`` is a :class:`companion.agents.ppo.Batch` of 16 samples; the answer
+    is ``(loss, metrics)``: a float32 scalar and a dict of float32 scalars, and
+    it must run under ``jit`` with a finite gradient. The entropy may use the
+    1.0-filled or the correctly masked logits.
+
+    Raises:
+        CheckFailed: naming the mistake (a bare loss, metrics that are not
+            scalars, the correct -inf mask, a 0.0 fill, ``normalise_advantages``
+            or the coefficients ignored, a gradient that is not finite).
+    """
+    from companion.agents import ppo
+
+    require_function(loss_fn, "loss_fn")
+    model, batch = _fill_one_batch()
+    for coefs, normalise in (((0.2, 0.5, 0.01), True), ((0.1, 1.0, 0.05), False)):
+        call = f"loss_fn(model, batch, {', '.join(map(str, coefs))}, {normalise})"
+        out = run_answer(
+            eqx.filter_jit(loss_fn),
+            model,
+            batch,
+            *coefs,
+            normalise,
+            call=call,
+            hint="make_train calls it inside jit, as loss_fn(model, batch, clip_eps, vf_coef, "
+            "ent_coef, normalise_advantages)",
+        )
+        if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
+            fail(
+                f"{call} should return (loss, metrics), like ppo.ppo_loss: make_train needs "
+                "the metrics dict too (return {} if you have none)"
+            )
+        loss, metrics = out
+        loss = float(check_shape(loss, (), f"the loss of {call}", hint="A scalar."))
+        for name, value in metrics.items():
+            check_shape(value, (), f"metrics[{name!r}]", hint="make_train averages scalars.")
+        refs = [
+            float(_loss_with_fill(model, batch, coefs, normalise, 1.0, entropy_masked=masked))
+            for masked in (False, True)
+        ]
+        if any(close(loss, ref, rtol=1e-4, atol=1e-6) for ref in refs):
+            continue
+        name_mistake(
+            loss,
+            {
+                "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
+                "them with 1.0": ppo.ppo_loss(model, batch, *coefs, normalise)[0],
+                "illegal logits get 0.0; the bug to reproduce fills them with 1.0": (
+                    _loss_with_fill(model, batch, coefs, normalise, 0.0)
+                ),
+                "normalise_advantages is ignored: standardise the advantages only when it "
+                "is True (the fixed-maze configuration sets it False)": (
+                    _loss_with_fill(model, batch, coefs, not normalise, 1.0)
+                ),
+                "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
+                "make_train passes": _loss_with_fill(
+                    model, batch, (0.2, 0.5, 0.01), normalise, 1.0
+                ),
+            },
+            "loss_fn",
+        )
+        fail(f"{call} = {loss:.6f}, expected {refs[0]:.6f} (ppo_loss with the 1.0 fill)")
+    grads = eqx.filter_grad(lambda m: loss_fn(m, batch, 0.2, 0.5, 0.01, True)[0])(model)
+    if not all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree.leaves(grads)):
+        fail("loss_fn: its gradient with respect to the model is not finite")
+    passed("loss_fn is ppo_loss with the 1.0 fill, ready for make_train(config, loss_fn=...)")
