@@ -22,7 +22,7 @@ venv: $(VENV)/.installed
 
 # Unit tests, and every notebook executed on the tiny training budget.
 test: venv
-	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest
+	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -n auto --dist loadgroup
 
 # The notebooks in Colab's own package sets (tests/colab/*.txt, one per runtime line): the
 # setup cell must change none of Colab's packages, then every notebook runs on the tiny
@@ -33,8 +33,10 @@ colab-test: venv
 
 # The whole book, executing every notebook on the real budgets, into _build/html.
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
-# is not executed again. Any warning or cell error fails the build.
+# is not executed again, unless the companion package changed (tools/book_cache.py
+# then clears the cache). Any warning or cell error fails the build.
 book: venv
+	$(BIN)/python tools/book_cache.py
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
 
 # Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to

@@ -20,7 +20,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 #: The benchmark scripts, in the order they run.
-SCRIPTS = ("env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "ppo_maze")
+SCRIPTS = (
+    "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "source_posts"
+)
 
 
 def main(argv=None) -> dict:

@@ -1,4 +1,8 @@
-"""The two source posts, reimplemented faithfully, measured as the book measures its agents.
+"""The two source posts, reimplemented faithfully, and the book's agents, measured alike.
+
+The book's PPO (on the post's maze and on the book's medium maze, keys 0 and 1) and its DQN
+(keys 0 to 10) run in the same process with the same protocol (:mod:`book_agents`), and
+``comparisons`` in the JSON holds the same-run ratios. The posts' side:
 
 - **PPO on Maze** (:mod:`post_ppo`): the post's agent on its own medium maze
   as its generator draws it (4 start/target pairs), keys 0 and 1, 819,200
@@ -24,7 +28,7 @@
 Compile time is measured apart, once per configuration (later keys reuse the
 compiled programs and report the same compile time).
 
-    python benchmarks/source_posts.py           # about 5 minutes on 2 cores
+    python benchmarks/source_posts.py           # about 8 minutes on 2 cores
     python benchmarks/source_posts.py --quick   # tiny sizes, to keep the script working
 """
 

@@ -21,3 +21,56 @@ def no_key_reuse_check():
     on purpose (a student's mistake), which the self-checks must name rather than crash on."""
     with jax.debug_key_reuse(False):
         yield
+
+
+# --- notebooks: each runs once per test session ------------------------------------------
+
+import inspect  # noqa: E402
+import re  # noqa: E402
+
+import nbformat  # noqa: E402
+
+from notebook_runner import NOTEBOOKS, execute  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def executed_notebook():
+    """``run(path)``: the notebook at ``path`` executed on the tiny budget, once per session.
+
+    The chapter tests and the student-copy tests read the same execution. Under pytest-xdist
+    every test of one notebook runs in the same worker (see ``pytest_collection_modifyitems``),
+    so each notebook is still executed once."""
+    cache = {}
+
+    def run(path):
+        if path not in cache:
+            cache[path] = execute(nbformat.read(path, as_version=4), cwd=path.parent)
+        return cache[path]
+
+    return run
+
+
+_STEMS = {p.stem for p in NOTEBOOKS}
+
+
+def _notebook_of(item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        path = callspec.params.get("path")
+        if getattr(path, "stem", None) in _STEMS:
+            return path.stem
+    if "executed" in getattr(item, "fixturenames", ()) or "executed_notebook" in getattr(
+        item, "fixturenames", ()
+    ):
+        found = set(re.findall(r"(\d\d_[a-z_]+)\.ipynb", inspect.getsource(item.function)))
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker."""
+    for item in items:
+        stem = _notebook_of(item)
+        if stem is not None:
+            item.add_marker(pytest.mark.xdist_group(stem))

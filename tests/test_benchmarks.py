@@ -66,27 +66,6 @@ def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
     assert "rejax" in result or "rejax_skipped" in result
 
 
-def test_ppo_benchmark_quick_mode_writes_json(tmp_path):
-    result = _run_quick("ppo_maze.py", tmp_path)
-    assert result["quick"] is True and result["hardware"]["jax"]
-    agents = {(r["task"], r["agent"]) for r in result["runs"]}
-    assert agents == {(t, a) for t in ("medium", "random") for a in ("this book", "blog port")} | {
-        ("medium-blog", "blog port"), ("medium", "blog port, -inf mask")}
-    for r in result["runs"]:
-        assert r["compile_s"] > 0 and r["run_s"] > 0 and r["env_steps"] > 0
-        assert 0.0 <= r["final_success"] <= 1.0
-    assert result["random_steps_per_s_ratio"] > 0
-
-
-def test_blog_port_keeps_the_mask_bug_it_is_measured_with():
-    # The baseline is the blog's approach, bug included: its loss fills illegal logits with 1.0.
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import blog_ppo
-
-    assert blog_ppo.BlogConfig().mask_bug is True
-    assert blog_ppo.BlogConfig().num_updates * 32 * 128 == 819_200
-
-
 def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
     from companion.bench import find_results_dir, load_result
 
@@ -204,9 +183,8 @@ def test_run_all_lists_every_benchmark_script():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_all
 
-    # post_ppo, post_maze and post_dqn are modules that source_posts imports; source_posts
-    # is not in make bench yet
-    not_scripts = {"run_all", "blog_ppo", "post_ppo", "post_maze", "post_dqn", "source_posts"}
+    # post_ppo, post_maze, post_dqn and book_agents are modules that source_posts imports
+    not_scripts = {"run_all", "post_ppo", "post_maze", "post_dqn", "book_agents"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - not_scripts
     assert set(run_all.SCRIPTS) == scripts
     assert "benchmarks/run_all.py" in (ROOT / "Makefile").read_text()

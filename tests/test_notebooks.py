@@ -35,17 +35,10 @@ def test_notebook_structure(path):
     assert "## What you learned" in text and "## Exercises" in text
 
 
-@pytest.fixture(scope="module")
-def executed():
-    cache = {}
-
-    def run(path):
-        if path not in cache:
-            nb = nbformat.read(path, as_version=4)
-            cache[path] = execute(nb, cwd=path.parent)
-        return cache[path]
-
-    return run
+@pytest.fixture
+def executed(executed_notebook):
+    """Each notebook executed once per session (conftest.py), shared with tests/test_lab.py."""
+    return executed_notebook
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

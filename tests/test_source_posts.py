@@ -341,4 +341,15 @@ def test_source_posts_quick_mode_writes_json(tmp_path):
     for r in dqn:
         assert 0 < r["final_return"] <= 500 and 0 < r["best_return"] <= 500
         assert [e["env_steps"] for e in r["evals"]] == [100, 200]
-    assert len(result["summary"]) == len(result["ppo_runs"]) + 2
+    # the book's agents, measured the same way in the same run
+    (book_ppo,) = result["book_ppo_runs"]
+    assert book_ppo["task"] == "book-medium" and len(book_ppo["evals"]) == 2
+    assert [e["env_steps"] for e in book_ppo["evals"]] == [16_384, 32_768]
+    assert all(0 <= e["success"] <= 1 for e in book_ppo["evals"])
+    (book_dqn,) = result["book_dqn_runs"]
+    assert 0 < book_dqn["final_return"] <= 500 and 0 < book_dqn["best_return"] <= 500
+    assert book_dqn["evals"][-1]["env_steps"] == book_dqn["env_steps"]
+    compared = result["comparisons"]
+    assert set(compared["ppo"]) == {"post-medium", "book-medium"}
+    assert compared["dqn"]["post"]["seeds"] == 2 and compared["dqn"]["book"]["seeds"] == 1
+    assert len(result["summary"]) >= len(result["ppo_runs"]) + len(result["book_ppo_runs"]) + 5

@@ -1,0 +1,86 @@
+"""A table of how long each chapter took to execute in this build, by chapter title.
+
+``{chapter-times}`` in a page is replaced, once every notebook has been executed (or read
+from the execution cache), by a table with one row per executed chapter: its title (a
+link), the seconds its notebook took to run and whether it succeeded. The figures are
+myst-nb's execution records of the same build, the ones ``{nb-exec-table}`` shows; this
+table names chapters instead of file paths and leaves out the cache bookkeeping.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.addnodes import pending_xref
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.docutils import SphinxDirective
+
+_KEY = "has_chapter_times"
+
+
+class ChapterTimesNode(nodes.General, nodes.Element):
+    """Placeholder replaced by the table after all documents are read."""
+
+
+class ChapterTimes(SphinxDirective):
+    def run(self):
+        NbMetadataCollector.set_doc_data(self.env, self.env.docname, _KEY, True)
+        return [ChapterTimesNode()]
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _table(env, docname: str) -> nodes.table:
+    table = nodes.table(classes=["colwidths-auto"])
+    group = nodes.tgroup(cols=3)
+    table += group
+    for _ in range(3):
+        group += nodes.colspec(colwidth=33)
+    head = nodes.thead()
+    group += head
+    row = nodes.row()
+    head += row
+    for name in ("chapter", "execution time", "ran without error"):
+        row += nodes.entry("", nodes.paragraph(text=name))
+    body = nodes.tbody()
+    group += body
+    for target, data in sorted(NbMetadataCollector.get_doc_data(env).items()):
+        exec_data = data.get("exec_data")
+        if not exec_data:
+            continue
+        row = nodes.row()
+        body += row
+        link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
+                            refdomain="std", refexplicit=False, refwarn=True)
+        link += nodes.inline(text=str(env.titles[target].astext()) if target in env.titles else target)
+        row += nodes.entry("", nodes.paragraph("", "", link))
+        row += nodes.entry("", nodes.paragraph(text=_minutes(exec_data.get("runtime"))))
+        row += nodes.entry("", nodes.paragraph(text="yes" if exec_data.get("succeeded") else "no"))
+    return table
+
+
+class ChapterTimesTransform(SphinxPostTransform):
+    default_priority = 8  # before references are resolved
+
+    def run(self, **kwargs) -> None:
+        for node in list(self.document.findall(ChapterTimesNode)):
+            node.replace_self(_table(self.env, self.env.docname))
+
+
+def _pages_with_table(app: Sphinx, env):
+    if not NbMetadataCollector.new_exec_data(env):
+        return None
+    return [d for d, data in NbMetadataCollector.get_doc_data(env).items() if data.get(_KEY)]
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_node(ChapterTimesNode)
+    app.add_directive("chapter-times", ChapterTimes)
+    app.add_post_transform(ChapterTimesTransform)
+    app.connect("env-updated", _pages_with_table)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,68 @@
+"""Keep the book's execution cache honest about the companion package.
+
+jupyter-cache (behind ``make book``) re-executes a notebook when its code cells change, but
+it does not see the ``companion`` package the notebooks import: after a change to a helper,
+the cached outputs would show what the old helper did. This script fingerprints the package
+(every file under ``companion/``, sources and data) and, when the fingerprint differs from
+the one stored with the cache, clears the cache, so that the next build executes every
+notebook again (they all import the package). With the package unchanged it does nothing,
+and jupyter-cache re-executes only the notebooks whose code changed.
+
+    python tools/book_cache.py [--cache _build/.jupyter_cache]   # run by ``make book``
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAMP = "companion.sha256"
+
+
+def fingerprint(package: Path) -> str:
+    """SHA-256 over the relative paths and contents of every file in ``package``
+    (``__pycache__`` folders and ``.pyc`` files left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
+            continue
+        digest.update(str(path.relative_to(package)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def refresh(cache: Path, package: Path) -> bool:
+    """Clear ``cache`` if ``package`` changed since the fingerprint stored in it.
+
+    Returns:
+        True if the cache was cleared (or did not exist), False if it was kept.
+    """
+    current = fingerprint(package)
+    stamp = cache / STAMP
+    if stamp.is_file() and stamp.read_text().strip() == current:
+        return False
+    if cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True)
+    stamp.write_text(current + "\n")
+    return True
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=ROOT / "_build" / ".jupyter_cache")
+    parser.add_argument("--package", type=Path, default=ROOT / "companion")
+    args = parser.parse_args(argv)
+    if refresh(args.cache, args.package):
+        print(f"companion changed (or no cache yet): {args.cache} starts empty")
+    else:
+        print("companion unchanged: cached notebooks whose code did not change are reused")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
