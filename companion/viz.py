@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
 
+from companion._validate import positive_int
 from companion.envs.cartpole import DEFAULT_PARAMS, CartPoleParams
 from companion.envs.maze import maze_rgb
 
@@ -272,6 +273,7 @@ def animate_cartpole(
     interval_ms: int = 40,
     width_inches: float = 5.0,
     title: str | None = None,
+    max_frames: int = 125,
 ):
     """Animate a CartPole episode.
 
@@ -283,30 +285,43 @@ def animate_cartpole(
         interval_ms: delay between frames (gymnasium's time step is 20 ms).
         width_inches: width of the figure.
         title: optional title above the track.
+        max_frames: most frames to embed. A longer episode shows every k-th state
+            (k the smallest stride that fits), always ending on the last one, and
+            each frame lasts k times ``interval_ms``, so the episode plays at the
+            same speed; every frame's caption gives its true step. This keeps a
+            500-step episode to about 1 MB of page.
 
     Returns:
-        ``IPython.display.HTML`` with one frame per state and play controls.
+        ``IPython.display.HTML`` with play controls.
 
     Raises:
         TypeError: if ``states`` is not a list or tuple.
         ValueError: if it is empty or an item is not a single state.
     """
     physics = _cartpole_physics(states, "states")
+    max_frames = positive_int(max_frames, "max_frames")
+    stride = -(-len(physics) // max_frames)  # ceil
+    steps = list(range(0, len(physics), stride))
+    if steps[-1] != len(physics) - 1:
+        steps.append(len(physics) - 1)
     fig, ax = plt.subplots(figsize=(width_inches, width_inches * 0.42), dpi=80)
     cart, pole = _draw_cartpole(ax, params)
-    caption = ax.text(0.02, 0.92, "", transform=ax.transAxes, fontsize=8)
+    # room above the pole's highest tip (1.25 m) for the caption, which never covers it
+    ax.set_ylim(-0.4, 1.75)
+    caption = ax.text(0.02, 0.93, "", transform=ax.transAxes, fontsize=8, va="top")
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
 
-    def draw(t: int):
+    def draw(i: int):
+        t = steps[i]
         _place_cartpole(cart, pole, physics[t], params)
         caption.set_text(
             f"step {t}   x = {physics[t, 0]:+.2f} m   theta = {np.degrees(physics[t, 2]):+.1f} deg"
         )
         return cart, pole, caption
 
-    return _animation_html(fig, draw, len(physics), interval_ms)
+    return _animation_html(fig, draw, len(steps), interval_ms * stride)
 
 
 def figure_png(fig, dpi: int = 80) -> bytes:

@@ -154,6 +154,18 @@ def test_cartpole_animation_has_every_frame_and_closes_its_figure():
     assert _frame_count(html) == 4
 
 
+def test_long_cartpole_episodes_are_thinned_to_max_frames_and_keep_their_speed():
+    physics = [np.array([0.01 * t, 0.0, 0.0, 0.0], np.float32) for t in range(301)]
+    html = animate_cartpole(physics, max_frames=100, interval_ms=40).data
+    # stride ceil(301 / 100) = 4: steps 0, 4, ..., 300 (the last step is always shown)
+    assert _frame_count(html) == 76 and len(_pngs(html)) == 76
+    assert re.search(r"\b160\b", html)  # 4 x 40 ms per frame: the same playing speed
+    short = animate_cartpole(physics[:50], max_frames=100).data
+    assert _frame_count(short) == 50  # short episodes keep every step
+    with pytest.raises(ValueError, match="max_frames: expected a positive int, got 0"):
+        animate_cartpole(physics, max_frames=0)
+
+
 def test_cartpole_pole_is_drawn_at_its_angle():
     fig, ax = plt.subplots()
     show_cartpole(jnp.array([1.0, 0.0, 0.3, 0.0]), ax=ax)
