@@ -201,9 +201,9 @@ def show_maze(state: Any, ax=None, title: str | None = None):
     rows, cols = np.shape(state.walls)
     ax.set_xticks(range(cols))
     ax.set_yticks(range(rows))
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=9)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=12)
     return ax
 
 

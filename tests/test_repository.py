@@ -116,3 +116,14 @@ def test_every_notebook_opens_with_a_colab_badge():
         link = (f"https://colab.research.google.com/github/{repo}/blob/"
                 f"{config['repository']['branch']}/notebooks/{path.name}")
         assert first.cell_type == "markdown" and link in first.source, path.name
+
+
+def test_notebook_code_is_formatted_for_the_page_without_formatter_directives():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "format_notebooks.py"), "--check"],
+        capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stdout  # names each cell: run the tool without --check
