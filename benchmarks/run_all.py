@@ -4,7 +4,7 @@
 ``benchmarks/results``; this one adds ``benchmarks/results/bench.json`` with
 the wall time of every script and of the whole run, and the hardware.
 
-    python benchmarks/run_all.py            # the full sizes (under 15 minutes on 2 cores)
+    python benchmarks/run_all.py            # the full sizes (about 17 minutes on 2 cores)
     python benchmarks/run_all.py --quick    # every script on tiny sizes
 """
 
