@@ -325,9 +325,17 @@ def animate_cartpole(
 
 
 def figure_png(fig, dpi: int = 80) -> bytes:
-    """The PNG bytes of a matplotlib figure, which is then closed."""
+    """The PNG bytes of a matplotlib figure, which is then closed.
+
+    Raises:
+        TypeError: if ``fig`` is not a matplotlib ``Figure``.
+    """
     import io
 
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig: expected a matplotlib Figure, got {type(fig).__name__}")
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, format="png", dpi=dpi)
@@ -357,12 +365,14 @@ def step_explorer(draw: Callable[[int], Any], num_steps: int, *, description: st
         ``ipywidgets.VBox([slider, image])``; the last expression of a cell displays it.
 
     Raises:
+        TypeError: if ``draw`` is not callable or ``num_steps`` is not an int.
         ValueError: if ``num_steps < 1``.
     """
     import ipywidgets as widgets
 
-    if num_steps < 1:
-        raise ValueError(f"num_steps: expected at least 1 step, got {num_steps}")
+    if not callable(draw):
+        raise TypeError(f"draw: expected a function step -> Figure, got {type(draw).__name__}")
+    num_steps = positive_int(num_steps, "num_steps")
     slider = widgets.IntSlider(value=0, min=0, max=num_steps - 1, step=1, description=description)
     image = widgets.Image(value=figure_png(draw(0)), format="png")
 
