@@ -68,9 +68,11 @@ def _notebook_of(item) -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config, items):
-    """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker."""
-    for item in items:
-        stem = _notebook_of(item)
-        if stem is not None:
-            item.add_marker(pytest.mark.xdist_group(stem))
+def pytest_itemcollected(item):
+    """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker.
+
+    The mark is set as each test is collected: pytest-xdist reads the marks in its own
+    ``pytest_collection_modifyitems``, which may run before any conftest's."""
+    stem = _notebook_of(item)
+    if stem is not None:
+        item.add_marker(pytest.mark.xdist_group(stem))

@@ -11,6 +11,17 @@ IDS = [p.stem for p in NOTEBOOKS]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_notebooks_tests_share_one_worker(path, request):
+    """``make test`` runs the suite with ``pytest -n auto --dist loadgroup``: every test of one
+    notebook carries the notebook's group, so the tests that read its execution run in one
+    worker and the notebook is executed once (pytest-xdist 3.8 groups by a suffix of the test
+    id, which pytest 9 no longer lets it set; requirements.txt pins pytest 8)."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("runs under make test's pytest -n auto --dist loadgroup")
+    assert request.node.nodeid.endswith(f"@{path.stem}"), request.node.nodeid
+
+
 def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 5
 
