@@ -26,10 +26,11 @@ test: venv
 
 # The notebooks in Colab's own package sets (tests/colab/*.txt, one per runtime line): the
 # setup cell must change none of Colab's packages, then every notebook runs on the tiny
-# budget. Slow (about 6 minutes a runtime line); what the setup cell added is written to
-# _build/colab/. Downloads come from pip's cache when it has them.
+# budget. Slow (about 6 minutes a runtime line; the lines run side by side, one per core);
+# what the setup cell added is written to _build/colab/. Downloads come from pip's cache
+# when it has them.
 colab-test: venv
-	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -m colab tests/test_colab_runtime.py
+	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -m colab -n auto --dist loadgroup tests/test_colab_runtime.py
 
 # The whole book, executing every notebook on the real budgets, into _build/html.
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook

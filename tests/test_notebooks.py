@@ -41,6 +41,7 @@ def test_notebook_structure(path):
     nb = nbformat.read(path, as_version=4)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert "colab-setup" in first_code.metadata.get("tags", []), "first code cell is the setup cell"
+    assert "hide-input" in first_code.metadata["tags"], "the book shows the setup cell collapsed"
     text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "In this chapter you will" in text
     assert "## What you learned" in text and "## Exercises" in text

@@ -108,14 +108,19 @@ def test_companion_lower_bounds_hold_on_every_colab_runtime():
     assert checked >= 2 * 6  # jax, numpy, optax, matplotlib, ipython, ipywidgets on each line
 
 
-def test_every_notebook_opens_with_a_colab_badge():
+def test_every_notebook_opens_with_a_colab_badge_that_the_book_leaves_out():
+    """A notebook (on GitHub, in Jupyter) opens with its title and an Open-in-Colab badge; the
+    badge's cell is removed from the book, whose pages have a launch button for Colab."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     repo = config["repository"]["url"].removeprefix("https://github.com/")
+    assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     for path in NOTEBOOKS:
-        first = nbformat.read(path, as_version=4).cells[0]
+        title, badge = nbformat.read(path, as_version=4).cells[:2]
         link = (f"https://colab.research.google.com/github/{repo}/blob/"
                 f"{config['repository']['branch']}/notebooks/{path.name}")
-        assert first.cell_type == "markdown" and link in first.source, path.name
+        assert title.cell_type == "markdown" and title.source.startswith("# "), path.name
+        assert badge.cell_type == "markdown" and link in badge.source, path.name
+        assert badge.metadata.get("tags") == ["remove-cell"], path.name
 
 
 def test_notebook_code_is_formatted_for_the_page_without_formatter_directives():
