@@ -214,3 +214,25 @@ def test_step_explorer_redraws_the_figure_when_the_slider_moves():
     assert plt.get_fignums() == before  # every figure was closed
     with pytest.raises(ValueError, match="num_steps: expected a positive int"):
         step_explorer(_explorer_draw, 0)
+
+
+def test_animation_frames_are_palette_pngs_that_keep_the_picture():
+    """Frames are re-encoded with at most FRAME_COLORS colours: a page holds a 500-step
+    episode in under 0.8 MB, and a frame still shows the pole's colour and the caption."""
+    import io
+
+    from PIL import Image
+
+    from companion.viz import FRAME_COLORS
+
+    physics = [np.array([0.0, 0.0, 0.1, 0.0], np.float32)] * 500
+    html = animate_cartpole(physics).data
+    assert len(html) < 0.8e6
+    frames = _pngs(html)
+    assert len(frames) == 168  # stride 3 for at most 200 frames, and the last step
+    image = Image.open(io.BytesIO(frames[0]))
+    assert image.mode == "P" and len(image.getcolors()) <= FRAME_COLORS
+    rgb = np.asarray(image.convert("RGB")).reshape(-1, 3).astype(int)
+    # the pole (matplotlib's orange, #ff7f0e) and dark caption text survive the palette
+    assert (np.abs(rgb - [255, 127, 14]).sum(axis=1) < 30).sum() > 50
+    assert (rgb.sum(axis=1) < 100).sum() > 50
