@@ -40,3 +40,17 @@ def test_fingerprint_sees_renames_and_data_files(tmp_path):
     (package / "data").mkdir()
     (package / "data" / "weights.eqx").write_bytes(b"\x00\x01")
     assert len({before, renamed, fingerprint(package)}) == 3
+
+
+def test_a_change_also_clears_sphinxs_saved_environment(tmp_path):
+    """Sphinx reads again only the pages whose files changed: with its saved environment kept,
+    an unchanged notebook would not be executed at all after a helper changed."""
+    package, cache, doctrees = _package(tmp_path), tmp_path / "cache", tmp_path / ".doctrees"
+    refresh(cache, package, doctrees)
+    (doctrees / "environment.pickle").parent.mkdir()
+    (doctrees / "environment.pickle").write_bytes(b"env")
+    assert not refresh(cache, package, doctrees)
+    assert (doctrees / "environment.pickle").exists()
+    (package / "__init__.py").write_text("x = 2\n")
+    assert refresh(cache, package, doctrees)
+    assert not doctrees.exists()

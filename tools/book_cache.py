@@ -4,8 +4,9 @@ jupyter-cache (behind ``make book``) re-executes a notebook when its code cells 
 it does not see the ``companion`` package the notebooks import: after a change to a helper,
 the cached outputs would show what the old helper did. This script fingerprints the package
 (every file under ``companion/``, sources and data) and, when the fingerprint differs from
-the one stored with the cache, clears the cache, so that the next build executes every
-notebook again (they all import the package). With the package unchanged it does nothing,
+the one stored with the cache, clears the cache and Sphinx's saved environment
+(``_build/.doctrees``; without it Sphinx would not even read the unchanged notebooks again),
+so that the next build executes every notebook again (they all import the package). With the package unchanged it does nothing,
 and jupyter-cache re-executes only the notebooks whose code changed.
 
     python tools/book_cache.py [--cache _build/.jupyter_cache]   # run by ``make book``
@@ -35,7 +36,7 @@ def fingerprint(package: Path) -> str:
     return digest.hexdigest()
 
 
-def refresh(cache: Path, package: Path) -> bool:
+def refresh(cache: Path, package: Path, doctrees: Path | None = None) -> bool:
     """Clear ``cache`` if ``package`` changed since the fingerprint stored in it.
 
     Returns:
@@ -47,6 +48,8 @@ def refresh(cache: Path, package: Path) -> bool:
         return False
     if cache.exists():
         shutil.rmtree(cache)
+    if doctrees is not None and doctrees.exists():
+        shutil.rmtree(doctrees)
     cache.mkdir(parents=True)
     stamp.write_text(current + "\n")
     return True
@@ -56,8 +59,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=ROOT / "_build" / ".jupyter_cache")
     parser.add_argument("--package", type=Path, default=ROOT / "companion")
+    parser.add_argument("--doctrees", type=Path, default=ROOT / "_build" / ".doctrees")
     args = parser.parse_args(argv)
-    if refresh(args.cache, args.package):
+    if refresh(args.cache, args.package, args.doctrees):
         print(f"companion changed (or no cache yet): {args.cache} starts empty")
     else:
         print("companion unchanged: cached notebooks whose code did not change are reused")
