@@ -6,8 +6,9 @@ the cached outputs would show what the old helper did. This script fingerprints 
 (every file under ``companion/``, sources and data) and, when the fingerprint differs from
 the one stored with the cache, clears the cache and Sphinx's saved environment
 (``_build/.doctrees``; without it Sphinx would not even read the unchanged notebooks again),
-so that the next build executes every notebook again (they all import the package). With the package unchanged it does nothing,
-and jupyter-cache re-executes only the notebooks whose code changed.
+so that the next build executes every notebook again (they all import the package). With
+the package unchanged it does nothing, and jupyter-cache re-executes only the notebooks
+whose code changed.
 
     python tools/book_cache.py [--cache _build/.jupyter_cache]   # run by ``make book``
 """
@@ -37,7 +38,8 @@ def fingerprint(package: Path) -> str:
 
 
 def refresh(cache: Path, package: Path, doctrees: Path | None = None) -> bool:
-    """Clear ``cache`` if ``package`` changed since the fingerprint stored in it.
+    """Clear ``cache`` (and ``doctrees``, when given) if ``package`` changed since the
+    fingerprint stored in ``cache``.
 
     Returns:
         True if the cache was cleared (or did not exist), False if it was kept.
