@@ -76,6 +76,29 @@ def _stream_text(nb):
     return "".join(o.get("text", "") for _, o in outputs(nb))
 
 
+PAGE_COLUMNS = 100  # the width of the book's code column, in characters
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_printed_lines_fit_the_page(path, executed):
+    """Text a shown cell prints (streams and plain-text results) has no line over 100
+    characters, which would scroll sideways on the page: print a config or a spec one field
+    per line (``pprint``), wrap long messages (``textwrap``)."""
+    nb = executed(path)
+    for i, out in outputs(nb):
+        if {"remove-output", "remove-cell"} & set(nb.cells[i].metadata.get("tags", [])):
+            continue
+        data = out.get("data", {})
+        if out.output_type == "stream":
+            text = out.text
+        elif "text/plain" in data and not {"text/html", "image/png"} & set(data):
+            text = data["text/plain"]
+        else:
+            continue
+        long = [line for line in text.splitlines() if len(line.expandtabs()) > PAGE_COLUMNS]
+        assert not long, f"cell {i} prints a line of {len(long[0])} characters: {long[0][:120]}"
+
+
 def _html_outputs(nb):
     return [o["data"]["text/html"] for _, o in outputs(nb) if "text/html" in o.get("data", {})]
 
@@ -200,7 +223,7 @@ def test_ppo_chapter(executed):
     mine = next(line for line in text.splitlines() if line.startswith("loss in view:"))
     theirs = next(line for line in text.splitlines() if line.startswith("companion   :"))
     assert abs(float(mine.split(":")[1]) - float(theirs.split(":")[1])) < 1e-5
-    assert "mask with  -inf (correct): ratio mean 1.000, outside the clip range [0.8, 1.2]: 0%" in text
+    assert "mask with -inf (correct): ratio mean 1.000, outside [0.8, 1.2]: 0%" in text
     assert "traces for 3 calls with different keys: 1" in text
     assert "randint(0, n - 1) draws: [" in text and " 0]" in text.split("randint(0, n - 1) draws:")[1].splitlines()[0]
     assert text.count("check passed") == 4
