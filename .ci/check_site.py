@@ -1,4 +1,4 @@
-"""Check the built HTML book: every chapter page has its outputs and a Colab launch link.
+"""Check the built HTML book: every chapter page has its card, outputs and a Colab launch link.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -25,6 +25,8 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
     colab = f"https://colab.research.google.com/github/{url}/blob/{branch}/notebooks/{notebook.name}"
     if colab not in html:
         problems.append(f"{page.name}: no Colab launch link {colab}")
+    if "chapter-card" not in html or "to execute the notebook" not in html:
+        problems.append(f"{page.name}: no chapter card with the execution time")
     if "cell_output" not in html:
         problems.append(f"{page.name}: no cell outputs")
     if "Traceback (most recent call last)" in html or 'class="output traceback' in html:

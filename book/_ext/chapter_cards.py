@@ -1,0 +1,177 @@
+"""A chapter card under the title of every chapter page.
+
+The card says what the reader builds, which chapters to read first, how hard the chapter
+is, how long its notebook took to execute in the build that made the page (and on a Colab
+GPU, where that was measured), and links to the notebook in Colab. The facts come from one
+file, ``book/chapters.yml`` (see its header); the execution time is myst-nb's record of
+the same build (the figure ``{chapter-times}`` shows), so no number is typed by hand.
+
+A chapter without an entry, or an entry that names an unknown prerequisite or difficulty,
+fails the build with a message that names the chapter.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import yaml
+from docutils import nodes
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.addnodes import pending_xref
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+CARDS_FILE = "book/chapters.yml"
+DIFFICULTIES = ("introductory", "intermediate", "advanced")
+FIELDS = {"builds", "prerequisites", "difficulty", "gpu_seconds"}
+COLAB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
+
+
+def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
+    """Read and check the chapter cards file.
+
+    Args:
+        path: ``book/chapters.yml``.
+        chapters: the docnames of the chapter notebooks, in reading order.
+
+    Returns:
+        ``{docname: entry}`` for every chapter.
+
+    Raises:
+        ExtensionError: naming the chapter, if a chapter has no entry, an entry is for no
+            chapter, a field is unknown or missing, a prerequisite is not an earlier chapter,
+            or the difficulty is not one of ``DIFFICULTIES``.
+    """
+    cards = yaml.safe_load(path.read_text()) or {}
+    missing = [c for c in chapters if c not in cards]
+    extra = [c for c in cards if c not in chapters]
+    if missing or extra:
+        raise ExtensionError(
+            f"{path}: chapters without a card: {missing}; cards for no chapter: {extra}"
+        )
+    for i, name in enumerate(chapters):
+        card = cards[name]
+        unknown = set(card) - FIELDS
+        if unknown or not {"builds", "prerequisites", "difficulty"} <= set(card):
+            raise ExtensionError(
+                f"{path}: {name}: expected the fields builds, prerequisites, difficulty "
+                f"(and optionally gpu_seconds), got {sorted(card)}"
+            )
+        if card["difficulty"] not in DIFFICULTIES:
+            raise ExtensionError(
+                f"{path}: {name}: difficulty {card['difficulty']!r}, expected one of "
+                f"{DIFFICULTIES}"
+            )
+        for before in card["prerequisites"]:
+            if before not in chapters[:i]:
+                raise ExtensionError(
+                    f"{path}: {name}: prerequisite {before!r} is not an earlier chapter"
+                )
+    return cards
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _field(name: str, *body: nodes.Node) -> nodes.field:
+    return nodes.field("", nodes.field_name(text=name), nodes.field_body("", *body))
+
+
+def card_node(env, docname: str) -> nodes.Element:
+    """The card of ``docname`` as a docutils admonition (prerequisites as page links)."""
+    app = env.app
+    card = app.config.chapter_cards[docname]
+    fields = nodes.field_list()
+    fields += _field("You build", nodes.paragraph(text=card["builds"]))
+    before = nodes.paragraph()
+    for i, target in enumerate(card["prerequisites"]):
+        if i:
+            before += nodes.Text(", ")
+        link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
+                            refdomain="std", refexplicit=False, refwarn=True)
+        link += nodes.inline(text=target.split("/")[-1])
+        before += link
+    if not card["prerequisites"]:
+        before += nodes.Text("none: Python and NumPy")
+    fields += _field("Read first", before)
+    fields += _field("Difficulty", nodes.paragraph(text=card["difficulty"]))
+    exec_data = NbMetadataCollector.get_doc_data(env).get(docname, {}).get("exec_data") or {}
+    runtime = exec_data.get("runtime")
+    timing = (
+        f"{_duration(runtime)} to execute the notebook on the machine that built this page "
+        f"({_cpu()}, {os.cpu_count()} cores)"
+        if runtime is not None
+        else "not executed in this build"
+    )
+    if card.get("gpu_seconds") is not None:
+        timing += f"; {_duration(card['gpu_seconds'])} on a Colab GPU"
+    else:
+        timing += "; not measured on a GPU"
+    fields += _field("Time", nodes.paragraph(text=timing))
+    options = app.config.html_theme_options
+    repo = options.get("repository_url", "").removeprefix("https://github.com/")
+    colab = COLAB.format(
+        repo=repo, branch=options.get("repository_branch", "main"),
+        path=env.doc2path(docname, False),
+    )
+    fields += _field(
+        "Run it", nodes.paragraph("", "", nodes.reference("", "Open in Colab", refuri=colab))
+    )
+    box = nodes.admonition(classes=["chapter-card", "tip"])
+    box += nodes.title(text="This chapter at a glance")
+    box += fields
+    return box
+
+
+class ChapterCardTransform(SphinxPostTransform):
+    """Insert the card after the title of each chapter page (after all pages were read,
+    so that every execution time is known)."""
+
+    default_priority = 8  # before references are resolved
+
+    def run(self, **kwargs) -> None:
+        if self.env.docname not in self.app.config.chapter_cards:
+            return
+        section = next(iter(self.document.findall(nodes.section)), None)
+        if section is None:
+            raise ExtensionError(f"{self.env.docname}: a chapter page needs a title")
+        title = next(iter(section.findall(nodes.title)))
+        title.parent.insert(title.parent.index(title) + 1, card_node(self.env, self.env.docname))
+
+
+def _load(app: Sphinx, config) -> None:
+    chapters = sorted(
+        str(p.relative_to(app.srcdir).with_suffix(""))
+        for p in Path(app.srcdir, "notebooks").glob("*.ipynb")
+    )
+    config.chapter_cards = load_cards(Path(app.srcdir) / CARDS_FILE, chapters)
+
+
+def _every_page_with_a_card(app: Sphinx, env):
+    """Write every chapter page again when an execution time may have changed."""
+    if not NbMetadataCollector.new_exec_data(env):
+        return None
+    return list(app.config.chapter_cards)
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("chapter_cards", {}, "env")
+    app.connect("config-inited", _load)
+    app.add_post_transform(ChapterCardTransform)
+    app.connect("env-updated", _every_page_with_a_card)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,51 @@
+"""The chapter cards (book/chapters.yml, drawn by book/_ext/chapter_cards.py)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from sphinx.errors import ExtensionError
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from chapter_cards import CARDS_FILE, load_cards  # noqa: E402
+
+CHAPTERS = sorted(f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_every_chapter_has_a_card_and_prerequisites_come_earlier():
+    cards = load_cards(ROOT / CARDS_FILE, CHAPTERS)
+    assert list(cards) == CHAPTERS  # in reading order
+    assert cards["notebooks/01_jax_essentials"]["prerequisites"] == []
+    for card in cards.values():
+        assert card["builds"].endswith(".") and len(card["builds"]) <= 100
+
+
+def _write(tmp_path, cards):
+    path = tmp_path / "chapters.yml"
+    path.write_text(yaml.safe_dump(cards))
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (lambda c: c.pop("notebooks/02_neural_networks"), "notebooks/02_neural_networks"),
+        (lambda c: c.update({"notebooks/99_extra": c["notebooks/01_jax_essentials"]}),
+         "notebooks/99_extra"),
+        (lambda c: c["notebooks/03_maze_first_look"].update(difficulty="hard"), "'hard'"),
+        (lambda c: c["notebooks/02_neural_networks"].update(
+            prerequisites=["notebooks/06_dqn"]), "'notebooks/06_dqn' is not an earlier"),
+        (lambda c: c["notebooks/04_maze_in_depth"].pop("builds"),
+         "notebooks/04_maze_in_depth: expected the fields"),
+        (lambda c: c["notebooks/05_cartpole"].update(minutes=3), "'minutes'"),
+    ],
+    ids=["missing", "extra", "difficulty", "later prerequisite", "no builds", "unknown field"],
+)
+def test_a_bad_cards_file_fails_the_build_naming_the_chapter(tmp_path, change, named):
+    cards = yaml.safe_load((ROOT / CARDS_FILE).read_text())
+    change(cards)
+    with pytest.raises(ExtensionError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        load_cards(_write(tmp_path, cards), CHAPTERS)
