@@ -34,8 +34,8 @@ colab-test: venv
 
 # The whole book, executing every notebook on the real budgets, into _build/html.
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
-# is not executed again, unless the companion package changed (tools/book_cache.py
-# then clears the cache). Any warning or cell error fails the build.
+# is not executed again, unless the companion package or a quiz changed
+# (tools/book_cache.py then clears the cache). Any warning or cell error fails the build.
 book: venv
 	$(BIN)/python tools/book_cache.py
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going

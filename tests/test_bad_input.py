@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import companion
-from companion import bench, budget, replay, trees, viz
+from companion import bench, budget, quiz, replay, trees, viz
 from companion.agents import dqn, ppo
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
@@ -527,6 +527,21 @@ CASES = [
     Case('bench.load_result_or_note',
          lambda mp: bench.load_result_or_note('../secrets'),
          ValueError, 'name: expected a benchmark name'),
+    Case('quiz.check_quiz',
+         lambda mp: quiz.check_quiz(quiz.load_quiz('01_jax_essentials')[:3], 'q.json'),
+         ValueError, 'q.json: expected 4 to 6 questions, got 3'),
+    Case('quiz.check_quiz',
+         lambda mp: quiz.check_quiz('questions'),
+         TypeError, 'quiz: expected a list of questions, got str'),
+    Case('quiz.find_quiz_file',
+         lambda mp: quiz.find_quiz_file('06_dqn', start=3.5),
+         TypeError, 'start: expected a path or None, got float'),
+    Case('quiz.load_quiz',
+         lambda mp: quiz.load_quiz('../secrets'),
+         ValueError, 'chapter: expected a notebook name'),
+    Case('quiz.show_quiz',
+         lambda mp: quiz.show_quiz('06 dqn'),
+         ValueError, 'chapter: expected a notebook name'),
     Case('viz.figure_png',
          lambda mp: viz.figure_png(np.zeros((3, 3))),
          TypeError, 'fig: expected a matplotlib Figure, got ndarray'),

@@ -54,3 +54,16 @@ def test_a_change_also_clears_sphinxs_saved_environment(tmp_path):
     (package / "__init__.py").write_text("x = 2\n")
     assert refresh(cache, package, doctrees)
     assert not doctrees.exists()
+
+
+def test_a_changed_quiz_clears_the_cache_too(tmp_path):
+    """The quizzes are data that the notebooks embed in their pages when they run."""
+    package, cache = _package(tmp_path), tmp_path / "cache"
+    quizzes = tmp_path / "quizzes"
+    quizzes.mkdir()
+    (quizzes / "01_jax_essentials.json").write_text("[]")
+    assert refresh(cache, package, data=(quizzes,))
+    assert not refresh(cache, package, data=(quizzes,))
+    (quizzes / "01_jax_essentials.json").write_text('[{"question": "new"}]')
+    assert refresh(cache, package, data=(quizzes,))
+    assert not refresh(cache, package, data=(quizzes,))

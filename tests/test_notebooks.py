@@ -71,6 +71,18 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
                        for o in following), f"cell {i}: a widget without a static fallback"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_quiz_is_shown_with_its_questions_embedded(path, executed):
+    """The quiz cell leaves jupyterquiz's script in the notebook, with every question of the
+    chapter's quiz file in it, so that the static page draws the quiz with no server."""
+    nb = executed(path)
+    questions = json.loads((ROOT / "notebooks" / "quizzes" / f"{path.stem}.json").read_text())
+    scripts = [o["data"]["application/javascript"] for _, o in outputs(nb)
+               if "application/javascript" in o.get("data", {})]
+    embedded = [s for s in scripts if all(json.dumps(q["question"]) in s for q in questions)]
+    assert len(embedded) == 1, f"{path.name}: the quiz's script with its questions"
+
+
 def _stream_text(nb):
     """Everything the notebook printed, as one string."""
     return "".join(o.get("text", "") for _, o in outputs(nb))

@@ -1,0 +1,135 @@
+"""Each chapter's self-check quiz: load it, check it, show it with jupyterquiz.
+
+The questions live next to the notebooks, in ``notebooks/quizzes/<chapter>.json``, in
+jupyterquiz's format: a list of questions, each
+``{"question": str, "type": "multiple_choice", "answers": [{"answer": str,
+"correct": bool, "feedback": str}, ...]}``. jupyterquiz draws the quiz with JavaScript, so it
+works in Jupyter, in Colab and in the static pages of the book.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+#: Where :func:`load_quiz` downloads a quiz from when no local copy exists (Colab).
+QUIZ_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/notebooks/quizzes"
+#: How many questions a chapter's quiz has.
+MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
+
+
+def check_quiz(questions: Any, name: str = "quiz") -> None:
+    """Check a quiz: 4 to 6 single-choice questions, each with at least two answers, exactly
+    one of them correct, and feedback on every answer (why it is right or wrong).
+
+    Args:
+        questions: the decoded JSON of a quiz file (a list of dicts, see the module).
+        name: what to call the quiz in error messages (its file name).
+
+    Raises:
+        TypeError: if ``questions`` or one of its parts has the wrong type.
+        ValueError: naming the quiz and the question (1-based): the number of questions,
+            an unknown question type, fewer than two answers, not exactly one correct
+            answer, or an empty question, answer or feedback.
+    """
+    if not isinstance(questions, list):
+        raise TypeError(f"{name}: expected a list of questions, got {type(questions).__name__}")
+    if not MIN_QUESTIONS <= len(questions) <= MAX_QUESTIONS:
+        raise ValueError(
+            f"{name}: expected {MIN_QUESTIONS} to {MAX_QUESTIONS} questions, got {len(questions)}"
+        )
+    for i, q in enumerate(questions, start=1):
+        where = f"{name}, question {i}"
+        if not isinstance(q, dict) or not isinstance(q.get("answers"), list):
+            raise TypeError(f"{where}: expected a dict with a list of 'answers'")
+        if q.get("type") != "multiple_choice":
+            raise ValueError(f"{where}: type {q.get('type')!r}, expected 'multiple_choice'")
+        if not isinstance(q.get("question"), str) or not q["question"].strip():
+            raise ValueError(f"{where}: the question text is empty")
+        if len(q["answers"]) < 2:
+            raise ValueError(f"{where}: expected at least 2 answers, got {len(q['answers'])}")
+        correct = sum(a.get("correct") is True for a in q["answers"])
+        if correct != 1:
+            raise ValueError(f"{where}: expected exactly one correct answer, got {correct}")
+        for j, a in enumerate(q["answers"], start=1):
+            for field in ("answer", "feedback"):
+                if not isinstance(a.get(field), str) or not a[field].strip():
+                    raise ValueError(f"{where}, answer {j}: '{field}' is missing or empty")
+
+
+def find_quiz_file(chapter: str, start: str | os.PathLike | None = None) -> Path | None:
+    """``quizzes/<chapter>.json`` next to the notebooks, searched for from ``start`` (default:
+    the working directory) and its parents; ``None`` outside a checkout of the book.
+
+    Raises:
+        TypeError: if ``start`` is not a path.
+    """
+    if start is not None and not isinstance(start, (str, os.PathLike)):
+        raise TypeError(f"start: expected a path or None, got {type(start).__name__}")
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        for candidate in (folder / "quizzes", folder / "notebooks" / "quizzes"):
+            if (candidate / f"{chapter}.json").is_file():
+                return candidate / f"{chapter}.json"
+    return None
+
+
+def load_quiz(chapter: str) -> list[dict]:
+    """The checked quiz of ``chapter`` (a notebook's name, such as ``"06_dqn"``).
+
+    Read from ``notebooks/quizzes`` in a checkout of the book; elsewhere (Colab) downloaded
+    from :data:`QUIZ_URL`.
+
+    Raises:
+        ValueError: if ``chapter`` is not a plain name, or the quiz fails :func:`check_quiz`.
+        FileNotFoundError: if the quiz is neither local nor downloadable; the message says
+            whether the repository has no such file or could not be reached.
+    """
+    import urllib.error
+    import urllib.request
+
+    if not isinstance(chapter, str) or not re.fullmatch(r"[A-Za-z0-9_]+", chapter):
+        raise ValueError(f"chapter: expected a notebook name such as '06_dqn', got {chapter!r}")
+    path = find_quiz_file(chapter)
+    if path is not None:
+        questions = json.loads(path.read_text())
+    else:
+        url = f"{QUIZ_URL}/{chapter}.json"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                questions = json.loads(response.read().decode())
+        except urllib.error.HTTPError as exc:
+            raise FileNotFoundError(
+                f"chapter: no quiz {chapter!r} here or in the repository ({url} answered "
+                f"HTTP {exc.code})"
+            ) from exc
+        except OSError as exc:
+            raise FileNotFoundError(
+                f"chapter: no local quiz {chapter!r}, and {url} could not be reached "
+                f"(no network? {getattr(exc, 'reason', exc)})"
+            ) from exc
+    check_quiz(questions, f"{chapter}.json")
+    return questions
+
+
+def show_quiz(chapter: str) -> None:
+    """Show the quiz of ``chapter`` with jupyterquiz (answers shuffled, feedback on click).
+
+    Where the quiz cannot be loaded (Colab without network), prints why and that the book's
+    web page shows it, instead of failing the notebook.
+
+    Raises:
+        ValueError: if ``chapter`` is not a plain name or its quiz is malformed.
+    """
+    from jupyterquiz import display_quiz
+
+    try:
+        questions = load_quiz(chapter)
+    except FileNotFoundError as exc:
+        print(f"The quiz cannot be shown here: {str(exc).removeprefix('chapter: ')}.")
+        print("The book's web page shows it.")
+        return
+    display_quiz(questions, shuffle_answers=True, max_width=800)
