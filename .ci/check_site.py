@@ -1,9 +1,13 @@
-"""Check the built HTML book: every chapter page has its card, outputs and a Colab launch link.
+"""Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
+Chromium where it is installed) and a Colab launch link.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
 
+import json
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +18,21 @@ site = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "_build" / "html"
 config = yaml.safe_load((root / "_config.yml").read_text())
 url = config["repository"]["url"].removeprefix("https://github.com/")
 branch = config["repository"]["branch"]
+
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+                if shutil.which(b)), None)
+
+
+def rendered_questions(page: Path) -> int:
+    """How many quiz questions headless Chromium draws on ``page`` (jupyterquiz's JavaScript
+    makes one ``div.Quiz`` per question)."""
+    dom = subprocess.run(
+        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--virtual-time-budget=10000", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    return len(re.findall(r'class="Quiz"', dom))
+
 
 problems = []
 for notebook in sorted((root / "notebooks").glob("*.ipynb")):
@@ -35,6 +54,12 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         problems.append(f"{page.name}: a MyST directive is shown as raw text")
     if "application/vnd.jupyter.widget-view+json" in html and "static fallback" not in html:
         problems.append(f"{page.name}: a widget without a static fallback")
+    quiz = root / "notebooks" / "quizzes" / f"{notebook.stem}.json"
+    if BROWSER is not None and quiz.exists():
+        expected = len(json.loads(quiz.read_text()))
+        drawn = rendered_questions(page)
+        if drawn != expected:
+            problems.append(f"{page.name}: Chromium draws {drawn} quiz questions, not {expected}")
     for img in re.findall(r'<img[^>]+src="([^"]+)"', html):
         if img.startswith(("data:", "http://", "https://")):
             continue
@@ -44,4 +69,6 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
 if problems:
     print("\n".join(problems))
     sys.exit(1)
+if BROWSER is None:
+    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted")
 print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages OK")

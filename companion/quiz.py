@@ -3,7 +3,7 @@
 The questions live next to the notebooks, in ``notebooks/quizzes/<chapter>.json``, in
 jupyterquiz's format: a list of questions, each
 ``{"question": str, "type": "multiple_choice", "answers": [{"answer": str,
-"correct": bool, "feedback": str}, ...]}``. jupyterquiz draws the quiz with JavaScript, so it
+"correct": bool, "feedback": str}, ...]}``, texts in HTML (``<code>``, ``<em>``). jupyterquiz draws the quiz with JavaScript, so it
 works in Jupyter, in Colab and in the static pages of the book.
 """
 
@@ -23,7 +23,8 @@ MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
 
 def check_quiz(questions: Any, name: str = "quiz") -> None:
     """Check a quiz: 4 to 6 single-choice questions, each with at least two answers, exactly
-    one of them correct, and feedback on every answer (why it is right or wrong).
+    one of them correct, and feedback on every answer (why it is right or wrong). Texts are
+    HTML (jupyterquiz inserts them as HTML): Markdown backticks would show as they are.
 
     Args:
         questions: the decoded JSON of a quiz file (a list of dicts, see the module).
@@ -33,7 +34,7 @@ def check_quiz(questions: Any, name: str = "quiz") -> None:
         TypeError: if ``questions`` or one of its parts has the wrong type.
         ValueError: naming the quiz and the question (1-based): the number of questions,
             an unknown question type, fewer than two answers, not exactly one correct
-            answer, or an empty question, answer or feedback.
+            answer, an empty question, answer or feedback, or Markdown backticks.
     """
     if not isinstance(questions, list):
         raise TypeError(f"{name}: expected a list of questions, got {type(questions).__name__}")
@@ -54,10 +55,18 @@ def check_quiz(questions: Any, name: str = "quiz") -> None:
         correct = sum(a.get("correct") is True for a in q["answers"])
         if correct != 1:
             raise ValueError(f"{where}: expected exactly one correct answer, got {correct}")
+        texts = [("question", q["question"])]
         for j, a in enumerate(q["answers"], start=1):
             for field in ("answer", "feedback"):
                 if not isinstance(a.get(field), str) or not a[field].strip():
                     raise ValueError(f"{where}, answer {j}: '{field}' is missing or empty")
+                texts.append((f"answer {j} {field}", a[field]))
+        for what, text in texts:
+            if "`" in text:
+                raise ValueError(
+                    f"{where}: the {what} has Markdown backticks, which jupyterquiz shows as "
+                    "they are; write HTML (<code>...</code>)"
+                )
 
 
 def find_quiz_file(chapter: str, start: str | os.PathLike | None = None) -> Path | None:
