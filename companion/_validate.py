@@ -9,6 +9,8 @@ where they are made.
 from __future__ import annotations
 
 import numbers
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import jax
@@ -142,3 +144,16 @@ def prng_key(key: Any, name: str = "key") -> Any:
             f"from jax.random.PRNGKey), got dtype {dtype} and shape {tuple(key.shape)}"
         )
     return key
+
+
+def folder_and_parents(start: Any, name: str = "start") -> tuple[Path, ...]:
+    """``start`` (default: the working directory), resolved, followed by its parents: the
+    folders to search, in order, for a file of the book's repository.
+
+    Raises:
+        TypeError: if ``start`` is neither None nor a path.
+    """
+    if start is not None and not isinstance(start, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a path or None, got {type(start).__name__}")
+    here = Path(start or os.getcwd()).resolve()
+    return (here, *here.parents)

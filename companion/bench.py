@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import jax
 
-from companion._validate import positive_int
+from companion._validate import folder_and_parents, positive_int
 
 
 def hardware() -> dict:
@@ -204,13 +204,7 @@ def find_results_dir(start: str | os.PathLike | None = None):
     Raises:
         TypeError: if ``start`` is not a path.
     """
-    from pathlib import Path
-
-    if start is not None and not isinstance(start, (str, os.PathLike)):
-        raise TypeError(f"start: expected a path or None, got {type(start).__name__}")
-
-    here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
+    for folder in folder_and_parents(start):
         candidate = folder / "benchmarks" / "results"
         if candidate.is_dir():
             return candidate

@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from companion._validate import folder_and_parents
+
 #: Where :func:`load_quiz` downloads a quiz from when no local copy exists (Colab).
 QUIZ_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/notebooks/quizzes"
 #: How many questions a chapter's quiz has.
@@ -76,10 +78,7 @@ def find_quiz_file(chapter: str, start: str | os.PathLike | None = None) -> Path
     Raises:
         TypeError: if ``start`` is not a path.
     """
-    if start is not None and not isinstance(start, (str, os.PathLike)):
-        raise TypeError(f"start: expected a path or None, got {type(start).__name__}")
-    here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
+    for folder in folder_and_parents(start):
         for candidate in (folder / "quizzes", folder / "notebooks" / "quizzes"):
             if (candidate / f"{chapter}.json").is_file():
                 return candidate / f"{chapter}.json"
