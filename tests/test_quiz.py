@@ -115,3 +115,16 @@ def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
     quiz.show_quiz("06_dqn")
     printed = capsys.readouterr().out
     assert "could not be reached" in printed and "The book's web page shows it." in printed
+
+
+def test_the_right_answer_is_not_given_away_by_its_length():
+    """Answers are shuffled on the page, but a right answer that is always the longest one
+    gives itself away: across all quizzes it may be the longest in at most 40% of questions
+    (chance, with four answers, is 25%)."""
+    questions = [q for p in sorted(QUIZ_DIR.glob("*.json")) for q in json.loads(p.read_text())]
+    longest = sum(
+        max(len(a["answer"]) for a in q["answers"] if a["correct"])
+        > max(len(a["answer"]) for a in q["answers"] if not a["correct"])
+        for q in questions
+    )
+    assert longest <= 0.4 * len(questions), f"{longest} of {len(questions)}"
