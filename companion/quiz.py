@@ -36,7 +36,8 @@ def check_quiz(questions: Any, name: str = "quiz") -> None:
         TypeError: if ``questions`` or one of its parts has the wrong type.
         ValueError: naming the quiz and the question (1-based): the number of questions,
             an unknown question type, fewer than two answers, not exactly one correct
-            answer, an empty question, answer or feedback, or Markdown backticks.
+            answer, an empty question, answer or feedback, Markdown backticks, or an
+            escaped HTML tag.
     """
     if not isinstance(questions, list):
         raise TypeError(f"{name}: expected a list of questions, got {type(questions).__name__}")
@@ -64,6 +65,10 @@ def check_quiz(questions: Any, name: str = "quiz") -> None:
                     raise ValueError(f"{where}, answer {j}: '{field}' is missing or empty")
                 texts.append((f"answer {j} {field}", a[field]))
         for what, text in texts:
+            if re.search(r"&lt;/?[a-z]+&gt;", text):
+                raise ValueError(
+                    f"{where}: the {what} has an escaped HTML tag, which shows as text"
+                )
             if "`" in text:
                 raise ValueError(
                     f"{where}: the {what} has Markdown backticks, which jupyterquiz shows as "

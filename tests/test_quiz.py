@@ -55,11 +55,13 @@ def good():
          "question 3: expected at least 2 answers, got 1"),
         (lambda q: q[1]["answers"][0].update(feedback="Use `stop_gradient`."),
          "question 2: the answer 1 feedback has Markdown backticks"),
+        (lambda q: q[0].update(question="V(s&lt;sub&gt;t+1&lt;/sub&gt;)?"),
+         "question 1: the question has an escaped HTML tag"),
         (lambda q: q.pop(), "expected 4 to 6 questions, got 3"),
         (lambda q: q.extend(copy.deepcopy(q[:3])), "expected 4 to 6 questions, got 7"),
     ],
     ids=["two correct", "none correct", "no feedback", "empty answer", "other type",
-         "one answer", "markdown", "too few", "too many"],
+         "one answer", "markdown", "escaped tag", "too few", "too many"],
 )
 def test_a_broken_quiz_is_named_with_its_question(good, spoil, message):
     spoil(good)
