@@ -12,8 +12,7 @@ fails the build with a message that names the chapter.
 
 from __future__ import annotations
 
-import os
-import platform
+import functools
 from pathlib import Path
 
 import yaml
@@ -73,15 +72,13 @@ def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
     return cards
 
 
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+@functools.cache
+def _machine() -> str:
+    """The building machine as the benchmarks name it (``companion.bench.hardware``)."""
+    from companion.bench import hardware
+
+    hw = hardware()
+    return f"{hw['cpu']}, {hw['cpu_cores']} cores"
 
 
 def _duration(seconds: float) -> str:
@@ -114,7 +111,7 @@ def card_node(env, docname: str) -> nodes.Element:
     runtime = exec_data.get("runtime")
     timing = (
         f"{_duration(runtime)} to execute the notebook on the machine that built this page "
-        f"({_cpu()}, {os.cpu_count()} cores)"
+        f"({_machine()})"
         if runtime is not None
         else "not executed in this build"
     )
