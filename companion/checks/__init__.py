@@ -11,6 +11,7 @@ from companion.checks.basics import (
     check_noisy_batch,
     check_softplus_grad,
 )
+from companion.checks.bugs import check_collector, check_decayed_training, check_rollout_keys
 from companion.checks.core import CheckFailed
 from companion.checks.dqn import (
     check_double_dqn_target,
@@ -52,10 +53,12 @@ __all__ = [
     "check_balancing_policy",
     "check_batched_rollout",
     "check_buffer_bytes",
+    "check_collector",
     "check_clipped_objective",
     "check_gae",
     "check_gae_from_values",
     "check_masked_probs",
+    "check_decayed_training",
     "check_discounted_returns",
     "check_dual_clip_objective",
     "check_epsilon_masked_probs",
@@ -73,6 +76,7 @@ __all__ = [
     "check_n_step_target",
     "check_rollout_bytes",
     "check_per_example_grad_norms",
+    "check_rollout_keys",
     "check_sample",
     "check_sample_windows",
     "check_scan_rollout",
