@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,6 +33,7 @@ import numpy as np
 from companion._validate import positive_int
 from companion.agents import ppo
 from companion.envs import maze as maze_lib
+from companion.envs.autoreset import env_reset
 
 #: (row, col) offsets of jumanji's Maze actions 0 up, 1 right, 2 down, 3 left.
 MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
@@ -313,3 +315,169 @@ def agent_policy(model, walls: Any, agent: Any, target: Any) -> tuple[np.ndarray
         raise ValueError(f"agent: cell {a} has no legal move; the policy has nothing to choose")
     logits, probs, value = _policy(model, jnp.asarray(walls), jnp.asarray(a), jnp.asarray(t))
     return np.asarray(probs), int(jnp.argmax(logits)), float(value)
+
+
+#: Cell colours of the widget (as in :data:`companion.envs.maze.COLOURS`).
+_HEX = {
+    "free": "#ffffff",
+    "wall": "#29303d",
+    "agent": "#22882f",
+    "target": "#d9332a",
+    "visited": "#dcecd9",
+}
+
+
+class _Episode:
+    """The widget's state: walls, start, target, agent, steps, outcome, visited cells."""
+
+    def __init__(self, walls: np.ndarray, start: tuple, target: tuple, time_limit: int):
+        self.walls, self.start, self.target, self.time_limit = walls, start, target, time_limit
+        self.restart()
+
+    def restart(self) -> None:
+        self.agent, self.steps, self.reason, self.trail = self.start, 0, "", [self.start]
+
+    def status(self) -> str:
+        path = shortest_path(self.walls, self.start, self.target)
+        best = "none" if path is None else len(path) - 1
+        if self.agent == self.target:
+            return f"Reached the target in {self.steps} steps (shortest path: {best})."
+        if self.reason == "time limit":
+            return f"Time limit: {self.time_limit} steps (shortest path: {best})."
+        if not action_mask(self.walls, self.agent).any():
+            return "The agent has no legal move."
+        if path is None:
+            return "No path: walls separate the start from the target."
+        return f"Step {self.steps} of at most {self.time_limit}; shortest path: {best} steps."
+
+
+def maze_playground(
+    model=None,
+    walls: Any = None,
+    start: Any = None,
+    target: Any = None,
+    *,
+    key: jax.Array | None = None,
+    time_limit: int | None = None,
+    delay_s: float = 0.1,
+):
+    """An ipywidgets playground: edit a maze, step or run the agent, see its policy.
+
+    Click a cell to toggle a wall or, in the other modes, to place the start or the
+    target; Step takes the agent's greedy action (:func:`agent_policy`), Run steps
+    until the episode ends (:func:`step`: target, no legal move or time limit), Reset
+    puts the agent back on the start. The policy's four probabilities and the
+    shortest path length (:func:`shortest_path`) are shown beside the grid.
+
+    Args:
+        model: a network from ``ppo.make_model``; ``None`` loads
+            :func:`load_random_maze_agent`.
+        walls: bool array-like ``(rows, cols)``; ``None`` draws a jumanji random maze
+            (with its start and target) from ``key``.
+        start, target: ``(row, col)`` free cells; default the jumanji maze's, or
+            ``(0, 0)`` and ``(rows - 1, cols - 1)`` for given walls.
+        key: PRNG key for the random maze (default ``jax.random.key(0)``).
+        time_limit: steps per episode; default ``rows * cols`` (jumanji's).
+        delay_s: seconds between two steps of Run (so that the walk can be seen).
+
+    Returns:
+        ``ipywidgets.VBox``; the last expression of a cell displays it. Its
+        ``episode`` attribute holds the state and ``cells`` the grid's buttons.
+
+    Raises:
+        ValueError: for ``walls`` that are not a 2-D boolean grid (a bad shape), a
+            start or target outside it, on a wall, or both on the same cell.
+    """
+    import ipywidgets as widgets
+
+    if walls is None:
+        env = maze_lib.make_maze()
+        state, _ = env_reset(env, jax.random.key(0) if key is None else key)
+        walls = np.asarray(state.walls)
+        start = start or (int(state.agent_position.row), int(state.agent_position.col))
+        target = target or (int(state.target_position.row), int(state.target_position.col))
+    walls = np.array(_grid(walls))
+    rows, cols = walls.shape
+    start = maze_lib._cell((0, 0) if start is None else start, "start", walls)
+    target = maze_lib._cell((rows - 1, cols - 1) if target is None else target, "target", walls)
+    if start == target:
+        raise ValueError(f"start, target: both are cell {start}; expected two different cells")
+    limit = walls.size if time_limit is None else positive_int(time_limit, "time_limit")
+    model = load_random_maze_agent() if model is None else model
+    episode = _Episode(walls, start, target, limit)
+
+    mode = widgets.ToggleButtons(options=["wall", "start", "target"], description="click:")
+    cells = [
+        widgets.Button(layout=widgets.Layout(width="32px", height="32px", padding="0"))
+        for _ in range(rows * cols)
+    ]
+    grid = widgets.GridBox(
+        cells, layout=widgets.Layout(grid_template_columns=f"repeat({cols}, 32px)", grid_gap="0")
+    )
+    policy_html, status = widgets.HTML(), widgets.HTML()
+
+    def draw():
+        path = shortest_path(walls, episode.agent, episode.target) or []
+        for i, button in enumerate(cells):
+            cell = divmod(i, cols)
+            kind = "wall" if walls[cell] else "visited" if cell in episode.trail else "free"
+            kind = {episode.agent: "agent", episode.target: "target"}.get(cell, kind)
+            button.style.button_color = _HEX[kind]
+            button.description = "S" if cell == episode.start else "·" if cell in path else ""
+        lines = []
+        if episode.agent != episode.target and action_mask(walls, episode.agent).any():
+            probs, greedy, value = agent_policy(model, walls, episode.agent, episode.target)
+            for a, name in enumerate(maze_lib.ACTION_NAMES):
+                bar = "█" * int(round(20 * probs[a]))
+                mark = "<b>{}</b>" if a == greedy else "{}"
+                lines.append(mark.format(f"{name:>5} {probs[a]:.3f} {bar}"))
+            lines.append(f"V(s) = {value:.3f}")
+        policy_html.value = "<pre>" + "\n".join(lines) + "</pre>"
+        status.value = f"<b>{episode.status()}</b>"
+
+    def on_cell(i, _button=None):
+        cell = divmod(i, cols)
+        if mode.value == "wall" and cell not in (episode.start, episode.target):
+            walls[cell] = not walls[cell]
+        elif mode.value == "start" and not walls[cell] and cell != episode.target:
+            episode.start = cell
+        elif mode.value == "target" and not walls[cell] and cell != episode.start:
+            episode.target = cell
+        episode.restart()
+        draw()
+
+    def on_step(_button=None):
+        if episode.reason or episode.agent == episode.target:
+            return False
+        if not action_mask(walls, episode.agent).any():
+            episode.reason = "no legal move"
+            return False
+        _, greedy, _ = agent_policy(model, walls, episode.agent, episode.target)
+        result = step(walls, episode.agent, episode.target, greedy, episode.steps, limit)
+        episode.agent, episode.steps, episode.reason = (
+            result.agent,
+            result.step_count,
+            result.reason,
+        )
+        episode.trail.append(result.agent)
+        draw()
+        return not result.done
+
+    def on_run(_button=None):
+        while on_step():
+            time.sleep(delay_s)
+
+    def on_reset(_button=None):
+        episode.restart()
+        draw()
+
+    for i, button in enumerate(cells):
+        button.on_click(lambda b, i=i: on_cell(i))
+    buttons = []
+    for label, handler in [("Step", on_step), ("Run", on_run), ("Reset", on_reset)]:
+        buttons.append(widgets.Button(description=label))
+        buttons[-1].on_click(handler)
+    draw()
+    box = widgets.VBox([mode, widgets.HBox(buttons), widgets.HBox([grid, policy_html]), status])
+    box.episode, box.cells = episode, cells
+    return box

@@ -298,9 +298,10 @@ def standalone_page(folder: Path) -> Path:
     shutil.copytree(STATIC, folder / "_static" / "playground")
     page = folder / "book" / "playground.html"
     page.parent.mkdir()
-    page.write_text(
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{block}</body></html>"
-    )
+    # The book wraps the page in a section whose id is the title's slug: the script must
+    # leave it alone.
+    body = f'<section id="maze-playground"><h1>Maze playground</h1>{block}</section>'
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>")
     return page
 
 
@@ -329,5 +330,52 @@ def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path):
     ).stdout
     assert 'data-selftest="passed"' in dom, re.findall(r'data-selftest="[^"]*"', dom) or dom[-2000:]
     assert 'data-outcome="target"' in dom
+    assert "<h1>Maze playground</h1>" in dom
     assert len(re.findall(r'class="pg-cell[^"]*\bpg-wall\b', dom)) >= 9
     assert re.search(r"Reached the target in \d+ steps", dom)
+
+
+# --- the ipywidgets version -------------------------------------------------------------------
+
+
+def test_widget_edits_the_maze_and_runs_the_agent(model):
+    widgets = pytest.importorskip("ipywidgets")
+    walls = np.zeros((5, 5), bool)
+    box = playground.maze_playground(model, walls, (0, 0), (0, 4), delay_s=0)
+    assert isinstance(box, widgets.VBox)
+    mode, buttons = box.children[0], box.children[1].children
+    episode, cells = box.episode, box.cells
+    # A wall column with one gap, drawn by clicks: (0..3, 2) walls, (4, 2) free.
+    for r in range(4):
+        cells[r * 5 + 2].click()
+    assert episode.walls[:4, 2].all() and not episode.walls[4, 2]
+    assert not walls.any()  # the caller's array is left alone
+    assert "shortest path: 12 steps" in box.children[3].value
+    mode.value = "target"
+    cells[0 * 5 + 1].click()  # the target next to the start
+    assert episode.target == (0, 1)
+    buttons[1].click()  # Run
+    assert episode.agent == (0, 1) and episode.steps == 1
+    assert "Reached the target in 1 steps" in box.children[3].value
+    buttons[2].click()  # Reset
+    assert episode.agent == (0, 0) and episode.steps == 0 and episode.trail == [(0, 0)]
+    mode.value = "wall"
+    cells[0].click()  # the start is not a wall
+    assert not episode.walls[0, 0]
+
+
+def test_widget_time_limit_and_bad_grid(model):
+    pytest.importorskip("ipywidgets")
+    walls = np.zeros((3, 3), bool)
+    walls[1, :] = True  # no path from the top row to the bottom row
+    box = playground.maze_playground(model, walls, (0, 0), (2, 2), time_limit=5, delay_s=0)
+    assert "No path" in box.children[3].value
+    box.children[1].children[1].click()  # Run
+    assert box.episode.steps == 5 and box.episode.reason == "time limit"
+    assert box.episode.agent[0] == 0  # never crossed the wall
+    with pytest.raises(ValueError, match="walls: expected a 2-D array"):
+        playground.maze_playground(model, np.zeros(10, bool))
+    with pytest.raises(ValueError, match="target: cell \\(1, 1\\) is a wall"):
+        playground.maze_playground(model, walls, (0, 0), (1, 1))
+    with pytest.raises(ValueError, match="both are cell"):
+        playground.maze_playground(model, np.zeros((3, 3), bool), (0, 0), (0, 0))

@@ -1,13 +1,13 @@
 /*
  * The maze playground page: a 10 x 10 grid the reader edits, the agent of agent.js walking it.
  * Needs agent.js (MazeAgent) and weights.js (MAZE_PLAYGROUND_WEIGHTS) loaded first, and an
- * element with id "maze-playground". With "?selftest=1" in the address it draws a maze by
+ * element with id "playground-app". With "?selftest=1" in the address it draws a maze by
  * clicking, runs the agent and writes the outcome to data-selftest (for .ci/check_site.py).
  */
 (function () {
   'use strict';
   var A = window.MazeAgent, ROWS = 10, COLS = 10;
-  var root = document.getElementById('maze-playground');
+  var root = document.getElementById('playground-app');
   if (!root || !A || !window.MAZE_PLAYGROUND_WEIGHTS) return;
   var net = A.loadWeights(window.MAZE_PLAYGROUND_WEIGHTS);
   var selftest = /[?&]selftest=1/.test(window.location.search);
@@ -78,8 +78,8 @@
   });
   var valueLine = el('div', 'pg-small');
   side.appendChild(valueLine);
-  var legend = el('div', 'pg-small', 'Green: agent. Red: target. Dots: a shortest path ' +
-                  '(breadth-first search). Shaded: cells the agent has visited.');
+  var legend = el('div', 'pg-small', 'Green: agent (outlined: its start). Red: target. Dots: a ' +
+                  'shortest path (breadth-first search). Shaded: cells the agent has visited.');
   side.appendChild(legend);
   var status = el('p', 'pg-status');
   status.setAttribute('aria-live', 'polite');
@@ -162,6 +162,7 @@
       var at = [Math.floor(i / COLS), i % COLS], cls = 'pg-cell', label = 'free';
       if (s.walls[i]) { cls += ' pg-wall'; label = 'wall'; }
       if (seen[i]) cls += ' pg-visited';
+      if (same(at, s.start)) cls += ' pg-start';
       if (onPath[i]) cls += ' pg-path';
       if (same(at, s.target)) { cls += ' pg-target'; label = 'target'; }
       if (same(at, s.agent)) { cls += ' pg-agent'; label = 'agent'; }
