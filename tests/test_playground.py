@@ -6,6 +6,7 @@ The JavaScript runs in V8 through mini-racer (a pip wheel, pinned in requirement
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -47,6 +48,20 @@ def js():
 
 def _wall_string(walls) -> str:
     return "".join("1" if w else "0" for w in np.asarray(walls).ravel())
+
+
+def _js_maze(walls, agent, target) -> str:
+    """One maze as agent.js takes it, as JSON."""
+    rows, cols = np.shape(walls)
+    walls = np.asarray(walls).ravel().tolist()
+    maze = {"rows": rows, "cols": cols, "walls": walls, "agent": list(agent), "target": list(target)}
+    return json.dumps(maze)
+
+
+def _agent_and_target(state) -> tuple:
+    """``((row, col), (row, col))`` of a single Maze state's agent and target, as ints."""
+    agent = (int(state.agent_position.row), int(state.agent_position.col))
+    return agent, (int(state.target_position.row), int(state.target_position.col))
 
 
 def test_committed_weights_are_what_the_export_writes(model):
@@ -174,21 +189,14 @@ def test_step_equals_jumanji_and_javascript(js):
     for k, key in enumerate(jax.random.split(jax.random.key(7), 20)):
         state, _ = env_reset(env, key)
         walls = np.asarray(state.walls)
-        agent = (int(state.agent_position.row), int(state.agent_position.col))
-        target = (int(state.target_position.row), int(state.target_position.col))
+        agent, target = _agent_and_target(state)
         for t in range(time_limit):
             action = int(rng.integers(4))
             state, timestep = step(state, action)
             ours = playground.step(walls, agent, target, action, t, time_limit)
-            maze = {
-                "rows": 10,
-                "cols": 10,
-                "walls": walls.ravel().tolist(),
-                "agent": list(agent),
-                "target": list(target),
-            }
-            theirs = js(f"MazeAgent.step({json.dumps(maze)}, {action}, {t}, {time_limit})")
-            expected = (int(state.agent_position.row), int(state.agent_position.col))
+            maze = _js_maze(walls, agent, target)
+            theirs = js(f"MazeAgent.step({maze}, {action}, {t}, {time_limit})")
+            expected = _agent_and_target(state)[0]
             assert ours.agent == expected == tuple(theirs["agent"])
             assert ours.step_count == int(state.step_count) == theirs["stepCount"] == t + 1
             assert ours.done == bool(timestep.last()) == theirs["done"]
@@ -205,33 +213,18 @@ def test_shortest_path_equals_the_reference(js):
     for key in jax.random.split(jax.random.key(3), 30):
         state, _ = env_reset(env, key)
         walls = np.asarray(state.walls)
-        start = (int(state.agent_position.row), int(state.agent_position.col))
-        target = (int(state.target_position.row), int(state.target_position.col))
+        start, target = _agent_and_target(state)
         path = playground.shortest_path(walls, start, target)
         assert len(path) - 1 == maze_lib.shortest_path_length(walls, start, target)
         assert path[0] == start and path[-1] == target
-        for a, b in zip(path, path[1:]):
+        for a, b in itertools.pairwise(path):
             assert abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1 and not walls[b]
-        maze = {
-            "rows": 10,
-            "cols": 10,
-            "walls": walls.ravel().tolist(),
-            "agent": list(start),
-            "target": list(target),
-        }
-        js_path = js(f"MazeAgent.shortestPath({json.dumps(maze)})")
+        js_path = js(f"MazeAgent.shortestPath({_js_maze(walls, start, target)})")
         assert len(js_path) == len(path) and js_path[-1] == list(target)
     walls = np.zeros((3, 3), bool)
     walls[1, :] = True
     assert playground.shortest_path(walls, (0, 0), (2, 2)) is None
-    maze = {
-        "rows": 3,
-        "cols": 3,
-        "walls": walls.ravel().tolist(),
-        "agent": [0, 0],
-        "target": [2, 2],
-    }
-    assert js(f"MazeAgent.shortestPath({json.dumps(maze)})") is None
+    assert js(f"MazeAgent.shortestPath({_js_maze(walls, (0, 0), (2, 2))})") is None
 
 
 def test_javascript_random_mazes_are_connected_with_walls_on_odd_lines(js):
