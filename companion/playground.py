@@ -276,11 +276,11 @@ def _policy(model, walls, agent, target):
         ]
     )
     logits, value = model(image)
-    logits = ppo.masked_logits(logits, mask_of(walls, agent))
+    logits = ppo.masked_logits(logits, _mask_of(walls, agent))
     return logits, jax.nn.softmax(logits), value
 
 
-def mask_of(walls: jax.Array, agent: jax.Array) -> jax.Array:
+def _mask_of(walls: jax.Array, agent: jax.Array) -> jax.Array:
     """:func:`action_mask` in JAX (traceable): bool ``(4,)`` for bool walls ``(rows, cols)``
     and int ``agent`` ``(2,)``."""
     rows, cols = walls.shape
