@@ -54,7 +54,13 @@ def _js_maze(walls, agent, target) -> str:
     """One maze as agent.js takes it, as JSON."""
     rows, cols = np.shape(walls)
     walls = np.asarray(walls).ravel().tolist()
-    maze = {"rows": rows, "cols": cols, "walls": walls, "agent": list(agent), "target": list(target)}
+    maze = {
+        "rows": rows,
+        "cols": cols,
+        "walls": walls,
+        "agent": list(agent),
+        "target": list(target),
+    }
     return json.dumps(maze)
 
 
@@ -157,18 +163,27 @@ def _states_from_rollouts(model):
     return obs.walls[0], np.asarray(rows, np.int32), np.stack(kept_logits), np.stack(kept_value)
 
 
-def test_javascript_agent_equals_jax_on_random_mazes(js):
-    walls, rows, logits, value = _states_from_rollouts(playground.load_random_maze_agent())
-    assert len(rows) > 3 * NUM_MAZES
-    probs = np.asarray(jax.nn.softmax(logits, axis=-1))
-    greedy = np.argmax(logits, axis=-1)
+@pytest.fixture(scope="module")
+def rollout_states(model):
+    return _states_from_rollouts(model)
+
+
+def _js_policy(js, walls, rows):
     batch = {
         "rows": 10,
         "cols": 10,
         "walls": [_wall_string(w) for w in walls],
         "states": rows.tolist(),
     }
-    out = js(f"MazeAgent.policyBatch(MAZE_PLAYGROUND_WEIGHTS, {json.dumps(batch)})")
+    return js(f"MazeAgent.policyBatch(MAZE_PLAYGROUND_WEIGHTS, {json.dumps(batch)})")
+
+
+def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
+    walls, rows, logits, value = rollout_states
+    assert len(rows) > 3 * NUM_MAZES
+    probs = np.asarray(jax.nn.softmax(logits, axis=-1))
+    greedy = np.argmax(logits, axis=-1)
+    out = _js_policy(js, walls, rows)
     js_probs = np.asarray(out["probs"])
     # Illegal moves (jumanji's action mask): probability exactly 0 on both sides.
     illegal = np.isneginf(logits)
@@ -178,6 +193,28 @@ def test_javascript_agent_equals_jax_on_random_mazes(js):
     np.testing.assert_allclose(np.asarray(out["value"]), value, atol=1e-4, rtol=0)
     # The agent is far from uniform: the comparison would be weak if the weights were zero.
     assert np.mean(np.max(js_probs, axis=-1) > 0.9) > 0.5
+
+
+def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
+    """agent.js computes in float64: against JAX in float64 it agrees to rounding, so the
+    differences from float32 JAX (the test above) are float32 rounding, not a wrong formula."""
+    walls, rows, _, _ = rollout_states
+    rows = rows[:500]
+    masks = np.stack([playground.action_mask(walls[r[0]], r[1:3]) for r in rows])
+    with jax.enable_x64(True):
+        model64 = jax.tree.map(
+            lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model
+        )
+        images = np.zeros((len(rows), 3, 10, 10))
+        images[:, 0] = walls[rows[:, 0]]
+        images[np.arange(len(rows)), 1, rows[:, 1], rows[:, 2]] = 1.0
+        images[np.arange(len(rows)), 2, rows[:, 3], rows[:, 4]] = 1.0
+        logits, value = jax.vmap(model64)(jnp.asarray(images))
+        assert logits.dtype == jnp.float64
+        probs = np.asarray(jax.nn.softmax(ppo.masked_logits(logits, jnp.asarray(masks)), axis=-1))
+    out = _js_policy(js, walls, rows)
+    np.testing.assert_allclose(np.asarray(out["probs"]), probs, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(np.asarray(out["value"]), np.asarray(value), atol=1e-12, rtol=0)
 
 
 def test_step_equals_jumanji_and_javascript(js):
@@ -294,7 +331,9 @@ def standalone_page(folder: Path) -> Path:
     # The book wraps the page in a section whose id is the title's slug: the script must
     # leave it alone.
     body = f'<section id="maze-playground"><h1>Maze playground</h1>{block}</section>'
-    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>")
+    page.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>"
+    )
     return page
 
 
