@@ -1,5 +1,6 @@
 """Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
-Chromium where it is installed) and a Colab launch link.
+Chromium where it is installed) and a Colab launch link; the maze playground page has its
+scripts and, in Chromium, draws a maze by clicks and walks the agent to the target.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -34,6 +35,16 @@ def rendered_questions(page: Path) -> int:
     return len(re.findall(r'class="Quiz"', dom))
 
 
+def playground_selftest(page: Path) -> str:
+    """The DOM Chromium leaves after the playground's self-test (``?selftest=1``: cells are
+    clicked into a maze, the start and target placed, Run pressed)."""
+    return subprocess.run(
+        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--virtual-time-budget=20000", "--dump-dom", page.resolve().as_uri() + "?selftest=1"],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+
+
 problems = []
 for notebook in sorted((root / "notebooks").glob("*.ipynb")):
     page = site / "notebooks" / f"{notebook.stem}.html"
@@ -66,9 +77,31 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
 
+playground = site / "book" / "playground.html"
+if not playground.exists():
+    problems.append(f"{playground}: missing")
+else:
+    html = playground.read_text()
+    for script in ("weights.js", "agent.js", "playground.js", "playground.css"):
+        if f"_static/playground/{script}" not in html:
+            problems.append(f"playground.html: does not load {script}")
+        elif not (site / "_static" / "playground" / script).exists():
+            problems.append(f"playground.html: _static/playground/{script} is not in the site")
+    if "<noscript>" not in html:
+        problems.append("playground.html: no <noscript> message")
+    if BROWSER is not None:
+        dom = playground_selftest(playground)
+        if 'data-selftest="passed"' not in dom:
+            found = re.findall(r'data-selftest="[^"]*"', dom) or ["no self-test result"]
+            problems.append(f"playground.html: the agent did not reach the target: {found[0]}")
+        if "Maze playground" not in dom or "training distribution" not in dom:
+            problems.append("playground.html: the page's text is gone after its script ran")
+
 if problems:
     print("\n".join(problems))
     sys.exit(1)
 if BROWSER is None:
-    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted")
-print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages OK")
+    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted "
+          "and the playground was not run")
+print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages and the "
+      "playground OK")

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import companion
-from companion import bench, budget, quiz, replay, trees, viz
+from companion import bench, budget, playground, quiz, replay, trees, viz
 from companion.agents import dqn, ppo
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
@@ -590,6 +590,26 @@ CASES = [
     Case('checks.core.name_mistake',
          lambda mp: core.name_mistake(np.zeros(2), [1], 'f'),
          TypeError, 'mistakes: expected a dict'),
+    Case('playground.export_weights', lambda mp: playground.export_weights(object()),
+         TypeError, 'model: expected a PropagationActorCritic'),
+    Case('playground.weights_js', lambda mp: playground.weights_js(None),
+         TypeError, 'model: expected a PropagationActorCritic'),
+    Case('playground.action_mask', lambda mp: playground.action_mask(np.zeros((3, 3)), (0, 3)),
+         ValueError, 'agent: cell \\(0, 3\\) is outside the 3x3 maze'),
+    Case('playground.step', lambda mp: playground.step(np.zeros((3, 3)), (0, 0), (2, 2), 4),
+         ValueError, 'action: expected 0 \\(up\\)'),
+    Case('playground.step',
+         lambda mp: playground.step(np.zeros((3, 3)), (0, 0), (2, 2), 0, step_count=-1),
+         ValueError, 'step_count: expected an int >= 0'),
+    Case('playground.shortest_path',
+         lambda mp: playground.shortest_path(np.eye(3, dtype=bool), (0, 0), (2, 1)),
+         ValueError, 'start: cell \\(0, 0\\) is a wall'),
+    Case('playground.agent_policy',
+         lambda mp: playground.agent_policy(None, np.zeros(9), (0, 0), (2, 2)),
+         ValueError, 'walls: expected a 2-D array'),
+    Case('playground.maze_playground',
+         lambda mp: playground.maze_playground(None, np.zeros((2, 2, 2)), (0, 0), (1, 1)),
+         ValueError, 'walls: expected a 2-D array'),
 ]
 # fmt: on
 
@@ -679,6 +699,9 @@ EXEMPT = {
     "checks.core.fail": "raises CheckFailed by design",
     "checks.core.passed": "prints a line; any message is valid",
     "bench.hardware": "takes no arguments",
+    "playground.saved_agent_files": "takes no arguments",
+    "playground.load_random_maze_agent": "takes no arguments",
+    "playground.StepResult": "data container",
 }
 
 
