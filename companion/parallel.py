@@ -227,6 +227,12 @@ def make_data_parallel_step(
     return checked_step
 
 
+def _static_part(trainer: Any) -> Any:
+    """The non-trainable part of a PPO trainer's model, found without computing it."""
+    shapes = trainer.model(jax.eval_shape(trainer.init, jax.random.key(0)))
+    return eqx.partition(shapes, lambda x: isinstance(x, jax.ShapeDtypeStruct))[1]
+
+
 #: Metrics of one update that are counts (summed over devices) or rates weighted by them.
 _COUNTED = ("success_rate", "episode_length")
 
@@ -318,8 +324,7 @@ def make_data_parallel_train(
         return runner.params, metrics
 
     sharded = jax.jit(shard_map(on_each_device, mesh, in_specs=P(), out_specs=P()))
-    shapes = trainer.model(jax.eval_shape(trainer.init, jax.random.key(0)))
-    _, static = eqx.partition(shapes, lambda x: isinstance(x, jax.ShapeDtypeStruct))
+    static = _static_part(trainer)
 
     def train(key: jax.Array):
         prng_key(key)
@@ -371,4 +376,4 @@ def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any
         return runner.params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
 
     params, batch = collect(key)
-    return trainer.model(trainer.init(jax.random.key(0))._replace(params=params)), batch
+    return eqx.combine(params, _static_part(trainer)), batch

@@ -160,6 +160,31 @@ def main(out: str) -> None:
         "batch": error_of(lambda: step8(model, ppo.make_optimizer(PPO_TINY).init(params0),
                                         jax.tree.map(lambda x: x[:6], batch))),
     }  # fmt: skip
+    # 5. The exercise check on 8 devices names a sum and a missing all-reduce.
+    from companion.checks import check_data_parallel_grad
+
+    def mean_gradient(w, x, y, mesh, collective=jax.lax.pmean, check_vma=False):
+        def on_each_device(w, x, y):
+            return collective(jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w), "devices")
+
+        specs = (parallel.P(), parallel.P("devices"), parallel.P("devices"))
+        f = jax.shard_map(on_each_device, mesh=mesh, in_specs=specs, out_specs=parallel.P(),
+                          check_vma=check_vma)
+        return jax.jit(f)(w, x, y)
+
+    answers = {
+        "right": mean_gradient,
+        "psum": lambda *a: mean_gradient(*a, collective=jax.lax.psum),
+        "check_vma": lambda *a: mean_gradient(*a, check_vma=True),
+        "no_all_reduce": lambda *a: mean_gradient(*a, collective=lambda g, axis: g),
+    }
+    results["check_messages"] = {}
+    for name, answer in answers.items():
+        try:
+            check_data_parallel_grad(answer)
+            results["check_messages"][name] = "passed"
+        except AssertionError as exc:
+            results["check_messages"][name] = str(exc)
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
 

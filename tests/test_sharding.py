@@ -54,11 +54,13 @@ def test_data_parallel_step_equals_the_single_device_step(checks):
 
 
 def test_sharded_seeds_match_vmap(checks):
-    """PPO: equal to float32 rounding (XLA compiles a vmap of 1 seed per device and of 4
-    seeds differently; the order of some sums changes), every integer exactly. DQN, a
-    small MLP: bit for bit on this CPU."""
-    assert checks["ppo_seeds"]["float"] < 1e-5 and checks["ppo_seeds"]["int_leaves_differing"] == 0
-    assert checks["dqn_seeds"] == {"float": 0.0, "int_leaves_differing": 0}
+    """Equal to float32 rounding, every integer exactly: XLA compiles a vmap of 1 seed per
+    device and of 4 seeds as two programs and may order some sums differently (PPO differs
+    by about 1e-7 here; DQN's tiny run happens to agree bit for bit on this CPU, which is
+    not guaranteed)."""
+    for agent in ("ppo_seeds", "dqn_seeds"):
+        assert checks[agent]["float"] < 1e-5, checks[agent]
+        assert checks[agent]["int_leaves_differing"] == 0, checks[agent]
     assert checks["dqn_seeds_sharding"] == "P('devices',)"  # the seed axis stays split
 
 
@@ -96,3 +98,11 @@ def test_one_device_mesh_and_bad_meshes():
         parallel.shard_seeds(3, mesh)
     with pytest.raises(ValueError, match="keys: expected a batch of keys"):
         parallel.shard_seeds(lambda k: k, mesh)(jax.random.key(0))
+
+
+def test_the_exercise_check_names_mistakes_on_eight_devices(checks):
+    m = checks["check_messages"]
+    assert m["right"] == "passed"
+    assert m["psum"].startswith("mesh of 2 devices: 2 times the gradient"), m["psum"]
+    assert "check_vma" in m["check_vma"] and "2 times the gradient" in m["check_vma"]
+    assert "the devices' gradients never meet" in m["no_all_reduce"], m["no_all_reduce"]
