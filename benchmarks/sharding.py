@@ -45,6 +45,7 @@ import jax  # noqa: E402
 from companion import parallel  # noqa: E402
 from companion.agents import ppo  # noqa: E402
 from companion.bench import compile_and_time, result_header  # noqa: E402
+from scaling import _rates  # noqa: E402  (benchmarks/ is on the path of its scripts)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -52,13 +53,9 @@ CONFIG = ppo.FIXED_MAZE_CONFIG._replace(task="medium")
 
 
 def rate(timing: dict, steps: int) -> dict:
-    """Steps per second from a timing: median, and the spread from the slowest and fastest runs."""
-    return {
-        **timing,
-        "steps_per_s": steps / timing["median_s"],
-        "steps_per_s_low": steps / timing["max_s"],
-        "steps_per_s_high": steps / timing["min_s"],
-    }
+    """A timing with steps per second added: median, and the spread from the slowest and
+    fastest runs (the summary of ``benchmarks/scaling.py``)."""
+    return {**timing, **_rates(timing, steps)}
 
 
 def main(argv=None) -> dict:
