@@ -280,7 +280,7 @@ def test_many_devices_chapter(executed):
     assert len(gaps) == 2 and max(gaps) < 1e-6, gaps
     assert "all-reduce operation(s) in the compiled step" in text
     differ = next(line for line in text.splitlines() if line.startswith("parameters moved"))
-    moved, gap = (float(w.rstrip(";")) for w in (differ.split()[4], differ.split()[-1]))
+    moved, gap = (float(w.rstrip(";")) for w in (differ.split()[5], differ.split()[-1]))
     assert moved > 1e-3 and gap < 1e-6, differ
     assert "replica spread 0.0," in text
     seeds = next(line for line in text.splitlines() if "against vmap on one device" in line)
