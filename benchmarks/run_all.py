@@ -4,7 +4,7 @@
 ``benchmarks/results``; this one adds ``benchmarks/results/bench.json`` with
 the wall time of every script and of the whole run, and the hardware.
 
-    python benchmarks/run_all.py            # the full sizes (about 17 minutes on 2 cores)
+    python benchmarks/run_all.py            # the full sizes (about 20 minutes on 2 cores)
     python benchmarks/run_all.py --quick    # every script on tiny sizes
 """
 
@@ -21,7 +21,8 @@ HERE = Path(__file__).resolve().parent
 
 #: The benchmark scripts, in the order they run.
 SCRIPTS = (
-    "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "source_posts"
+    "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "source_posts",
+    "sharding",
 )
 
 

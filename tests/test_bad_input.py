@@ -25,6 +25,8 @@ from companion import bench, budget, playground, quiz, replay, trees, viz
 from companion.agents import dqn, ppo
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
+from companion.checks import parallel as parallel_checks
+from companion import parallel
 from companion.checks import ppo_rollout as ppo_rollout_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
 
@@ -626,6 +628,22 @@ CASES += [
         TypeError,
         "env: expected a jumanji Maze",
     ),
+    Case("parallel.make_mesh", lambda mp: parallel.make_mesh(0), ValueError, "num_devices"),
+    Case("parallel.make_mesh", lambda mp: parallel.make_mesh(1, ""), TypeError, "axis_name"),
+    Case("parallel.split_evenly", lambda mp: parallel.split_evenly(6, "cpu", "x"), TypeError,
+         "mesh: expected a 1-D jax.sharding.Mesh"),
+    Case("parallel.shard_seeds", lambda mp: parallel.shard_seeds(None, parallel.make_mesh()),
+         TypeError, "train: expected a function of a key"),
+    Case("parallel.shard_seeds", lambda mp: parallel.shard_seeds(lambda k: k, parallel.make_mesh())(
+        jax.numpy.zeros((2, 3))), TypeError, "keys"),
+    Case("parallel.make_data_parallel_step",
+         lambda mp: parallel.make_data_parallel_step(_tiny_ppo(), None), TypeError, "mesh"),
+    Case("parallel.make_data_parallel_train",
+         lambda mp: parallel.make_data_parallel_train(_tiny_ppo()._replace(num_envs=0),
+                                                      parallel.make_mesh()),
+         ValueError, "config.num_envs"),
+    Case("parallel.first_batch", lambda mp: parallel.first_batch(_tiny_ppo(), 3), TypeError,
+         "key: expected a PRNG key"),
 ]
 
 #: Every check names what it was given when it is not a function.
@@ -665,6 +683,7 @@ CHECKS = {
         "check_epsilon_masked_probs",
     ],
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
+    parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],
 }
 CASES += [
     Case(
@@ -679,6 +698,7 @@ CASES += [
 
 #: Public names without a bad-input row, and why.
 EXEMPT = {
+    "parallel.shard_map": "jax.shard_map with one flag set; JAX checks the arguments",
     # data containers (NamedTuples and equinox-free records) with no behaviour to misuse
     "agents.dqn.losses.Transition": "data container",
     "agents.dqn.train.DQNConfig": "data container; checked by agents.dqn.check_config",

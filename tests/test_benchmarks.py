@@ -207,3 +207,18 @@ def test_compile_and_time_compiles_apart_and_reports_program_memory():
     assert stopped["repeats"] == 2  # at least two runs, then the time limit stops it
     with pytest.raises(ValueError, match="repeats: expected a positive int"):
         compile_and_time(lambda v: v, (x,), repeats=0)
+
+
+def test_sharding_benchmark_quick_mode_writes_json(tmp_path):
+    """The script sets 8 simulated CPU devices for itself and measures meshes of 1 and 2."""
+    result = _run_quick("sharding.py", tmp_path)
+    assert result["quick"] is True and len(result["hardware"]["devices"]) == 8
+    assert set(result["data_parallel"]) == set(result["seeds"]) == {"1", "2"}
+    for r in (*result["data_parallel"].values(), *result["seeds"].values()):
+        assert r["steps_per_s_low"] <= r["steps_per_s"] <= r["steps_per_s_high"]
+    c = result["config"]
+    assert result["parameters"] > 0
+    assert result["gradient_steps_per_update"] == c["num_epochs"] * c["num_minibatches"]
+    base = result["single_device"]["steps_per_s"]
+    ratio = result["ratios"]["data_parallel_over_single_device"]["2"]
+    assert ratio == pytest.approx(result["data_parallel"]["2"]["steps_per_s"] / base)

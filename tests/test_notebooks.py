@@ -280,3 +280,28 @@ def test_performance_chapter(executed):
         assert row in joined, row
     assert "AMD" in joined or "Intel" in joined or "cores" in joined  # the machine is named
     assert len(_png_outputs(nb)) >= 3  # compile time, scaling, memory
+
+
+def test_many_devices_chapter(executed):
+    """On 8 simulated CPU devices: the data-parallel gradient and step equal one device's, the
+    compiled step has its all-reduce, the replicas agree, sharded seeds match vmap, the cost
+    table and the benchmark plot are drawn, and both exercise checks pass."""
+    nb = executed(ROOT / "notebooks" / "09_many_devices.ipynb")
+    text = _stream_text(nb)
+    assert "backend cpu: 8 device(s)" in text  # the first cell set XLA_FLAGS in time
+    gaps = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if "largest difference from one device" in line]
+    assert len(gaps) == 2 and max(gaps) < 1e-6, gaps
+    assert "all-reduce operation(s) in the compiled step" in text
+    differ = next(line for line in text.splitlines() if line.startswith("parameters moved"))
+    moved, gap = (float(w.rstrip(";")) for w in (differ.split()[5], differ.split()[-1]))
+    assert moved > 1e-3 and gap < 1e-6, differ
+    assert "replica spread 0.0," in text
+    seeds = next(line for line in text.splitlines() if "against vmap on one device" in line)
+    assert float(seeds.rsplit(" ", 1)[1]) < 1e-4, seeds  # the first update
+    assert "where the metrics live: P('devices',)" in text
+    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    assert any("| 8 | 391,811 |" in t for t in tables)  # 2 * 7/8 * 4 bytes * 55,973 parameters
+    assert any("seeds split / vmap on one device" in t for t in tables)
+    assert text.count("check passed") == 2
+    assert len(_png_outputs(nb)) >= 2  # training curves, benchmark

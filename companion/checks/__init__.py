@@ -27,6 +27,7 @@ from companion.checks.envs import (
     check_termination_and_truncation,
     check_up_first_policy,
 )
+from companion.checks.parallel import check_allreduce_bytes, check_data_parallel_grad
 from companion.checks.performance import (
     check_batched_rollout,
     check_buffer_bytes,
@@ -50,6 +51,8 @@ from companion.checks.networks import (
 
 __all__ = [
     "CheckFailed",
+    "check_allreduce_bytes",
+    "check_data_parallel_grad",
     "check_balancing_policy",
     "check_batched_rollout",
     "check_buffer_bytes",

@@ -251,7 +251,10 @@ class Trainer(NamedTuple):
 
 
 def make_trainer(
-    config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss, env: Any = None
+    config: PPOConfig = PPOConfig(),
+    loss_fn: Callable = ppo_loss,
+    env: Any = None,
+    axis_name: str | None = None,
 ) -> Trainer:
     """Build the training program of ``config`` in pieces (see :class:`Trainer`).
 
@@ -268,12 +271,20 @@ def make_trainer(
         env: ``None`` for the Maze of ``config.task``, or a jumanji Maze of your own
             (a layout from :class:`companion.envs.maze.FixedMazeGenerator`, another
             size, another time limit); ``config.task`` is then not used.
+        axis_name: ``None`` on one device. Inside ``shard_map`` over a device
+            mesh, the name of the mesh axis that splits the environments: each
+            minibatch gradient is then averaged over that axis
+            (``jax.lax.pmean``) before the optimiser step
+            (:func:`companion.parallel.make_data_parallel_train`).
 
     Raises:
         TypeError, ValueError: see :func:`check_config`; ``TypeError`` if
-            ``loss_fn`` is not callable or ``env`` is not a Maze.
+            ``loss_fn`` is not callable, ``env`` is not a Maze or ``axis_name``
+            is not ``None`` or a string.
     """
     check_config(config)
+    if axis_name is not None and not isinstance(axis_name, str):
+        raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function, got {type(loss_fn).__name__}")
     if env is None:
@@ -340,6 +351,8 @@ def make_trainer(
                 return loss_fn(model, batch, *coefs, config.normalise_advantages)
 
             (_, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
+            if axis_name is not None:  # data parallel: the devices' gradients meet here
+                grads = jax.lax.pmean(grads, axis_name)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), metrics
 

@@ -1,0 +1,97 @@
+"""Self-checks for the exercises of the chapter on many devices."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import close, fail, name_mistake, passed, require_function, run_answer
+
+
+def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
+    """Check ``allreduce_bytes(num_params, num_devices) -> int``: the bytes each device
+    sends in a ring all-reduce of ``num_params`` float32 gradients over ``num_devices``
+    devices, ``2 (n - 1) / n * 4 * num_params`` (reduce-scatter, then all-gather;
+    Patarasuk and Yuan, 2009).
+
+    Raises:
+        CheckFailed: naming the mistake (the factor 2, the (n - 1) / n, bytes per
+            float32, a non-zero cost on one device).
+    """
+    require_function(allreduce_bytes, "allreduce_bytes")
+    for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
+        got = run_answer(
+            allreduce_bytes, params, n, call=f"allreduce_bytes({params}, {n})",
+            hint="num_params and num_devices are ints",
+        )  # fmt: skip
+        right = 2 * (n - 1) / n * 4 * params
+        if close(got, right, rtol=1e-6, atol=0.5):
+            continue
+        where = f"allreduce_bytes({params}, {n}) = {got!r}, expected {right:g}"
+        if n == 1:
+            fail(f"{where}: one device has nothing to exchange; (n - 1) / n is 0")
+        name_mistake(float(got), {
+            "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
+            "all-gather, each sending (n - 1) / n of the gradients": right / 2,
+            "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
+            "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
+            "gradients per phase": 8.0 * params,
+            "multiplies by n - 1 instead of (n - 1) / n: each device sends chunks of 1/n "
+            "of the gradients, not whole copies": 8.0 * params * (n - 1),
+        }, where)  # fmt: skip
+        fail(f"{where} (2 (n - 1) / n x 4 bytes x num_params)")
+    passed("allreduce_bytes gives a ring all-reduce's bytes per device")
+
+
+def _mse_grad(w, x, y):
+    return jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+
+
+def check_data_parallel_grad(mean_gradient: Callable) -> None:
+    """Check ``mean_gradient(w, x, y, mesh)``: the gradient of the mean squared error
+    ``mean((x @ w - y) ** 2)`` with the rows of ``x`` (float32 ``(B, F)``) and ``y``
+    (``(B,)``) split over the 1-D ``mesh``, each device differentiating its part, the
+    parts' gradients averaged with ``jax.lax.pmean``; ``w`` float32 ``(F,)``, replicated.
+    It must equal ``jax.grad`` of the whole batch on one device, on every mesh of
+    1, 2, 4, ... of ``jax.devices()``.
+
+    Raises:
+        CheckFailed: naming the mistake (a sum instead of a mean, each device's own
+            gradient with no all-reduce, a wrong shape).
+    """
+    from companion.parallel import make_mesh
+
+    require_function(mean_gradient, "mean_gradient")
+    kx, ky, kw = jax.random.split(jax.random.key(5), 3)
+    x = jax.random.normal(kx, (16, 3))
+    y = jax.random.normal(ky, (16,))
+    w = jax.random.normal(kw, (3,))
+    right = _mse_grad(w, x, y)
+    sizes = [d for d in (1, 2, 4, 8) if d <= len(jax.devices())]
+    for d in sizes:
+        mesh = make_mesh(d)
+        got = run_answer(
+            mean_gradient, w, x, y, mesh, call=f"mean_gradient(w, x, y, mesh of {d})",
+            hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
+            "(P(), P(axis), P(axis))",
+        )  # fmt: skip
+        got = np.asarray(got)
+        if got.shape != (3,):
+            fail(f"mesh of {d}: the gradient has shape {got.shape}, expected (3,) like w")
+        if close(got, right, rtol=1e-5, atol=1e-5):
+            continue
+        where = f"mesh of {d} devices"
+        name_mistake(got, {
+            f"{d} times the gradient: the parts' gradients are summed, not averaged "
+            "(psum instead of pmean; or shard_map's check_vma is on, under which jax.grad "
+            "of a replicated w already sums over the devices: pass check_vma=False)":
+                d * right,
+            "the gradient of the first device's rows only: the devices' gradients never "
+            "meet; average them with jax.lax.pmean(grads, axis)":
+                _mse_grad(w, x[: 16 // d], y[: 16 // d]),
+        }, where)  # fmt: skip
+        fail(f"{where}: the gradient differs from jax.grad of the whole batch on one device")
+    passed(f"mean_gradient equals the whole batch's gradient on meshes of {sizes} devices")

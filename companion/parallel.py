@@ -1,0 +1,379 @@
+"""The book's agents over many devices, with JAX's own SPMD tools.
+
+A 1-D device mesh (:func:`make_mesh`, a ``jax.sharding.Mesh``) names the
+devices along one axis; ``shard_map`` runs one program per device on its slice
+of the inputs. Two ways to use the devices:
+
+- :func:`shard_seeds`: independent runs (seeds), ``S / D`` of them on each of
+  ``D`` devices, each device running ``jax.vmap(train)`` over its own keys. No
+  communication at all.
+- :func:`make_data_parallel_step` and :func:`make_data_parallel_train`: one
+  PPO run whose environments (the batch) are split over the devices; every
+  device computes the gradient of its part of each minibatch, the gradients
+  are averaged across devices (``jax.lax.pmean``, an all-reduce) and every
+  device applies the same optimiser step, so the parameters stay identical.
+  This is synchronous data parallelism (as in Goyal et al., 2017, for
+  supervised learning; the JAX sharding tutorials show the same pattern).
+
+Nothing here depends on the kind of device: the same code runs on
+``jax.devices()`` whether they are CPU cores simulated with
+``XLA_FLAGS=--xla_force_host_platform_device_count=8``, GPUs or TPU cores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, PartitionSpec as P
+
+from companion._validate import positive_int, prng_key
+from companion.agents.ppo.losses import ppo_loss
+from companion.agents.ppo.train import (
+    PPOConfig,
+    check_config,
+    make_optimizer,
+    make_trainer,
+    success_by_start,
+)
+
+
+def make_mesh(num_devices: int | None = None, axis_name: str = "devices") -> Mesh:
+    """A 1-D mesh of the first ``num_devices`` of ``jax.devices()``.
+
+    Args:
+        num_devices: how many devices (default: all of them).
+        axis_name: the name of the mesh axis, used in ``PartitionSpec`` and collectives.
+
+    Returns:
+        ``jax.sharding.Mesh`` of shape ``{axis_name: num_devices}``.
+
+    Raises:
+        TypeError, ValueError: if ``num_devices`` is not a positive int or more than
+            there are devices (the message says how to simulate more on a CPU), or
+            ``axis_name`` is not a non-empty str.
+    """
+    devices = jax.devices()
+    num_devices = len(devices) if num_devices is None else num_devices
+    positive_int(num_devices, "num_devices")
+    if num_devices > len(devices):
+        raise ValueError(
+            f"num_devices: {num_devices} requested, but JAX sees {len(devices)} "
+            f"({devices[0].platform}); on a CPU, set "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts"
+        )
+    if not isinstance(axis_name, str) or not axis_name:
+        raise TypeError(f"axis_name: expected a non-empty str, got {axis_name!r}")
+    return Mesh(np.array(devices[:num_devices]), (axis_name,))
+
+
+def _axis(mesh: Any) -> tuple[str, int]:
+    if not isinstance(mesh, Mesh) or len(mesh.axis_names) != 1:
+        raise TypeError(f"mesh: expected a 1-D jax.sharding.Mesh (make_mesh), got {mesh!r:.80}")
+    name = mesh.axis_names[0]
+    return name, mesh.shape[name]
+
+
+def split_evenly(size: int, mesh: Mesh, name: str) -> int:
+    """``size // D`` for a mesh of ``D`` devices: the part of ``size`` on each device.
+
+    Raises:
+        ValueError: naming ``name``, when ``D`` does not divide ``size``.
+    """
+    axis, num = _axis(mesh)
+    if size % num:
+        raise ValueError(
+            f"{name}: {size} does not split evenly over the mesh's {num} devices "
+            f"(axis {axis!r}); use a multiple of {num}"
+        )
+    return size // num
+
+
+def shard_map(f: Callable, mesh: Mesh, in_specs: Any, out_specs: Any) -> Callable:
+    """``jax.shard_map`` (JAX >= 0.6.1) or ``jax.experimental.shard_map`` (older), with
+    the replication check off: collectives are explicit, and ``jax.grad`` inside
+    ``f`` returns each device's own gradient (with the check on, JAX would sum the
+    gradients of replicated inputs over the devices by itself)."""
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(
+            f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+        )
+    from jax.experimental.shard_map import shard_map as legacy  # pragma: no cover
+
+    return legacy(f, mesh, in_specs, out_specs, check_rep=False)  # pragma: no cover
+
+
+def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
+    """``jax.vmap(train)`` with its seeds split over the devices of ``mesh``.
+
+    Args:
+        train: a function of one PRNG key, such as ``ppo.make_train(config)`` or
+            ``dqn.make_train(config)``.
+        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
+
+    Returns:
+        ``train_seeds(keys)``, jitted: ``keys`` holds ``S`` PRNG keys (typed keys of
+        shape ``(S,)`` or raw uint32 keys ``(S, 2)``); each device runs
+        ``jax.vmap(train)`` over its ``S / D`` keys, with no communication. The
+        result is ``jax.vmap(train)(keys)``: every leaf has leading axis ``S``,
+        sharded over the devices.
+
+    Raises:
+        TypeError: if ``train`` is not callable or ``mesh`` is not a 1-D mesh.
+        ValueError: (from ``train_seeds``) if ``D`` does not divide ``S``, naming ``keys``.
+    """
+    if not callable(train):
+        raise TypeError(f"train: expected a function of a key, got {type(train).__name__}")
+    axis, _ = _axis(mesh)
+    mapped = jax.jit(shard_map(jax.vmap(train), mesh, P(axis), P(axis)))
+
+    def train_seeds(keys: jax.Array):
+        shape = getattr(keys, "shape", ())
+        if len(shape) == 0:
+            raise ValueError(f"keys: expected a batch of keys (S,) or (S, 2), got {keys!r:.60}")
+        prng_key(jax.ShapeDtypeStruct(shape[1:], keys.dtype), "keys[i]")  # reads no key
+        split_evenly(keys.shape[0], mesh, "keys (the number of seeds)")
+        return mapped(keys)
+
+    return train_seeds
+
+
+def _global_normalise(loss_fn: Callable, axis: str) -> Callable:
+    """``loss_fn`` whose advantage standardisation uses the mean and standard deviation
+    of the whole minibatch across devices (``pmean``), not of this device's part, so
+    that it equals :func:`~companion.agents.ppo.normalise` on one device."""
+
+    def loss(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages=True):
+        if normalise_advantages:
+            a = batch.advantage
+            mean = jax.lax.pmean(a.mean(), axis)
+            std = jnp.sqrt(jax.lax.pmean(jnp.mean((a - mean) ** 2), axis))
+            batch = batch._replace(advantage=(a - mean) / (std + 1e-8))
+        return loss_fn(model, batch, clip_eps, vf_coef, ent_coef, False)
+
+    return loss
+
+
+def make_data_parallel_step(
+    config: PPOConfig, mesh: Mesh, loss_fn: Callable = ppo_loss
+) -> Callable:
+    """One PPO minibatch step with the minibatch split over the devices of ``mesh``.
+
+    Each device computes ``loss_fn`` and its gradient on its ``B / D``
+    transitions; ``jax.lax.pmean`` averages the gradients (an all-reduce);
+    every device then applies the same optimiser step (:func:`make_optimizer`
+    of ``config``), so the parameters stay identical on all devices. Because the
+    loss is a mean over the minibatch and the parts are equal in size, the
+    mean of the parts' gradients is the whole minibatch's gradient: the step
+    equals the single-device step up to float32 rounding (sums in another order).
+    Advantages are standardised with the whole minibatch's statistics.
+
+    Args:
+        config: the hyperparameters (:class:`~companion.agents.ppo.PPOConfig`).
+        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
+        loss_fn: the minibatch loss (:func:`~companion.agents.ppo.ppo_loss`'s
+            signature); it must be a mean over the minibatch.
+
+    Returns:
+        ``step(model, opt_state, batch) -> (model, opt_state, loss, metrics)``:
+        ``batch`` a :class:`~companion.agents.ppo.Batch` of ``B`` transitions
+        (leading axis ``B``); ``loss`` float32 ``()`` and ``metrics`` (dict of
+        float32 ``()``), averaged over the devices. ``step.lower(model, opt_state,
+        batch)`` lowers it without running it (``.compile().as_text()``: the program).
+
+    Raises:
+        TypeError, ValueError: for a config that cannot run (``check_config``) or a
+            mesh that is not 1-D; from ``step``, a ``ValueError`` naming the batch when
+            ``D`` does not divide ``B``.
+    """
+    check_config(config)
+    axis, _ = _axis(mesh)
+    optimizer = make_optimizer(config)
+    loss_of_part = _global_normalise(loss_fn, axis)
+    coefs = (config.clip_eps, config.vf_coef, config.ent_coef, config.normalise_advantages)
+
+    def on_each_device(params, static, opt_state, batch):
+        def loss(p):
+            return loss_of_part(eqx.combine(p, static), batch, *coefs)
+
+        (value, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+        grads = jax.lax.pmean(grads, axis)  # the all-reduce: each device gets the mean
+        value, metrics = jax.lax.pmean((value, metrics), axis)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value, metrics
+
+    @eqx.filter_jit
+    def step(model, opt_state, batch):
+        params, static = eqx.partition(model, eqx.is_inexact_array)
+        sharded = shard_map(
+            lambda p, o, b: on_each_device(p, static, o, b),
+            mesh,
+            in_specs=(P(), P(), P(axis)),
+            out_specs=P(),
+        )
+        params, opt_state, value, metrics = sharded(params, opt_state, batch)
+        return eqx.combine(params, static), opt_state, value, metrics
+
+    def checked_step(model, opt_state, batch):
+        size = jax.tree.leaves(batch)[0].shape[0]
+        split_evenly(size, mesh, "batch (the minibatch size)")
+        return step(model, opt_state, batch)
+
+    checked_step.lower = step.lower  # step.lower(...).compile().as_text(): the program
+    return checked_step
+
+
+def _static_part(trainer: Any) -> Any:
+    """The non-trainable part of a PPO trainer's model, found without computing it."""
+    shapes = trainer.model(jax.eval_shape(trainer.init, jax.random.key(0)))
+    return eqx.partition(shapes, lambda x: isinstance(x, jax.ShapeDtypeStruct))[1]
+
+
+#: Metrics of one update that are counts (summed over devices) or rates weighted by them.
+_COUNTED = ("success_rate", "episode_length")
+
+
+def _combine_metrics(metrics: dict, axis: str, num_devices: int) -> dict:
+    """Per-device metrics of each update -> the whole batch's (inside ``shard_map``)."""
+    episodes = metrics["episodes"]
+    total = jax.lax.psum(episodes, axis)
+    out = {}
+    for name, value in metrics.items():
+        if name in _COUNTED:  # rates over episodes: weight each device by its episodes
+            weighted = jax.lax.psum(jnp.nan_to_num(value) * episodes, axis)
+            out[name] = jnp.where(total > 0, weighted / jnp.maximum(total, 1.0), jnp.nan)
+        elif name == "episodes":
+            out[name] = total
+        elif name == "env_steps":
+            out[name] = value * num_devices
+        else:  # means over equal parts: the mean of the devices' means
+            out[name] = jax.lax.pmean(value, axis)
+    return out
+
+
+def make_data_parallel_train(
+    config: PPOConfig, mesh: Mesh, loss_fn: Callable = ppo_loss, env: Any = None
+) -> Callable:
+    """PPO training with the environments split over the devices of ``mesh``.
+
+    Each of the ``D`` devices steps ``num_envs / D`` environments, computes GAE
+    on its own rollouts, shuffles its own transitions into ``num_minibatches``
+    parts of ``minibatch / D`` transitions, and takes the gradient of each part;
+    the gradients are averaged across devices before every optimiser step
+    (``make_trainer(..., axis_name=...)``), with advantages standardised over
+    the whole minibatch, as in :func:`make_data_parallel_step`. The model and
+    the optimiser start identical on every device (from one key) and stay so.
+    Each device's environments and shuffles use their own keys
+    (``fold_in(key, device index)``), so the run differs from ``make_train``'s
+    in its random draws but not in its algorithm: every update sees
+    ``num_envs * num_steps`` transitions and takes the same number of steps.
+
+    Args:
+        config: the hyperparameters; ``num_envs`` is the total over all devices
+            (``progress_bar`` is ignored).
+        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
+        loss_fn, env: as in :func:`~companion.agents.ppo.make_train`.
+
+    Returns:
+        ``train(key) -> (model, metrics)``, jitted, with ``make_train``'s metrics
+        over all devices (episodes summed, rates weighted by episodes, loss
+        metrics averaged), plus ``replica_spread``, float32 ``()``: the largest
+        difference between the devices' copies of any parameter at the end
+        (0.0 when they agree exactly).
+
+    Raises:
+        TypeError, ValueError: for a config that cannot run; a ``ValueError``
+            naming ``config.num_envs`` when ``D`` does not divide it, or
+            ``config.num_minibatches`` when each device's share of the batch does
+            not divide into that many minibatches.
+    """
+    check_config(config)
+    axis, num = _axis(mesh)
+    local_envs = split_evenly(config.num_envs, mesh, "config.num_envs")
+    local_batch = local_envs * config.num_steps
+    if local_batch % config.num_minibatches:
+        raise ValueError(
+            f"config.num_minibatches: {config.num_minibatches} does not divide each device's "
+            f"batch of num_envs / {num} * num_steps = {local_batch} transitions"
+        )
+    local = config._replace(
+        num_envs=local_envs,
+        total_timesteps=config.num_updates * local_batch,
+        progress_bar=False,
+    )
+    trainer = make_trainer(local, _global_normalise(loss_fn, axis), env, axis_name=axis)
+
+    def on_each_device(key):
+        model_key, env_key = jax.random.split(key)
+        shared = trainer.init(model_key)  # the same model and optimiser on every device
+        own_key = jax.random.fold_in(env_key, jax.lax.axis_index(axis))
+        runner = trainer.init(own_key)._replace(params=shared.params, opt_state=shared.opt_state)
+        runner, metrics = trainer.run(runner, local.num_updates)
+        metrics = _combine_metrics(metrics, axis, num)
+        counts = {f: jax.lax.psum(getattr(runner, f), axis) for f in ("started", "ended", "succeeded")}
+        metrics["success_by_start"] = success_by_start(runner._replace(**counts))
+        spreads = [
+            jnp.max(jax.lax.pmax(p, axis) - jax.lax.pmin(p, axis))
+            for p in jax.tree.leaves(runner.params)
+        ]
+        metrics["replica_spread"] = jnp.max(jnp.stack(spreads))
+        return runner.params, metrics
+
+    sharded = jax.jit(shard_map(on_each_device, mesh, in_specs=P(), out_specs=P()))
+    static = _static_part(trainer)
+
+    def train(key: jax.Array):
+        prng_key(key)
+        params, metrics = sharded(key)
+        return eqx.combine(params, static), metrics
+
+    return train
+
+
+def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any, Any]:
+    """The initial model and the batch of its first PPO update, on one device.
+
+    A rollout of ``config.num_envs`` environments for ``config.num_steps`` steps
+    with the model of ``make_trainer(config).init``, then GAE, flattened the way
+    the trainer does: what :func:`make_data_parallel_step` is compared on.
+
+    Returns:
+        ``(model, batch)``: the model, and a :class:`~companion.agents.ppo.Batch`
+        of ``num_envs * num_steps`` transitions (leading axis first).
+
+    Raises:
+        TypeError, ValueError: for a config that cannot run or a bad key.
+    """
+    from companion.agents.ppo.losses import Batch, gae
+    from companion.agents.ppo.rollout import rollout
+    from companion.envs import maze as maze_lib
+    from companion.envs.autoreset import make_reset_pool
+
+    prng_key(key)
+    env = maze_lib.make_maze_task(config.task) if env is None else env
+    trainer = make_trainer(config, env=env)
+
+    @jax.jit
+    def collect(key):
+        init_key, pool_key, rollout_key = jax.random.split(key, 3)
+        runner = trainer.init(init_key)
+        model = trainer.model(runner)
+        pool = make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
+        _, _, traj = rollout(
+            model, env, pool, runner.env_state, runner.timestep, rollout_key, config.num_steps
+        )
+        _, value_tp1 = jax.vmap(jax.vmap(model))(traj.next_image)
+        advantage, target = gae(
+            traj.reward, traj.value, value_tp1, traj.terminated, traj.done,
+            config.gamma, config.gae_lambda,
+        )  # fmt: skip
+        names = ("image", "action_mask", "action", "log_prob", "value")
+        batch = Batch(**{f: getattr(traj, f) for f in names}, advantage=advantage, target=target)
+        return runner.params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
+
+    params, batch = collect(key)
+    return eqx.combine(params, _static_part(trainer)), batch
