@@ -27,6 +27,7 @@ from companion.checks import basics, core, envs as env_checks, networks as net_c
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
 from companion.checks import parallel as parallel_checks
 from companion import parallel
+from companion.checks import bugs as bug_checks
 from companion.checks import ppo_rollout as ppo_rollout_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
 
@@ -684,6 +685,7 @@ CHECKS = {
     ],
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
     parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],
+    bug_checks: ["check_decayed_training", "check_collector", "check_rollout_keys"],
 }
 CASES += [
     Case(
