@@ -128,8 +128,11 @@ def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
     """
     if not callable(train):
         raise TypeError(f"train: expected a function of a key, got {type(train).__name__}")
-    axis, _ = _axis(mesh)
-    mapped = jax.jit(shard_map(jax.vmap(train), mesh, P(axis), P(axis)))
+    axis, num_devices = _axis(mesh)
+    if not _CONV_GRAD_VMAP_BROKEN_IN_SHARD_MAP:
+        mapped = jax.jit(shard_map(jax.vmap(train), mesh, P(axis), P(axis)))
+    else:  # pragma: no cover (JAX 0.7.2 only)
+        mapped = _shard_pretraced(jax.vmap(train), mesh, axis, num_devices)
 
     def train_seeds(keys: jax.Array):
         shape = getattr(keys, "shape", ())
@@ -140,6 +143,38 @@ def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
         return mapped(keys)
 
     return train_seeds
+
+
+# In JAX 0.7.2 (only), the batching rule of a convolution raises NotImplementedError
+# inside shard_map when it meets the convolution's own gradient, so
+# shard_map(vmap(grad(conv))) fails (jax-ml/jax#32157, fixed in 0.8.0). Tracing
+# the vmapped function outside the mesh first, and evaluating its jaxpr on each
+# device, gives the same program.
+_CONV_GRAD_VMAP_BROKEN_IN_SHARD_MAP = tuple(jax.__version_info__[:3]) == (0, 7, 2)
+
+
+def _shard_pretraced(f: Callable, mesh: Mesh, axis: str, num_devices: int) -> Callable:
+    """``jax.jit(shard_map(f, mesh, P(axis), P(axis)))``, with ``f`` traced outside
+    the mesh (once per shape and dtype of its input) and its jaxpr run on each device."""
+    compiled: dict = {}
+
+    def mapped(keys):
+        signature = (keys.shape, keys.dtype)
+        if signature not in compiled:
+            local = jax.ShapeDtypeStruct(
+                (keys.shape[0] // num_devices, *keys.shape[1:]), keys.dtype
+            )
+            closed, out_shape = jax.make_jaxpr(f, return_shape=True)(local)
+            out_tree = jax.tree.structure(out_shape)
+
+            def body(local_keys):
+                leaves = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, local_keys)
+                return jax.tree.unflatten(out_tree, leaves)
+
+            compiled[signature] = jax.jit(shard_map(body, mesh, P(axis), P(axis)))
+        return compiled[signature](keys)
+
+    return mapped
 
 
 def _global_normalise(loss_fn: Callable, axis: str) -> Callable:
@@ -314,7 +349,9 @@ def make_data_parallel_train(
         runner = trainer.init(own_key)._replace(params=shared.params, opt_state=shared.opt_state)
         runner, metrics = trainer.run(runner, local.num_updates)
         metrics = _combine_metrics(metrics, axis, num)
-        counts = {f: jax.lax.psum(getattr(runner, f), axis) for f in ("started", "ended", "succeeded")}
+        counts = {
+            f: jax.lax.psum(getattr(runner, f), axis) for f in ("started", "ended", "succeeded")
+        }
         metrics["success_by_start"] = success_by_start(runner._replace(**counts))
         spreads = [
             jnp.max(jax.lax.pmax(p, axis) - jax.lax.pmin(p, axis))
@@ -364,7 +401,13 @@ def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any
         model = trainer.model(runner)
         pool = make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
         _, _, traj = rollout(
-            model, env, pool, runner.env_state, runner.timestep, rollout_key, config.num_steps
+            model,
+            env,
+            pool,
+            runner.env_state,
+            runner.timestep,
+            rollout_key,
+            config.num_steps,
         )
         _, value_tp1 = jax.vmap(jax.vmap(model))(traj.next_image)
         advantage, target = gae(

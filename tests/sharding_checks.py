@@ -133,6 +133,12 @@ def main(out: str) -> None:
     results["ppo_seeds"] = max_difference(
         parallel.shard_seeds(train, mesh4)(keys()), jax.jit(jax.vmap(train))(keys())
     )
+    # The path shard_seeds takes on JAX 0.7.2, whose shard_map cannot batch a convolution's
+    # gradient (jax-ml/jax#32157): the same result from the jaxpr traced outside the mesh.
+    pretraced = parallel._shard_pretraced(jax.vmap(train), mesh4, "devices", 4)
+    results["ppo_seeds_pretraced"] = max_difference(
+        pretraced(keys()), jax.jit(jax.vmap(train))(keys())
+    )
     dqn_train = dqn.make_train(DQN_TINY)
     sharded = parallel.shard_seeds(dqn_train, mesh4)(keys())
     results["dqn_seeds"] = max_difference(sharded, jax.jit(jax.vmap(dqn_train))(keys()))
