@@ -33,20 +33,11 @@ import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 
 from companion.agents import dqn, ppo
-from companion.bench import compile_and_time, result_header
+from companion.bench import compile_and_time, result_header, step_rates
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: After two runs of a point, no more once its runs have taken this long (the largest sizes).
 MAX_TOTAL_S = 20.0
-
-
-def _rates(timing: dict, steps: int) -> dict:
-    return {
-        "env_steps": steps,
-        "steps_per_s": steps / timing["median_s"],
-        "steps_per_s_low": steps / timing["max_s"],
-        "steps_per_s_high": steps / timing["min_s"],
-    }
 
 
 def dqn_config(num_envs: int, iterations: int) -> dqn.DQNConfig:
@@ -72,7 +63,8 @@ def train_point(train, env_steps_run: int, num_seeds: int | None, repeats: int) 
         keys = jax.random.split(jax.random.key(0), num_seeds)
         timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats, MAX_TOTAL_S)
         seeds = num_seeds
-    return {**timing, **_rates(timing, seeds * env_steps_run)}
+    steps = seeds * env_steps_run
+    return {**timing, "env_steps": steps, **step_rates(timing, steps)}
 
 
 def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dict:

@@ -44,8 +44,7 @@ import jax  # noqa: E402
 
 from companion import parallel  # noqa: E402
 from companion.agents import ppo  # noqa: E402
-from companion.bench import compile_and_time, result_header  # noqa: E402
-from scaling import _rates  # noqa: E402  (benchmarks/ is on the path of its scripts)
+from companion.bench import compile_and_time, result_header, step_rates  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -54,8 +53,8 @@ CONFIG = ppo.FIXED_MAZE_CONFIG._replace(task="medium")
 
 def rate(timing: dict, steps: int) -> dict:
     """A timing with steps per second added: median, and the spread from the slowest and
-    fastest runs (the summary of ``benchmarks/scaling.py``)."""
-    return {**timing, **_rates(timing, steps)}
+    fastest runs (as in ``benchmarks/scaling.py``)."""
+    return {**timing, "env_steps": steps, **step_rates(timing, steps)}
 
 
 def main(argv=None) -> dict:

@@ -8,6 +8,7 @@ several runs, reported with its spread (min and max); the hardware is named.
 from __future__ import annotations
 
 import datetime
+import numbers
 import os
 import platform
 import statistics
@@ -92,13 +93,38 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
     """
     positive_int(steps_per_call, "steps_per_call")
     result = timed(fn, repeats)
-    result.update(
-        steps_per_call=steps_per_call,
-        steps_per_s=steps_per_call / result["median_s"],
-        steps_per_s_low=steps_per_call / result["max_s"],
-        steps_per_s_high=steps_per_call / result["min_s"],
-    )
+    result.update(steps_per_call=steps_per_call, **step_rates(result, steps_per_call))
     return result
+
+
+def step_rates(timing: dict, steps: int) -> dict:
+    """Steps per second of a timing (from :func:`timed` or :func:`compile_and_time`).
+
+    Args:
+        timing: dict with ``median_s``, ``min_s`` and ``max_s`` (seconds, > 0) of one call.
+        steps: steps one call takes (environment steps, say), a positive int.
+
+    Returns:
+        dict of floats: ``steps_per_s`` (``steps / median_s``), and its spread,
+        ``steps_per_s_low`` (from the slowest call) and ``steps_per_s_high`` (the fastest).
+
+    Raises:
+        TypeError, ValueError: if ``steps`` is not a positive int, or ``timing`` lacks a
+            positive ``median_s``, ``min_s`` or ``max_s``.
+    """
+    positive_int(steps, "steps")
+    for name in ("median_s", "min_s", "max_s"):
+        value = timing.get(name) if isinstance(timing, dict) else None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+            raise ValueError(
+                f"timing: expected a dict with median_s, min_s and max_s > 0 (bench.timed), "
+                f"got {name}={value!r}"
+            )
+    return {
+        "steps_per_s": steps / timing["median_s"],
+        "steps_per_s_low": steps / timing["max_s"],
+        "steps_per_s_high": steps / timing["min_s"],
+    }
 
 
 def memory_bytes(compiled: Any) -> dict:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from companion.bench import hardware, throughput, timed
+from companion.bench import hardware, step_rates, throughput, timed
 from notebook_runner import ROOT
 
 
@@ -35,6 +35,13 @@ def test_throughput_divides_steps_by_time():
     result = throughput(lambda: sum(range(1000)), steps_per_call=500, repeats=2)
     assert result["steps_per_s"] == pytest.approx(500 / result["median_s"])
     assert result["steps_per_s_low"] <= result["steps_per_s"] <= result["steps_per_s_high"]
+
+
+def test_step_rates_by_hand():
+    timing = {"median_s": 0.5, "min_s": 0.25, "max_s": 2.0}
+    assert step_rates(timing, 1000) == {
+        "steps_per_s": 2000.0, "steps_per_s_low": 500.0, "steps_per_s_high": 4000.0
+    }  # fmt: skip
 
 
 def test_hardware_names_the_machine():
