@@ -15,6 +15,25 @@ jax.config.update("jax_debug_key_reuse", True)
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    """JAX's persistent compilation cache, shared by the pytest-xdist workers, the notebook
+    kernels and the subprocesses of a run, and kept for the next run in ``.pytest_cache``
+    (``pytest --cache-clear`` empties it; a ``JAX_COMPILATION_CACHE_DIR`` already set is
+    used instead). An entry is found by a hash of the program's StableHLO, the compile
+    options, the devices and the jax and jaxlib versions, so a changed function never finds
+    an old entry; ``test_discipline.py`` counts cache hits as compilations."""
+    cache = getattr(config, "cache", None)
+    if cache is not None and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache.mkdir("jax-compilation"))
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+        jax.config.update(
+            "jax_persistent_cache_min_compile_time_secs",
+            float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+        )
+
+
 @pytest.fixture
 def no_key_reuse_check():
     """Turn the key-reuse checker off for one test: for planted wrong answers that reuse keys

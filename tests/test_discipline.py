@@ -5,7 +5,8 @@ program and shape.
   (``jax_debug_key_reuse``, which the whole suite sets in conftest.py) and typed keys
   (``jax.random.key``; the checker does not track raw ``PRNGKey`` arrays).
 - Calling an entry point a second time with new keys (and new weights) compiles nothing:
-  XLA compilations are counted with ``jax.monitoring``'s backend-compile event.
+  XLA compilations are counted with ``jax.monitoring``'s backend-compile event, which a
+  program loaded from JAX's persistent compilation cache also records.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from companion.envs import autoreset, cartpole
 from companion.envs import maze as maze_lib
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"  # recorded when a program is loaded
 
 PPO_TINY = ppo.PPOConfig(
     task="random",
@@ -48,7 +50,10 @@ DQN_TINY = dqn.DQNConfig(
 
 @contextlib.contextmanager
 def count_compiles():
-    """Yield a list that counts XLA compilations made inside the block."""
+    """Yield a list that counts XLA compilations made inside the block. JAX records the
+    backend-compile event around compiling or loading a program, so a program found in the
+    persistent compilation cache (which the test session turns on, see conftest.py) counts
+    too."""
     count = []
 
     def listener(event, duration, **kwargs):
@@ -134,6 +139,37 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("name", list(ENTRY_POINTS))
 def test_entry_point_runs_clean_under_the_key_reuse_checker(name):
     jax.block_until_ready(ENTRY_POINTS[name]())
+
+
+def test_a_program_loaded_from_the_persistent_cache_counts_as_a_compilation():
+    """The suite runs with JAX's persistent compilation cache on (conftest.py). A program
+    that JAX loads from it instead of compiling must still show in ``count_compiles``, or a
+    test of "the second call compiles nothing" could pass on a cache hit."""
+    if not jax.config.jax_compilation_cache_dir:
+        pytest.skip("the persistent compilation cache is off in this session")
+
+    @jax.jit
+    def f(x):
+        return jnp.tanh(x) * 1.75 - 0.5
+
+    hits = []
+
+    def on_cache_hit(event, **kwargs):
+        if event == CACHE_HIT_EVENT:
+            hits.append(event)
+
+    x = jnp.arange(3.0)
+    with count_compiles() as first:
+        jax.block_until_ready(f(x))  # compiled, or loaded from an earlier run's cache
+    jax.clear_caches()  # forget the program in memory: the copy on disk remains
+    jax.monitoring.register_event_listener(on_cache_hit)
+    try:
+        with count_compiles() as second:
+            jax.block_until_ready(f(x))
+    finally:
+        jax.monitoring.unregister_event_listener(on_cache_hit)
+    assert len(hits) == 1  # the second call loaded the program from disk ...
+    assert first == second == ["jit(f)"]  # ... and counts as a compilation all the same
 
 
 def test_ppo_train_compiles_once_for_new_keys():

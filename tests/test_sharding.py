@@ -20,6 +20,10 @@ from companion import parallel
 from companion.agents import ppo
 from notebook_runner import ROOT
 
+#: The tests that read the subprocess's checks run in one pytest-xdist worker, so that it
+#: runs once.
+pytestmark = pytest.mark.xdist_group("sharding_checks")
+
 #: float32 has 24 bits of mantissa: sums of the same terms in another order differ by a
 #: few units of the last place, relative to the largest term.
 FLOAT32_TOL = 1e-6
