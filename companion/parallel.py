@@ -120,7 +120,9 @@ def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
         shape ``(S,)`` or raw uint32 keys ``(S, 2)``); each device runs
         ``jax.vmap(train)`` over its ``S / D`` keys, with no communication. The
         result is ``jax.vmap(train)(keys)``: every leaf has leading axis ``S``,
-        sharded over the devices.
+        sharded over the devices. (On JAX 0.7.2, whose ``shard_map`` cannot batch the
+        gradient of a convolution, ``jax.vmap(train)`` is traced outside the mesh first
+        and its jaxpr run on each device: the same program; jax-ml/jax#32157.)
 
     Raises:
         TypeError: if ``train`` is not callable or ``mesh`` is not a 1-D mesh.

@@ -479,6 +479,33 @@ def test_propagation_reaches_one_cell_per_iteration():
     assert not np.allclose(near, far_a, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape, corner", [((7, 13), (1, 6)), ((20, 20), (12, 4)),
+                                           ((13, 7), (6, 1)), ((6, 7), (0, 0))])  # fmt: skip
+def test_propagation_network_runs_on_any_grid_and_sees_nothing_behind_walls(shape, corner):
+    """The same weights run on grids that are larger than 10 x 10 or not square. A room
+    walled in on every side gives the same logits and value wherever it lies in the grid and
+    whatever lies outside its walls (random walls here): a network that flattened the grid,
+    pooled over it or leaked through walls would not."""
+    model = ppo.PropagationActorCritic(jax.random.key(3), width=8, iterations=12)
+    room = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], bool)  # 3 x 4, then a wall ring
+
+    def placed(grid_shape, top_left, outside):
+        walls = outside.copy()
+        r, c = top_left
+        walls[r:r + 5, c:c + 6] = True  # the ring (where it fits inside the grid)
+        walls[r + 1:r + 4, c + 1:c + 5] = room
+        return walls, (r + 1, c + 1), (r + 3, c + 3)
+
+    reference = placed((5, 6), (0, 0), np.zeros((5, 6), bool))
+    outside = np.asarray(jax.random.bernoulli(jax.random.key(4), 0.4, shape))
+    walls, agent, target = placed(shape, corner, outside)
+    logits, value = model(image_of(walls, agent, target))
+    ref_logits, ref_value = model(image_of(*reference))
+    assert logits.shape == (4,) and value.shape == ()
+    np.testing.assert_allclose(logits, ref_logits, atol=1e-5)
+    np.testing.assert_allclose(value, ref_value, atol=1e-5)
+
+
 def test_propagation_network_shapes_and_config():
     config = ppo.PPOConfig(network="propagation", channels=(6,), hidden_sizes=(32,), iterations=4)
     model = ppo.make_model(config, jax.random.PRNGKey(0))
