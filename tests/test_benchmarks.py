@@ -186,6 +186,35 @@ def test_profile_ppo_quick_mode_writes_json(tmp_path):
     assert agent["training_speedup_pooled_over_per_step"] > 0
 
 
+def test_maze_sizes_quick_mode_writes_json(tmp_path):
+    result = _run_quick("maze_sizes.py", tmp_path)
+    assert result["quick"] is True and result["trained_iterations"] == 32
+    points = result["points"]
+    assert {(p["size"], p["greedy"]) for p in points} == {(6, False), (6, True), (8, False),
+                                                        (8, True)}  # fmt: skip
+    for p in points:
+        assert 0.0 <= p["success_rate"] <= 1.0 and p["episodes"] == 4
+        if p["success_rate"] > 0:  # no successful episode is shorter than a shortest path
+            assert p["length_over_shortest"] >= 1.0
+            assert p["mean_length_successful"] >= p["mean_shortest_successful"] > 0
+
+
+def test_maze_sizes_changes_the_iterations_and_keeps_the_weights():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import jax
+    import jax.numpy as jnp
+    import maze_sizes
+
+    trained, config = maze_sizes.load_random_maze_agent(), maze_sizes.saved_config()
+    image = jax.random.bernoulli(jax.random.key(0), 0.3, (3, 9, 14)).astype(jnp.float32)
+    same = maze_sizes.with_iterations(trained, config, trained.iterations)
+    fewer = maze_sizes.with_iterations(trained, config, 3)
+    assert fewer.iterations == 3 and trained.iterations == 32
+    assert jnp.array_equal(same(image)[0], trained(image)[0])
+    assert not jnp.allclose(fewer(image)[0], trained(image)[0], atol=1e-4)
+    assert jnp.array_equal(fewer.embed, trained.embed)  # the weights are the trained ones
+
+
 def test_run_all_lists_every_benchmark_script():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_all
