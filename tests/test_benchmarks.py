@@ -215,6 +215,39 @@ def test_maze_sizes_changes_the_iterations_and_keeps_the_weights():
     assert jnp.array_equal(fewer.embed, trained.embed)  # the weights are the trained ones
 
 
+def test_maze_sizes_committed_result_says_what_the_ppo_chapter_says():
+    """Chapter 7 ("Larger mazes than it was trained on") describes the committed
+    benchmarks/results/maze_sizes.json in words; each sentence's fact, checked."""
+    from companion.bench import load_result
+
+    r = load_result("maze_sizes")
+    assert r["quick"] is False and r["trained_iterations"] == 32
+    sizes = [10, 12, 15, 20]
+    at = {(p["size"], p["iterations"], p["greedy"]): p for p in r["points"]}
+    sampled = [at[n, 32, False] for n in sizes]
+    greedy = [at[n, 32, True] for n in sizes]
+    assert {p["episodes"] for p in sampled + greedy} == {1000}
+    assert {p["episodes"] for k, p in at.items() if k[1] != 32} == {200}
+    # success falls with size, the greedy policy's faster, and greedy is below sampled
+    for points in (sampled, greedy):
+        rates = [p["success_rate"] for p in points]
+        assert rates == sorted(rates, reverse=True) and rates[0] > rates[-1]
+    gaps = [s["success_rate"] - g["success_rate"] for s, g in zip(sampled, greedy)]
+    assert all(gap > 0 for gap in gaps) and gaps == sorted(gaps)
+    # greedy successes take a shortest path; sampled ones are longer
+    assert all(round(p["length_over_shortest"], 2) == 1.0 for p in greedy)
+    assert all(p["length_over_shortest"] > 1.0 for p in sampled)
+    # reach: over a third of 20 x 20 targets lie beyond 33 moves, and greedy reaches none
+    assert greedy[-1]["share_beyond_reach"] > 1 / 3
+    assert greedy[-1]["success_beyond_reach"] == 0.0
+    within = [p["success_within_reach"] for p in greedy]
+    assert within == sorted(within, reverse=True) and within[0] > within[-1]
+    # other iteration counts fail in almost every maze, even at 10 x 10
+    others = {k for _, k, _ in at} - {32}
+    assert others == {16, 24, 48, 64}
+    assert all(p["success_rate"] < 0.15 for k, p in at.items() if k[1] != 32)
+
+
 def test_run_all_lists_every_benchmark_script():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_all
