@@ -35,9 +35,13 @@ colab-test: venv
 # The whole book, executing every notebook on the real budgets, into _build/html.
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
 # is not executed again, unless the companion package or a quiz changed
-# (tools/book_cache.py then clears the cache). Any warning or cell error fails the build.
+# (tools/book_cache.py then clears the cache). The notebooks to execute run one per core
+# (tools/execute_notebooks.py; JOBS=1 runs them one at a time). Any warning or cell
+# error fails the build.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 book: venv
 	$(BIN)/python tools/book_cache.py
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/execute_notebooks.py --jobs $(JOBS)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
 
 # Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to

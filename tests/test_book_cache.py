@@ -1,6 +1,10 @@
-"""The book's execution cache is cleared when the companion package changes, and only then."""
+"""The book's execution cache is cleared when the companion package changes, and only then;
+tools/execute_notebooks.py fills it the way the build reads it."""
 
+import json
 import sys
+
+import pytest
 
 from notebook_runner import ROOT
 
@@ -67,3 +71,65 @@ def test_a_changed_quiz_clears_the_cache_too(tmp_path):
     (quizzes / "01_jax_essentials.json").write_text('[{"question": "new"}]')
     assert refresh(cache, package, data=(quizzes,))
     assert not refresh(cache, package, data=(quizzes,))
+
+
+def _project(tmp_path, cells):
+    """A one-notebook book: _toc.yml, _config.yml and notebooks/nb.ipynb with ``cells``."""
+    import nbformat
+
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, tmp_path / "notebooks" / "nb.ipynb")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n"
+                                      "- file: notebooks/nb\n- file: missing/page\n")
+    (tmp_path / "_config.yml").write_text("execute:\n  timeout: 60\n")
+    return tmp_path / "notebooks" / "nb.ipynb"
+
+
+def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatch):
+    """tools/execute_notebooks.py stores each executed notebook where myst-nb's cache mode
+    looks it up (same code cells, hence a match), with its outputs and its seconds; a
+    second run finds it cached and executes nothing."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    import execute_notebooks
+
+    path = _project(tmp_path, ["x = 6 * 7", "print(x)"])
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
+    monkeypatch.setattr(execute_notebooks, "SECONDS", tmp_path / "seconds.json")
+    args = ["--jobs", "2", "--cache", str(cache_dir), "--toc", str(tmp_path / "_toc.yml"),
+            "--config", str(tmp_path / "_config.yml")]
+    assert execute_notebooks.book_notebooks(tmp_path / "_toc.yml") == [path]
+    assert execute_notebooks.main(args) == 0
+    record = get_cache(str(cache_dir)).match_cache_notebook(nbformat.read(path, as_version=4))
+    assert record.data["execution_seconds"] > 0
+    _, merged = get_cache(str(cache_dir)).merge_match_into_notebook(
+        nbformat.read(path, as_version=4))
+    assert merged.cells[1].outputs[0]["text"] == "42\n"
+    seconds = json.loads((tmp_path / "seconds.json").read_text())
+    assert seconds["notebooks/nb.ipynb"]["jobs"] == 1  # one notebook: one worker
+    assert execute_notebooks.main(args) == 0  # cached now: nothing runs
+    assert json.loads((tmp_path / "seconds.json").read_text()) == seconds
+
+
+def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkeypatch, capsys):
+    import nbformat
+    from jupyter_cache import get_cache
+
+    import execute_notebooks
+
+    path = _project(tmp_path, ["raise RuntimeError('cell 1 is broken')"])
+    monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
+    monkeypatch.setattr(execute_notebooks, "SECONDS", tmp_path / "seconds.json")
+    cache_dir = tmp_path / "cache"
+    status = execute_notebooks.main(["--cache", str(cache_dir), "--toc",
+                                     str(tmp_path / "_toc.yml"), "--config",
+                                     str(tmp_path / "_config.yml")])
+    assert status == 1
+    assert "cell 1 is broken" in capsys.readouterr().out
+    with pytest.raises(KeyError):
+        get_cache(str(cache_dir)).match_cache_notebook(nbformat.read(path, as_version=4))

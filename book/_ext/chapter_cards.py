@@ -13,6 +13,7 @@ fails the build with a message that names the chapter.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import yaml
@@ -81,6 +82,19 @@ def _machine() -> str:
     return f"{hw['cpu']}, {hw['cpu_cores']} cores"
 
 
+def _sharing(app, docname: str, runtime: float) -> str:
+    """``", with N notebooks executing at a time"`` when ``tools/execute_notebooks.py``
+    executed this notebook alongside others (its record in ``_build/notebook_seconds.json``
+    holds this very runtime), else ``""``."""
+    path = Path(app.srcdir) / "_build" / "notebook_seconds.json"
+    if not path.is_file():
+        return ""
+    entry = json.loads(path.read_text()).get(f"{docname}.ipynb")
+    if not entry or abs(entry["seconds"] - runtime) > 1e-6 or entry["jobs"] < 2:
+        return ""
+    return f", with {entry['jobs']} notebooks executing at a time"
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
@@ -111,7 +125,7 @@ def card_node(env, docname: str) -> nodes.Element:
     runtime = exec_data.get("runtime")
     timing = (
         f"{_duration(runtime)} to execute the notebook on the machine that built this page "
-        f"({_machine()})"
+        f"({_machine()}{_sharing(app, docname, runtime)})"
         if runtime is not None
         else "not executed in this build"
     )

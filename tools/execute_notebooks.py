@@ -1,0 +1,141 @@
+"""Execute the book's notebooks that the execution cache lacks, several at a time.
+
+``jupyter-book build`` (myst-nb in ``cache`` mode) executes the notebooks one after another.
+Their cells are mostly single-threaded (tracing, XLA compilation, small array programs), so
+on a machine with several cores most of them sit idle. This script runs first in
+``make book``: it finds every notebook of ``_toc.yml`` that has no matching record in the
+jupyter-cache (same code cells as the notebook on disk), executes those in parallel, one
+kernel per worker, longest first, and stores each result in the cache the way myst-nb does
+(``execution_seconds`` included). The build that follows then finds every notebook cached
+and executes nothing.
+
+A notebook that raises is not cached: the script prints its traceback and exits with
+status 1, and ``make book`` stops there.
+
+    python tools/execute_notebooks.py [--jobs N] [--cache _build/.jupyter_cache]
+
+The seconds each notebook took, and how many notebooks ran at a time, are kept in
+``_build/notebook_seconds.json``: the next run starts the longest first, and the chapter
+cards say when a notebook shared the machine (it then runs slower than alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where the seconds of the last executions are kept (next to the cache, outside it).
+SECONDS = ROOT / "_build" / "notebook_seconds.json"
+
+
+def book_notebooks(toc: Path) -> list[Path]:
+    """The ``.ipynb`` files that ``toc`` (a jupyter-book ``_toc.yml``) lists, in order."""
+    found: list[Path] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                path = (toc.parent / node["file"]).with_suffix(".ipynb")
+                if path.is_file():
+                    found.append(path)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load(toc.read_text()))
+    return found
+
+
+def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | None]:
+    """Run one notebook in its own folder (as myst-nb does with ``run_in_temp: false``)."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(
+        notebook,
+        cwd=str(Path(path).parent),
+        allow_errors=False,
+        timeout=timeout,
+        meta_override=True,
+    )
+    if result.err is not None:
+        return path, None, result.time, result.exc_string
+    return path, notebook, result.time, None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--cache", type=Path, default=ROOT / "_build" / ".jupyter_cache")
+    parser.add_argument("--toc", type=Path, default=ROOT / "_toc.yml")
+    parser.add_argument("--config", type=Path, default=ROOT / "_config.yml")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs: expected a positive number of workers, got {args.jobs}")
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    timeout = yaml.safe_load(args.config.read_text())["execute"]["timeout"]
+    cache = get_cache(str(args.cache))
+    todo = []
+    for path in book_notebooks(args.toc):
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            todo.append(path)
+    if not todo:
+        print("execute_notebooks: every notebook is in the cache")
+        return 0
+
+    known = json.loads(SECONDS.read_text()) if SECONDS.is_file() else {}
+
+    def expected_seconds(path: Path) -> float:
+        entry = known.get(str(path.relative_to(ROOT)))
+        return entry["seconds"] if entry else path.stat().st_size / 1e3
+
+    todo.sort(key=expected_seconds, reverse=True)
+    jobs = min(args.jobs, len(todo))
+    print(f"execute_notebooks: {len(todo)} notebook(s), {jobs} at a time", flush=True)
+
+    failed = []
+    start = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_execute, str(p), timeout) for p in todo]
+        for future in concurrent.futures.as_completed(futures):
+            path, notebook, took, error = future.result()
+            rel = str(Path(path).relative_to(ROOT))
+            if error is not None:
+                failed.append(rel)
+                print(f"execute_notebooks: {rel} raised after {took:.0f} s:\n{error}", flush=True)
+                continue
+            record = cache.add_nb_to_project(path)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(notebook, record.uri, data={"execution_seconds": took}),
+                check_validity=False,
+                overwrite=True,
+            )
+            known[rel] = {"seconds": took, "jobs": jobs}
+            print(f"execute_notebooks: {rel} in {took:.0f} s", flush=True)
+    SECONDS.parent.mkdir(parents=True, exist_ok=True)
+    SECONDS.write_text(json.dumps(known, indent=1) + "\n")
+    print(f"execute_notebooks: done in {time.perf_counter() - start:.0f} s", flush=True)
+    if failed:
+        print(f"execute_notebooks: failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
