@@ -49,3 +49,24 @@ def test_a_bad_cards_file_fails_the_build_naming_the_chapter(tmp_path, change, n
     change(cards)
     with pytest.raises(ExtensionError, match=named.replace("(", r"\(").replace(")", r"\)")):
         load_cards(_write(tmp_path, cards), CHAPTERS)
+
+
+def test_a_card_says_when_its_notebook_shared_the_machine(tmp_path):
+    """The time on a card comes from myst-nb's record; when tools/execute_notebooks.py ran
+    that very execution alongside others, the card says how many ran at once."""
+    import json
+    from types import SimpleNamespace
+
+    from chapter_cards import _sharing
+
+    app = SimpleNamespace(srcdir=str(tmp_path))
+    assert _sharing(app, "notebooks/07_ppo_maze", 266.0) == ""  # no record: nothing to add
+    (tmp_path / "_build").mkdir()
+    record = {"notebooks/07_ppo_maze.ipynb": {"seconds": 266.0, "jobs": 2},
+              "notebooks/01_jax_essentials.ipynb": {"seconds": 8.0, "jobs": 1}}
+    (tmp_path / "_build" / "notebook_seconds.json").write_text(json.dumps(record))
+    assert _sharing(app, "notebooks/07_ppo_maze", 266.0) == (
+        ", with 2 notebooks executing at a time")
+    assert _sharing(app, "notebooks/07_ppo_maze", 250.0) == ""  # another execution's time
+    assert _sharing(app, "notebooks/01_jax_essentials", 8.0) == ""  # ran alone
+    assert _sharing(app, "notebooks/02_neural_networks", 21.0) == ""
