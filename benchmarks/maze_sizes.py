@@ -33,20 +33,14 @@ import numpy as np
 from companion.agents import ppo
 from companion.bench import result_header
 from companion.envs import maze as maze_lib
-from companion.playground import load_random_maze_agent, saved_agent_files
+from companion.agents.ppo.saved import saved_config
+from companion.playground import load_random_maze_agent
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Evaluation mazes of size n come from fold_in(key(EVAL_SEED), n); training used key(0).
 EVAL_SEED = 10_000
-
-
-def saved_config() -> ppo.PPOConfig:
-    """The configuration the saved agent was trained with (saved next to its weights)."""
-    _, json_path = saved_agent_files()
-    saved = json.loads(json_path.read_text())["config"]
-    return ppo.PPOConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
 
 
 def with_iterations(model, config: ppo.PPOConfig, iterations: int):
@@ -74,13 +68,15 @@ def evaluate_point(model, size: int, greedy: bool, num_episodes: int) -> dict:
     length = np.asarray(result.length)
     won = success & (shortest > 0)
     lost = ~success & (shortest > 0)
-    iterations = model.iterations
+    # None (the value-iteration network) runs size * size - 1 backups
+    iterations = size * size - 1 if model.iterations is None else model.iterations
     point = {
         "success_rate": float(success.mean()),
         "episodes": int(num_episodes),
         "mean_length_successful": float(length[won].mean()) if won.any() else None,
         "mean_shortest_successful": float(shortest[won].mean()) if won.any() else None,
         "mean_shortest_failed": float(shortest[lost].mean()) if lost.any() else None,
+        "max_shortest": int(shortest.max()),
         # the readout sees the agent's cell and its neighbours, so after K iterations a
         # target within K + 1 moves can have reached it
         "share_beyond_reach": float(np.mean(shortest > iterations + 1)),

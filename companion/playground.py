@@ -18,7 +18,6 @@ time limit (``rows * cols`` by default).
 
 from __future__ import annotations
 
-import importlib.resources
 import json
 import time
 from collections import deque
@@ -32,6 +31,7 @@ import numpy as np
 
 from companion._validate import positive_int
 from companion.agents import ppo
+from companion.agents.ppo import saved
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
 
@@ -41,14 +41,10 @@ MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
 #: Version tag of the exported weights; agent.js refuses any other.
 EXPORT_FORMAT = "drljax-maze-playground-1"
 
-#: The saved agent, as package data.
-SAVED_NAME = "ppo_random_maze"
-
 
 def saved_agent_files() -> tuple[Path, Path]:
     """Paths of the saved random-maze agent: ``(weights .eqx, summary .json)``."""
-    data = Path(str(importlib.resources.files("companion") / "data"))
-    return data / f"{SAVED_NAME}.eqx", data / f"{SAVED_NAME}.json"
+    return saved.saved_agent_files("propagation")
 
 
 def load_random_maze_agent() -> ppo.PropagationActorCritic:
@@ -56,18 +52,14 @@ def load_random_maze_agent() -> ppo.PropagationActorCritic:
 
     Built from the configuration saved next to the weights
     (``companion/data/ppo_random_maze.json``) and filled with
-    ``eqx.tree_deserialise_leaves``, as chapter 7 does.
+    ``eqx.tree_deserialise_leaves``, as chapter 7 does
+    (:func:`companion.agents.ppo.saved.load_saved_agent`).
 
     Returns:
         :class:`~companion.agents.ppo.PropagationActorCritic`: one float32 image
         ``(3, rows, cols)`` to ``(logits (4,), value ())``.
     """
-    eqx_path, json_path = saved_agent_files()
-    saved = json.loads(json_path.read_text())
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["config"].items()}
-    config = ppo.PPOConfig(**fields)
-    like = ppo.make_model(config, jax.random.key(0))
-    return eqx.tree_deserialise_leaves(eqx_path, like)
+    return saved.load_saved_agent("propagation")
 
 
 def export_weights(model: ppo.PropagationActorCritic) -> dict:

@@ -23,6 +23,7 @@ import pytest
 import companion
 from companion import bench, budget, playground, quiz, replay, trees, viz
 from companion.agents import dqn, ppo
+from companion.agents.ppo import saved
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
 from companion.checks import parallel as parallel_checks
@@ -164,6 +165,30 @@ CASES = [
     Case('agents.ppo.networks.PropagationActorCritic',
          lambda mp: ppo.PropagationActorCritic(_key())(jnp.zeros((3, 10, 10), jnp.int32)),
          TypeError, 'image: expected a float image'),
+    Case('agents.ppo.networks.ValueIterationActorCritic',
+         lambda mp: ppo.ValueIterationActorCritic(_key(), iterations=0),
+         ValueError, 'iterations'),
+    Case('agents.ppo.networks.ValueIterationActorCritic',
+         lambda mp: ppo.ValueIterationActorCritic(_key(), policy_hidden=0),
+         ValueError, 'policy_hidden'),
+    Case('agents.ppo.networks.ValueIterationActorCritic',
+         lambda mp: ppo.ValueIterationActorCritic(_key())(jnp.zeros((3, 10, 10), jnp.int32)),
+         TypeError, 'image: expected a float image'),
+    Case('agents.ppo.networks.ValueIterationActorCritic',
+         lambda mp: ppo.ValueIterationActorCritic(_key()).values(jnp.zeros((10, 10))),
+         ValueError, 'image: expected one image of shape \\(3, rows, cols\\)'),
+    Case('agents.ppo.saved.saved_agent_files',
+         lambda mp: saved.saved_agent_files('transformer'),
+         ValueError, "network: unknown value 'transformer'"),
+    Case('agents.ppo.saved.saved_summary',
+         lambda mp: saved.saved_summary('conv'),
+         ValueError, "network: unknown value 'conv'"),
+    Case('agents.ppo.saved.saved_config',
+         lambda mp: saved.saved_config(None),
+         ValueError, "network: unknown value None"),
+    Case('agents.ppo.saved.load_saved_agent',
+         lambda mp: saved.load_saved_agent('value_iteration', iterations=0),
+         ValueError, 'iterations'),
     Case('agents.ppo.networks.neighbour',
          lambda mp: ppo.neighbour(jnp.zeros((3, 3)), 4),
          ValueError, 'direction'),

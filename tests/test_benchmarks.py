@@ -248,6 +248,62 @@ def test_maze_sizes_committed_result_says_what_the_ppo_chapter_says():
     assert all(p["success_rate"] < 0.15 for k, p in at.items() if k[1] != 32)
 
 
+def test_planning_sizes_quick_mode_writes_json(tmp_path):
+    result = _run_quick("planning_sizes.py", tmp_path)
+    assert result["quick"] is True and result["iterations_swept"] == [2, 4]
+    points = result["points"]
+    settled = {(p["size"], p["greedy"]) for p in points if p["iterations"] is None}
+    assert settled == {(6, False), (6, True), (8, False), (8, True)}
+    assert {p["iterations"] for p in points} == {None, 2, 4}
+    for p in points:
+        assert 0.0 <= p["success_rate"] <= 1.0 and p["episodes"] == 4
+        if p["success_rate"] > 0:  # no successful episode is shorter than a shortest path
+            assert p["length_over_shortest"] >= 1.0
+    # to convergence, greedy: every small maze solved along a shortest path
+    for p in points:
+        if p["iterations"] is None and p["greedy"]:
+            assert p["success_rate"] == 1.0 and p["length_over_shortest"] == 1.0
+
+
+def test_planning_sizes_committed_result_says_what_the_ppo_chapter_says():
+    """Chapter 7 ("A network that plans") describes the committed
+    benchmarks/results/planning_sizes.json and the saved agent's run in words; each claim
+    checked, and the targets the agent was built for."""
+    from companion.agents.ppo.saved import saved_summary
+    from companion.bench import load_result
+
+    r = load_result("planning_sizes")
+    assert r["quick"] is False and r["iterations_swept"] == [4, 8, 16, 32, 64]
+    at = {(p["size"], p["iterations"], p["greedy"]): p for p in r["points"]}
+    sizes = [10, 12, 15, 20, 30]
+    # every maze solved up to 30 x 30, greedy along shortest paths, sampled longer
+    for n in sizes:
+        sampled, greedy = at[n, None, False], at[n, None, True]
+        assert sampled["episodes"] == greedy["episodes"] == (1000 if n <= 20 else 200)
+        assert sampled["success_rate"] == greedy["success_rate"] == 1.0
+        assert greedy["length_over_shortest"] == 1.0 and sampled["length_over_shortest"] > 1.0
+    # a fixed number of backups: every target within reach found, failures only beyond it;
+    # success rises with K and stays once K covers the longest shortest path
+    for n in (10, 15, 20):
+        rates = [at[n, k, True]["success_rate"] for k in r["iterations_swept"]]
+        assert rates == sorted(rates) and rates[0] < 0.5
+        for k in r["iterations_swept"]:
+            p = at[n, k, True]
+            assert p["success_within_reach"] == 1.0
+            if p["success_rate"] < 1.0:
+                assert p["share_beyond_reach"] > 0 and p["success_beyond_reach"] < 1.0
+        assert at[n, 64, True]["success_rate"] >= 0.99
+    # the saved run: trained on 10 x 10 in under 10 minutes, 1,000 unseen mazes per size
+    run = saved_summary("value_iteration")
+    assert run["compile_s"] + run["train_s"] < 600 and run["env_steps"] == 131_072
+    assert run["hardware"]["cpu_cores"] == 2
+    for name in ("evaluation_1000_unseen", "evaluation_1000_unseen_15x15",
+                 "evaluation_1000_unseen_20x20"):
+        greedy, sampled = run[name]["greedy"], run[name]["sampled"]
+        assert greedy["success_rate"] >= 0.98 and sampled["success_rate"] >= 0.98
+        assert greedy["mean_length_successful"] <= 1.05 * greedy["mean_shortest_successful"]
+
+
 def test_run_all_lists_every_benchmark_script():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_all

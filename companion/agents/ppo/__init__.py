@@ -2,8 +2,8 @@
 
 The pieces, each a pure function over pytrees, one module each:
 
-- :mod:`~companion.agents.ppo.networks`: :class:`ActorCritic` and
-  :class:`PropagationActorCritic`, equinox modules from the 3-channel maze
+- :mod:`~companion.agents.ppo.networks`: :class:`ActorCritic`,
+  :class:`PropagationActorCritic` and :class:`ValueIterationActorCritic`, equinox modules from the 3-channel maze
   image (:func:`companion.envs.maze.observation_image`) to policy logits and
   a state value;
 - :mod:`~companion.agents.ppo.policy`: :func:`masked_logits`,
@@ -34,6 +34,7 @@ from companion.agents.ppo.networks import (
     NETWORKS,
     ActorCritic,
     PropagationActorCritic,
+    ValueIterationActorCritic,
     make_model,
     neighbour,
     orthogonal_linear,
@@ -45,6 +46,7 @@ from companion.agents.ppo.train import (
     RANDOM_MAZE_CONFIG,
     RESETS,
     TRACE_COUNTS,
+    VALUE_ITERATION_MAZE_CONFIG,
     PPOConfig,
     RunnerState,
     Trainer,
@@ -70,6 +72,8 @@ __all__ = [
     "TRACE_COUNTS",
     "Trainer",
     "Transition",
+    "VALUE_ITERATION_MAZE_CONFIG",
+    "ValueIterationActorCritic",
     "check_config",
     "clipped_surrogate",
     "entropy",

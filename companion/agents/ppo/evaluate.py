@@ -56,7 +56,7 @@ def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
             return jnp.argmax(logits).astype(jnp.int32)
         return jax.random.categorical(key, logits).astype(jnp.int32)
 
-    def body(carry, _):
+    def step(carry):
         state, obs, running, key = carry
         key, key_t = jax.random.split(key)
         actions = jax.vmap(act)(jax.random.split(key_t, num_episodes), obs)
@@ -66,8 +66,12 @@ def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
         )
         state = jax.tree.map(keep, next_state, state)
         obs = jax.tree.map(keep, ts.observation, obs)
-        running = running & ~ts.last()
-        return (state, obs, running, key), state
+        return state, obs, running & ~ts.last(), key
+
+    def body(carry, _):
+        # once every episode has ended, the remaining steps skip the network and the env
+        carry = jax.lax.cond(carry[2].any(), step, lambda c: c, carry)
+        return carry, carry[0]
 
     running = jnp.ones((num_episodes,), bool)
     (last_state, _, _, _), states = jax.lax.scan(

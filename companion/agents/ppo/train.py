@@ -56,12 +56,14 @@ class PPOConfig(NamedTuple):
         learning_rate: Adam step size, decayed linearly to 0 when ``anneal_lr``.
         normalise_advantages: standardise advantages per minibatch (:func:`normalise`).
         max_grad_norm: global gradient-norm clip.
-        network: ``"conv"`` (:class:`ActorCritic`) or ``"propagation"``
-            (:class:`PropagationActorCritic`).
+        network: ``"conv"`` (:class:`ActorCritic`), ``"propagation"``
+            (:class:`PropagationActorCritic`) or ``"value_iteration"``
+            (:class:`ValueIterationActorCritic`).
         channels, hidden_sizes: for ``"conv"``, the convolutions' channels and
             the fully connected widths; for ``"propagation"``, ``channels[0]``
             is the feature width per cell and ``hidden_sizes`` the widths after it.
-        iterations: propagation steps of ``"propagation"``.
+        iterations: propagation steps of ``"propagation"``; value-iteration backups of
+            ``"value_iteration"``.
         reset: how episodes restart within a rollout: ``"pooled"`` (from a pool
             of ``num_envs`` resets drawn once per rollout,
             :mod:`companion.envs.autoreset`) or ``"per_step"`` (jumanji's
@@ -136,6 +138,18 @@ RANDOM_MAZE_CONFIG = PPOConfig(
     learning_rate=1e-3,
 )
 
+#: The configuration of the chapter's planning agent on random mazes
+#: (``tools/train_random_maze.py --agent value_iteration``): 99 backups (rows * cols - 1,
+#: enough to converge on any 10 x 10 maze), 4 value channels, a value head of 64 units,
+#: an eighth of the budget above.
+VALUE_ITERATION_MAZE_CONFIG = RANDOM_MAZE_CONFIG._replace(
+    network="value_iteration",
+    channels=(4,),
+    hidden_sizes=(64,),
+    iterations=99,
+    total_timesteps=131_072,
+)
+
 
 class RunnerState(NamedTuple):
     """The carry of the training loop.
@@ -205,9 +219,15 @@ def check_config(config: PPOConfig) -> PPOConfig:
         "total_timesteps",
         "num_epochs",
         "num_minibatches",
-        "iterations",
     ):
         positive_int(getattr(config, field), f"config.{field}")
+    if config.iterations is None:
+        raise ValueError(
+            "config.iterations: None (backups until the values settle, in a while_loop) "
+            "cannot be differentiated in reverse mode; train with a positive int, for "
+            "example rows * cols - 1 = 99 on 10 x 10 mazes"
+        )
+    positive_int(config.iterations, "config.iterations")
     positive_ints(config.hidden_sizes, "config.hidden_sizes")
     if config.network == "propagation" or len(config.channels):
         positive_ints(config.channels, "config.channels")

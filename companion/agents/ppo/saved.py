@@ -1,0 +1,81 @@
+"""The PPO chapter's agents trained on random mazes, saved as package data.
+
+``tools/train_random_maze.py`` trains each and writes two files to ``companion/data``:
+``<name>.eqx`` (the model's arrays, ``eqx.tree_serialise_leaves``) and ``<name>.json``
+(configuration, timings, hardware, learning curve, evaluations). Colab gets them with the
+package.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from companion._validate import one_of
+from companion.agents.ppo.networks import make_model
+from companion.agents.ppo.train import PPOConfig
+
+#: The saved agents by network: the file name (without suffix) of each.
+SAVED_AGENTS = {
+    "propagation": "ppo_random_maze",
+    "value_iteration": "ppo_value_iteration_maze",
+}
+
+
+def saved_agent_files(network: str = "propagation") -> tuple[Path, Path]:
+    """Paths of a saved random-maze agent: ``(weights .eqx, summary .json)``.
+
+    Args:
+        network: ``"propagation"`` or ``"value_iteration"`` (a key of :data:`SAVED_AGENTS`).
+
+    Raises:
+        ValueError: for another ``network``.
+    """
+    one_of(network, tuple(SAVED_AGENTS), "network")
+    data = Path(str(importlib.resources.files("companion") / "data"))
+    name = SAVED_AGENTS[network]
+    return data / f"{name}.eqx", data / f"{name}.json"
+
+
+def saved_summary(network: str = "propagation") -> dict[str, Any]:
+    """The JSON summary written next to the saved agent's weights."""
+    return json.loads(saved_agent_files(network)[1].read_text())
+
+
+def saved_config(network: str = "propagation") -> PPOConfig:
+    """The :class:`PPOConfig` the saved agent was trained with (lists read back as tuples)."""
+    fields = saved_summary(network)["config"]
+    return PPOConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+#: Default of :func:`load_saved_agent`'s ``iterations``: the number the agent trained with.
+AS_TRAINED = "as trained"
+
+
+def load_saved_agent(network: str = "propagation", iterations=AS_TRAINED):
+    """The saved agent: a model built from its configuration, filled with its weights.
+
+    Args:
+        network: ``"propagation"`` or ``"value_iteration"``.
+        iterations: propagation steps or backups per call; by default those it trained
+            with. The weights do not depend on it (for example ``None`` for the
+            value-iteration agent: backups until its values settle, on a maze of any size).
+
+    Returns:
+        the equinox module (:class:`PropagationActorCritic` or
+        :class:`ValueIterationActorCritic`): one float32 image ``(3, rows, cols)`` to
+        ``(logits (4,), value ())``.
+
+    Raises:
+        ValueError: for an unknown ``network``.
+    """
+    config = saved_config(network)
+    if iterations != AS_TRAINED:
+        config = config._replace(iterations=iterations)
+    like = make_model(config, jax.random.key(0))
+    return eqx.tree_deserialise_leaves(saved_agent_files(network)[0], like)
