@@ -256,8 +256,14 @@ def test_ppo_chapter(executed):
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
     assert any("50 unseen mazes, propagation network" in t for t in tables)
+    # the planning network: backups equal BFS, its values are scaled distances, and it
+    # solves every one of the tiny budget's 50 unseen mazes, greedy along shortest paths
+    assert "-v equals the breadth-first-search distance in every free cell: True" in text
+    assert "equals the BFS distance: True" in text
+    (planner,) = [t for t in tables if "value-iteration network" in t]
+    assert "| 0 | greedy | 100.0% | every maze new |" in planner and "| 1.000 |" in planner
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
-    assert len(animations) == 2
+    assert len(animations) == 3  # the medium maze; four unseen mazes; 15 x 15 and 20 x 20
     assert len(_png_outputs(nb)) >= 4
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -111,7 +112,10 @@ def main(argv=None) -> int:
 
     failed = []
     start = time.perf_counter()
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+    # spawn, not fork: a forked child of a process with threads (JAX's, in the tests) can
+    # deadlock
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
         futures = [pool.submit(_execute, str(p), timeout) for p in todo]
         for future in concurrent.futures.as_completed(futures):
             path, notebook, took, error = future.result()

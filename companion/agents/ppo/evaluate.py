@@ -49,29 +49,34 @@ def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
         env, jax.random.split(reset_key, num_episodes)
     )
 
-    def act(key, obs):
-        logits, _ = model(maze_lib.observation_image(obs))
-        logits = masked_logits(logits, obs.action_mask)
-        if greedy:
-            return jnp.argmax(logits).astype(jnp.int32)
-        return jax.random.categorical(key, logits).astype(jnp.int32)
+    def logits_of(obs):
+        logits, _ = jax.vmap(model)(jax.vmap(maze_lib.observation_image)(obs))
+        return logits.astype(jnp.float32)
 
-    def step(carry):
+    def no_logits(obs):  # no episode is running: skip the network
+        return jnp.zeros(obs.action_mask.shape, jnp.float32)
+
+    def body(carry, _):
         state, obs, running, key = carry
         key, key_t = jax.random.split(key)
-        actions = jax.vmap(act)(jax.random.split(key_t, num_episodes), obs)
+        # once every episode has ended, the remaining steps skip the network (the costly
+        # part; keys stay outside the cond); the environments step on, and keep() leaves
+        # their states unchanged
+        logits = jax.lax.cond(running.any(), logits_of, no_logits, obs)
+        logits = masked_logits(logits, obs.action_mask)
+        if greedy:
+            actions = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        else:
+            keys = jax.random.split(key_t, num_episodes)
+            actions = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
         next_state, ts = jax.vmap(env.step)(state, actions)
         keep = lambda new, old: jnp.where(  # noqa: E731
             running.reshape(running.shape + (1,) * (new.ndim - 1)), new, old
         )
         state = jax.tree.map(keep, next_state, state)
         obs = jax.tree.map(keep, ts.observation, obs)
-        return state, obs, running & ~ts.last(), key
-
-    def body(carry, _):
-        # once every episode has ended, the remaining steps skip the network and the env
-        carry = jax.lax.cond(carry[2].any(), step, lambda c: c, carry)
-        return carry, carry[0]
+        running = running & ~ts.last()
+        return (state, obs, running, key), state
 
     running = jnp.ones((num_episodes,), bool)
     (last_state, _, _, _), states = jax.lax.scan(
