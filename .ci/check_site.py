@@ -1,6 +1,6 @@
 """Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
-Chromium where it is installed) and a Colab launch link; the maze playground page has its
-scripts and, in Chromium, draws a maze by clicks and walks the agent to the target.
+Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; the
+maze playground page has its scripts and, in Chromium, draws a maze by clicks and walks the agent to the target.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -76,6 +76,13 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
             continue
         if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
+
+# Pages stay light: a reader on a slow connection loads every page in full.
+PAGE_LIMIT = 1_500_000  # bytes
+for page in sorted(site.rglob("*.html")):
+    if "_static" not in page.parts and page.stat().st_size > PAGE_LIMIT:
+        problems.append(f"{page.relative_to(site)}: {page.stat().st_size:,} bytes, over the "
+                        f"{PAGE_LIMIT:,} a page may weigh")
 
 playground = site / "book" / "playground.html"
 if not playground.exists():
