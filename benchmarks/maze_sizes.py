@@ -117,21 +117,27 @@ def main(argv=None) -> dict:
     }
     # the trained number of iterations on num_episodes mazes, then the others on fewer
     runs = [(trained.iterations, num_episodes)] + [(k, sweep_episodes) for k in sweep]
-    for iterations, episodes in runs:
-        model = with_iterations(trained, config, iterations)
-        for size in sizes:
-            for greedy in (False, True):
-                point = evaluate_point(model, size, greedy, episodes)
-                point.update(size=size, iterations=iterations, greedy=greedy)
-                result["points"].append(point)
-                print(
-                    f"{size:2d}x{size:<2d} iterations {iterations:3d} "
-                    f"{'greedy ' if greedy else 'sampled'}: success {point['success_rate']:.3f}",
-                    flush=True,
-                )
+    points = [(with_iterations(trained, config, k), k, size, greedy, episodes)
+              for k, episodes in runs for size in sizes for greedy in (False, True)]
+    return evaluate_and_write(points, result, started, args.out)
+
+
+def evaluate_and_write(runs, result: dict, started: float, out: Path) -> dict:
+    """Evaluate each ``(model, iterations, size, greedy, episodes)`` of ``runs`` with
+    :func:`evaluate_point`, add the points to ``result`` and write it as JSON to ``out``."""
+    for model, iterations, size, greedy, episodes in runs:
+        point = evaluate_point(model, size, greedy, episodes)
+        point.update(size=size, iterations=iterations, greedy=greedy)
+        result["points"].append(point)
+        print(
+            f"{size:2d}x{size:<2d} iterations {str(iterations):>4s} "
+            f"{'greedy ' if greedy else 'sampled'}: success {point['success_rate']:.3f} "
+            f"({point['seconds']:.0f} s)",
+            flush=True,
+        )
     result["wall_s"] = time.perf_counter() - started
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 

@@ -15,19 +15,18 @@ that change nothing.
 Each point has the fields of ``maze_sizes.py`` (success rate, mean length and shortest path
 of the successes and their ratio, success within and beyond reach).
 
-    python benchmarks/planning_sizes.py            # about N minutes on 2 CPU cores
+    python benchmarks/planning_sizes.py            # about 4 minutes on 2 CPU cores
     python benchmarks/planning_sizes.py --quick    # a few mazes on small grids (seconds)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import companion  # noqa: F401  (sets XLA flags before the first computation)
-from maze_sizes import EVAL_SEED, evaluate_point, with_iterations
+from maze_sizes import EVAL_SEED, evaluate_and_write, with_iterations
 
 from companion.agents.ppo.saved import load_saved_agent, saved_config
 from companion.bench import result_header
@@ -60,25 +59,11 @@ def main(argv=None) -> dict:
         "time_limit": "rows x cols",
         "points": [],
     }
-    runs = [(None, s, g, episodes if s <= 20 else sweep_episodes) for s in sizes
-            for g in (False, True)]
-    runs += [(k, s, True, sweep_episodes) for s in sweep_sizes for k in sweep]
-    for iterations, size, greedy, num in runs:
-        model = trained if iterations is None else with_iterations(trained, config, iterations)
-        point = evaluate_point(model, size, greedy, num)
-        point.update(size=size, iterations=iterations, greedy=greedy)
-        result["points"].append(point)
-        print(
-            f"{size:2d}x{size:<2d} iterations {str(iterations):>4s} "
-            f"{'greedy ' if greedy else 'sampled'}: success {point['success_rate']:.3f} "
-            f"({point['seconds']:.0f} s)",
-            flush=True,
-        )
-    result["wall_s"] = time.perf_counter() - started
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    return result
-
+    runs = [(trained, None, s, g, episodes if s <= 20 else sweep_episodes)
+            for s in sizes for g in (False, True)]
+    runs += [(with_iterations(trained, config, k), k, s, True, sweep_episodes)
+             for s in sweep_sizes for k in sweep]
+    return evaluate_and_write(runs, result, started, args.out)
 
 if __name__ == "__main__":
     main()
