@@ -565,3 +565,32 @@ def test_success_by_start_counts_every_episode_once_under_its_start():
     np.testing.assert_array_equal(np.isnan(rate), ~complete | (started == 0))
     # the medium maze's time limit (100 steps) outlasts the last rollouts: they are incomplete
     assert np.isnan(rate[-1])
+
+
+@pytest.mark.parametrize("network", ppo.NETWORKS)
+def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
+    """The skeleton stands in for the model wherever only its structure counts (the static
+    part in make_trainer, ``like`` when loading weights), so it must match make_model leaf for
+    leaf, and it must cost no computation: eager initialisation compiles dozens of programs."""
+    from jax import monitoring
+
+    from companion.agents.ppo.networks import model_skeleton
+
+    config = ppo.PPOConfig(network=network, channels=(5,), hidden_sizes=(7,))
+    compiles = []
+
+    def count(event, duration, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(duration)
+
+    monitoring.register_event_duration_secs_listener(count)
+    try:
+        skeleton = model_skeleton(config, (6, 9))
+    finally:
+        monitoring.unregister_event_duration_listener(count)
+    assert compiles == []
+    model = ppo.make_model(config, jax.random.key(3), (6, 9))
+    assert jax.tree.structure(skeleton) == jax.tree.structure(model)
+    for shape, leaf in zip(jax.tree.leaves(skeleton), jax.tree.leaves(model)):
+        assert isinstance(shape, jax.ShapeDtypeStruct)
+        assert (shape.shape, shape.dtype) == (leaf.shape, leaf.dtype) and eqx.is_inexact_array(leaf)

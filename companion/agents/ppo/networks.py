@@ -504,3 +504,22 @@ def make_model(config, key: jax.Array, grid_shape: tuple = (10, 10)):
     raise ValueError(
         f"config.network: unknown network {config.network!r}; expected one of {NETWORKS}"
     )
+
+
+def model_skeleton(config, grid_shape: tuple = (10, 10)):
+    """The network of ``config`` with ``jax.ShapeDtypeStruct`` in place of its weights.
+
+    Built by ``eqx.filter_eval_shape``: only traced, so no initial weights are computed and
+    nothing is compiled. It serves wherever only the structure is needed: the static part of
+    a model in a training program, or ``like`` for ``eqx.tree_deserialise_leaves``.
+
+    Args:
+        config, grid_shape: as for :func:`make_model`.
+
+    Returns:
+        the module of :func:`make_model`, every array a ``jax.ShapeDtypeStruct`` (float32).
+
+    Raises:
+        ValueError: as :func:`make_model`.
+    """
+    return eqx.filter_eval_shape(make_model, config, jax.random.key(0), grid_shape)

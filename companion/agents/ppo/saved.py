@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import equinox as eqx
-import jax
 
 from companion._validate import one_of
-from companion.agents.ppo.networks import make_model
+from companion.agents.ppo.networks import model_skeleton
 from companion.agents.ppo.train import PPOConfig
 
 #: The saved agents by network: the file name (without suffix) of each.
@@ -77,5 +76,5 @@ def load_saved_agent(network: str = "propagation", iterations=AS_TRAINED):
     config = saved_config(network)
     if iterations != AS_TRAINED:
         config = config._replace(iterations=iterations)
-    like = make_model(config, jax.random.key(0))
+    like = model_skeleton(config)  # the structure only: no weights to compute
     return eqx.tree_deserialise_leaves(saved_agent_files(network)[0], like)

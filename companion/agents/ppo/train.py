@@ -27,7 +27,7 @@ from companion._validate import (
     prng_key,
 )
 from companion.agents.ppo.losses import Batch, gae, ppo_loss
-from companion.agents.ppo.networks import NETWORKS, make_model
+from companion.agents.ppo.networks import NETWORKS, make_model, model_skeleton
 from companion.agents.ppo.rollout import rollout
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
@@ -315,9 +315,9 @@ def make_trainer(
     optimizer = make_optimizer(config)
     n = config.num_envs
     minibatch = config.batch_size // config.num_minibatches
-    static_model = eqx.filter(
-        make_model(config, jax.random.PRNGKey(0), grid_shape), eqx.is_inexact_array, inverse=True
-    )
+    # The model's structure without its weights: traced, not computed (nothing compiles here).
+    skeleton = model_skeleton(config, grid_shape)
+    static_model = eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
 
     def episode_stats(runner: RunnerState, done, success):
         """Count every episode that ended under the update in which it started."""
