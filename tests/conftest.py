@@ -21,7 +21,11 @@ def pytest_configure(config):
     (``pytest --cache-clear`` empties it; a ``JAX_COMPILATION_CACHE_DIR`` already set is
     used instead). An entry is found by a hash of the program's StableHLO, the compile
     options, the devices and the jax and jaxlib versions, so a changed function never finds
-    an old entry; ``test_discipline.py`` counts cache hits as compilations."""
+    an old entry; ``test_discipline.py`` counts cache hits as compilations. JAX writes no
+    entry for a program with a host callback (the callback is a pointer into the process
+    that compiled it), and every training and evaluation program has one: the run-time
+    checks of ``eqx.error_if``. Those programs compile afresh in every run; the cache holds
+    the smaller programs."""
     cache = getattr(config, "cache", None)
     if cache is not None and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache.mkdir("jax-compilation"))
