@@ -347,3 +347,23 @@ def test_sharding_benchmark_quick_mode_writes_json(tmp_path):
     base = result["single_device"]["steps_per_s"]
     ratio = result["ratios"]["data_parallel_over_single_device"]["2"]
     assert ratio == pytest.approx(result["data_parallel"]["2"]["steps_per_s"] / base)
+
+
+def test_compile_level_quick_mode_writes_json(tmp_path):
+    result = _run_quick("compile_level.py", tmp_path)
+    assert result["quick"] is True and result["flag"] == "--xla_backend_optimization_level"
+    assert set(result["levels"]) == {"3", "2"}
+    for level, r in result["levels"].items():
+        # each level ran in its own process, with the flag set once (the tests' own is replaced)
+        assert r["xla_flags"].split().count(f"--xla_backend_optimization_level={level}") == 1
+        assert r["xla_flags"].count("--xla_backend_optimization_level") == 1
+        assert set(r["programs"]) == {"ppo_tiny", "dqn_tiny"}
+        for p in r["programs"].values():
+            assert p["compile_s"] > 0 and p["min_s"] <= p["median_s"] <= p["max_s"]
+    base, two = result["levels"]["3"]["programs"], result["levels"]["2"]["programs"]
+    for name, p in base.items():
+        assert p["compile_vs_level_3"] == 1.0 and p["run_vs_level_3"] == 1.0
+        assert two[name]["compile_vs_level_3"] == pytest.approx(
+            two[name]["compile_s"] / p["compile_s"]
+        )
+        assert two[name]["env_steps"] == p["env_steps"] > 0

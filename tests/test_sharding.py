@@ -32,7 +32,8 @@ FLOAT32_TOL = 1e-6
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharding") / "checks.json"
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
+    env = {**os.environ, "XLA_FLAGS": flags.strip()}
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "sharding_checks.py"), str(out)],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
