@@ -6,8 +6,8 @@ matplotlib.use("Agg")
 os.environ.setdefault("DRLJAX_BUDGET", "tiny")
 
 # Tests compile far more programs than they run steps: on the tiny budgets, XLA's compile
-# time is most of a test run. At LLVM optimisation level 2 (XLA:CPU's default is 3) a PPO
-# training program compiles about 30% faster and runs a few percent slower
+# time is most of a test run. At LLVM optimisation level 2 (XLA:CPU's default is 3) the DQN
+# and PPO training programs compile 15-50% faster and run up to 5% slower
 # (``benchmarks/compile_level.py``). The programs and what they compute are the same; only
 # the machine code differs. Set here, before JAX starts, the flag reaches the notebook
 # kernels and the subprocesses too; an ``XLA_FLAGS`` that already sets the level wins, and
