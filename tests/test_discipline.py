@@ -189,8 +189,10 @@ def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
     with count_compiles() as compiles:
         for seed in (1, 2, 3):  # new weights and new keys, same structure and sizes
             jax.block_until_ready(ppo.evaluate(make(seed), env, jax.random.key(10 + seed), 6))
+        # greedy is an input of the same program, not a new one
+        jax.block_until_ready(ppo.evaluate(make(6), env, jax.random.key(14), 6, greedy=True))
     assert compiles == []
-    assert ppo.EVAL_TRACE_COUNTS[(6, False)] - before.get((6, False), 0) == 1
+    assert ppo.EVAL_TRACE_COUNTS[6] - before.get(6, 0) == 1
     # a new size is a new program, compiled once
     jax.block_until_ready(ppo.evaluate(make(4), env, jax.random.key(20), 7, greedy=True))
     with count_compiles() as compiles:

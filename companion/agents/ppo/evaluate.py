@@ -17,8 +17,8 @@ from companion.envs.autoreset import env_reset
 from companion.envs.maze import reached_target
 
 #: How many times :func:`evaluate`'s program was traced (compiled) for each
-#: (number of episodes, greedy) pair; a repeated call with the same model
-#: structure, environment and sizes must not add to it.
+#: number of episodes; a repeated call with the same model structure,
+#: environment and number of episodes must not add to it, greedy or not.
 EVAL_TRACE_COUNTS: collections.Counter = collections.Counter()
 
 
@@ -42,8 +42,9 @@ class Evaluation(NamedTuple):
 
 
 @eqx.filter_jit
-def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
-    EVAL_TRACE_COUNTS[(num_episodes, greedy)] += 1
+def _evaluate(model, env, key, num_episodes: int, greedy: jax.Array) -> Evaluation:
+    # greedy is a traced bool: the greedy and the sampling policy share one program
+    EVAL_TRACE_COUNTS[num_episodes] += 1
     reset_key, act_key = jax.random.split(key)
     state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(
         env, jax.random.split(reset_key, num_episodes)
@@ -64,11 +65,9 @@ def _evaluate(model, env, key, num_episodes: int, greedy: bool) -> Evaluation:
         # their states unchanged
         logits = jax.lax.cond(running.any(), logits_of, no_logits, obs)
         logits = masked_logits(logits, obs.action_mask)
-        if greedy:
-            actions = jnp.argmax(logits, axis=-1).astype(jnp.int32)
-        else:
-            keys = jax.random.split(key_t, num_episodes)
-            actions = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+        keys = jax.random.split(key_t, num_episodes)
+        sampled = jax.vmap(jax.random.categorical)(keys, logits)
+        actions = jnp.where(greedy, jnp.argmax(logits, axis=-1), sampled).astype(jnp.int32)
         next_state, ts = jax.vmap(env.step)(state, actions)
         keep = lambda new, old: jnp.where(  # noqa: E731
             running.reshape(running.shape + (1,) * (new.ndim - 1)), new, old
@@ -103,8 +102,9 @@ def evaluate(
     Maze: a maze drawn from ``key``, which training never used when ``key`` is
     kept apart from the training keys). Actions are sampled from the masked
     policy, or its most likely legal action when ``greedy``. The program is
-    compiled once per model structure, environment, ``num_episodes`` and
-    ``greedy``; later calls with new weights or keys reuse it.
+    compiled once per model structure, environment and ``num_episodes``
+    (``greedy`` is an input of the program, not a part of it); later calls
+    with new weights, keys or ``greedy`` reuse it.
 
     On a fixed maze the episodes differ only in their (start, target) pair:
     the empty maze has 1 pair and the medium maze 9, so with ``greedy=True``
@@ -131,7 +131,7 @@ def evaluate(
     if not isinstance(greedy, (bool, np.bool_)):
         raise TypeError(f"greedy: expected True or False, got {greedy!r}")
     prng_key(key)
-    return _evaluate(model, env, key, int(num_episodes), bool(greedy))
+    return _evaluate(model, env, key, int(num_episodes), jnp.asarray(bool(greedy)))
 
 
 def shortest_path_lengths(states: Any) -> np.ndarray:
