@@ -475,21 +475,22 @@ def success_rate(params, task: str, key: jax.Array, num_episodes: int = 1000,
 
     Runs :func:`companion.agents.ppo.evaluate` (sampled from the ``-inf``-masked
     policy, or its most likely legal action when ``greedy``); one compiled
-    program per ``(task, num_episodes, greedy)``, reused for any parameters.
+    program per ``(task, num_episodes)``, reused for any parameters and for
+    both policies.
 
     Returns:
         float in [0, 1].
     """
     from companion.agents import ppo
 
-    cache_key = (task, num_episodes, greedy)
+    cache_key = (task, num_episodes)
     if cache_key not in _EVALUATORS:
         env = make_env(task)
         static = eqx.partition(PostNetwork(jax.random.key(0)), eqx.is_array)[1]
 
-        def rate(params, key):
+        def rate(params, key, greedy):
             model = eqx.combine(params, static)
             return jnp.mean(ppo.evaluate(model, env, key, num_episodes, greedy=greedy).success)
 
         _EVALUATORS[cache_key] = jax.jit(rate)
-    return float(_EVALUATORS[cache_key](params, key))
+    return float(_EVALUATORS[cache_key](params, key, jnp.asarray(bool(greedy))))

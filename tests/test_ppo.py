@@ -424,6 +424,27 @@ def test_evaluate_random_policy_against_bfs():
         ppo.evaluate(model, env, jax.random.PRNGKey(1), num_episodes=0)
 
 
+def test_evaluate_takes_greedy_as_an_input_and_it_may_be_traced():
+    """Inside one's own jit, greedy may be a traced bool: the greedy and the sampling policy
+    then run as one program, and each gives what the call with a Python bool gives."""
+    env = maze_lib.make_maze_task("random")
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
+
+    def walk(greedy):
+        result = ppo.evaluate(model, env, jax.random.PRNGKey(2), 8, greedy=greedy)
+        return result.length, result.states.agent_position.row
+
+    traced = jax.jit(walk)
+    runs = {}
+    for greedy in (False, True):
+        runs[greedy] = walk(greedy)
+        for a, b in zip(traced(jnp.asarray(greedy)), runs[greedy]):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(runs[False][1], runs[True][1])  # the two policies walk apart
+    with pytest.raises(TypeError, match="greedy: expected True or False"):
+        walk(jnp.array([True]))  # one bool, not an array of them
+
+
 def test_make_maze_task_names():
     assert maze_lib.make_maze_task("empty").num_rows == 10
     with pytest.raises(ValueError, match="unknown Maze task 'maze'"):

@@ -118,20 +118,25 @@ def evaluate(
         env: a jumanji Maze (no auto-reset wrapper).
         key: one PRNG key.
         num_episodes: number of episodes (static), a positive int.
-        greedy: take ``argmax`` of the masked logits instead of sampling.
+        greedy: take ``argmax`` of the masked logits instead of sampling: a
+            Python bool, or a bool scalar array (which may be traced, for
+            example an argument of your own ``jax.jit``).
 
     Returns:
         :class:`Evaluation`.
 
     Raises:
         TypeError, ValueError: if ``num_episodes`` is not a positive int,
-            ``greedy`` not a bool, or ``key`` not one PRNG key.
+            ``greedy`` not a bool or a bool scalar array, or ``key`` not one
+            PRNG key.
     """
     positive_int(num_episodes, "num_episodes")
-    if not isinstance(greedy, (bool, np.bool_)):
-        raise TypeError(f"greedy: expected True or False, got {greedy!r}")
+    if isinstance(greedy, (bool, np.bool_)):
+        greedy = jnp.asarray(bool(greedy))
+    elif not (isinstance(greedy, jax.Array) and greedy.shape == () and greedy.dtype == bool):
+        raise TypeError(f"greedy: expected True or False (or a bool scalar array), got {greedy!r}")
     prng_key(key)
-    return _evaluate(model, env, key, int(num_episodes), jnp.asarray(bool(greedy)))
+    return _evaluate(model, env, key, int(num_episodes), greedy)
 
 
 def shortest_path_lengths(states: Any) -> np.ndarray:
