@@ -1,10 +1,12 @@
-"""XLA:CPU's LLVM optimisation level: compile time against run time, and what it does to the
-test suite.
+"""XLA:CPU's compile settings: compile time against run time, and what they do to the test
+suite.
 
-XLA:CPU compiles each program through LLVM at ``--xla_backend_optimization_level`` 3 unless
-told otherwise. The tests (``tests/conftest.py``) set level 2, because on the tiny budgets a
-test run spends most of its time compiling. This script measures that trade, each level in a
-fresh process (JAX reads ``XLA_FLAGS`` once, when its backend starts):
+XLA:CPU compiles each program through LLVM at ``--xla_backend_optimization_level`` 3, and
+emits its fused loops with its MLIR fusion emitters (``--xla_cpu_use_fusion_emitters``),
+unless told otherwise. On the tiny budgets a test run spends most of its time compiling, so
+the tests (``tests/conftest.py``) set level 2 and the older LLVM IR emitters. This script
+measures those trades, each setting in a fresh process (JAX reads ``XLA_FLAGS`` once, when its
+backend starts):
 
 - ``programs``: for PPO (the chapter's medium-maze configuration, 4 seeds vmapped) and DQN
   (the chapter's CartPole configuration), the compile time and the median run time of one
@@ -12,10 +14,12 @@ fresh process (JAX reads ``XLA_FLAGS`` once, when its backend starts):
 - ``suite_s`` (full mode only): the wall time of ``pytest tests/test_ppo.py tests/test_dqn.py``
   with an empty compilation cache.
 
-Every figure is also given as a ratio to level 3 (XLA's default) measured in the same run.
+The settings are levels 3 (XLA's default), 2 and 1 with the default emitters, and ``tests``
+(level 2 with the LLVM IR emitters). Every figure is also given as a ratio to XLA's default
+measured in the same run.
 
-    python benchmarks/compile_level.py           # about 10 minutes on 2 cores
-    python benchmarks/compile_level.py --quick   # levels 3 and 2, tiny sizes (seconds)
+    python benchmarks/compile_level.py           # about 15 minutes on 2 cores
+    python benchmarks/compile_level.py --quick   # the default and the tests' setting, tiny sizes
 """
 
 from __future__ import annotations
@@ -31,13 +35,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-FLAG = "--xla_backend_optimization_level"
-LEVELS = (3, 2, 1)
+LEVEL = "--xla_backend_optimization_level"
+EMITTERS = "--xla_cpu_use_fusion_emitters"
+#: Each setting gives both flags; an XLA_FLAGS of the caller keeps its other flags.
+SETTINGS = {
+    "3": {LEVEL: "3", EMITTERS: "true"},  # XLA's defaults
+    "2": {LEVEL: "2", EMITTERS: "true"},
+    "1": {LEVEL: "1", EMITTERS: "true"},
+    "tests": {LEVEL: "2", EMITTERS: "false"},  # what tests/conftest.py sets
+}
+QUICK_SETTINGS = ("3", "tests")
 
 
-def _flags(level: int) -> str:
-    kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(FLAG)]
-    return " ".join([*kept, f"{FLAG}={level}"])
+def _flags(setting: str) -> str:
+    kept = [
+        f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith((LEVEL, EMITTERS))
+    ]
+    return " ".join([*kept, *(f"{flag}={value}" for flag, value in SETTINGS[setting].items())])
 
 
 def measure_programs(quick: bool) -> dict:
@@ -64,20 +78,20 @@ def measure_programs(quick: bool) -> dict:
     return out
 
 
-def _run_level(level: int, quick: bool) -> dict:
+def _run_setting(setting: str, quick: bool) -> dict:
     command = [sys.executable, __file__, "--worker"] + (["--quick"] if quick else [])
-    env = {**os.environ, "XLA_FLAGS": _flags(level)}
+    env = {**os.environ, "XLA_FLAGS": _flags(setting)}
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"level {level}: the worker failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"setting {setting}: the worker failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _time_suite(level: int) -> float:
+def _time_suite(setting: str) -> float:
     with tempfile.TemporaryDirectory() as cache:
         env = {
             **os.environ,
-            "XLA_FLAGS": _flags(level),
+            "XLA_FLAGS": _flags(setting),
             "JAX_COMPILATION_CACHE_DIR": cache,
             "DRLJAX_BUDGET": "tiny",
         }
@@ -103,30 +117,31 @@ def main(argv=None) -> dict:
     from companion.bench import result_header
 
     started = time.perf_counter()
-    measured = LEVELS[:2] if args.quick else LEVELS
-    levels = {str(level): _run_level(level, args.quick) for level in measured}
+    measured = QUICK_SETTINGS if args.quick else tuple(SETTINGS)
+    settings = {name: _run_setting(name, args.quick) for name in measured}
     if not args.quick:
-        for level in LEVELS:
-            levels[str(level)]["suite_s"] = _time_suite(level)
-    base = levels["3"]
-    for level, r in levels.items():
-        for name, p in r["programs"].items():
-            ref = base["programs"][name]
-            p["compile_vs_level_3"] = p["compile_s"] / ref["compile_s"]
-            p["run_vs_level_3"] = p["median_s"] / ref["median_s"]
+        for name in measured:
+            settings[name]["suite_s"] = _time_suite(name)
+    base = settings["3"]
+    for name, r in settings.items():
+        r["flags"] = SETTINGS[name]
+        for program, p in r["programs"].items():
+            ref = base["programs"][program]
+            p["compile_vs_default"] = p["compile_s"] / ref["compile_s"]
+            p["run_vs_default"] = p["median_s"] / ref["median_s"]
             print(
-                f"level {level} {name:9s}: compile {p['compile_s']:5.2f} s "
-                f"({p['compile_vs_level_3']:.2f}x), run {p['median_s']:6.3f} s "
-                f"({p['run_vs_level_3']:.2f}x)",
+                f"{name:5s} {program:9s}: compile {p['compile_s']:5.2f} s "
+                f"({p['compile_vs_default']:.2f}x), run {p['median_s']:6.3f} s "
+                f"({p['run_vs_default']:.2f}x)",
                 flush=True,
             )
         if "suite_s" in r:
-            r["suite_vs_level_3"] = r["suite_s"] / base["suite_s"]
-            print(f"level {level} suite: {r['suite_s']:.0f} s ({r['suite_vs_level_3']:.2f}x)")
+            r["suite_vs_default"] = r["suite_s"] / base["suite_s"]
+            print(f"{name:5s} suite: {r['suite_s']:.0f} s ({r['suite_vs_default']:.2f}x)")
     result = {
         **result_header("compile_level", args.quick),
-        "flag": FLAG,
-        "levels": levels,
+        "default": "3",
+        "settings": settings,
         "total_s": time.perf_counter() - started,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -351,19 +351,28 @@ def test_sharding_benchmark_quick_mode_writes_json(tmp_path):
 
 def test_compile_level_quick_mode_writes_json(tmp_path):
     result = _run_quick("compile_level.py", tmp_path)
-    assert result["quick"] is True and result["flag"] == "--xla_backend_optimization_level"
-    assert set(result["levels"]) == {"3", "2"}
-    for level, r in result["levels"].items():
-        # each level ran in its own process, with the flag set once (the tests' own is replaced)
-        assert r["xla_flags"].split().count(f"--xla_backend_optimization_level={level}") == 1
-        assert r["xla_flags"].count("--xla_backend_optimization_level") == 1
+    assert result["quick"] is True and result["default"] == "3"
+    assert set(result["settings"]) == {"3", "tests"}
+    expected = {
+        "3": {"--xla_backend_optimization_level": "3", "--xla_cpu_use_fusion_emitters": "true"},
+        "tests": {
+            "--xla_backend_optimization_level": "2",
+            "--xla_cpu_use_fusion_emitters": "false",
+        },
+    }
+    for name, r in result["settings"].items():
+        assert r["flags"] == expected[name]
+        # each setting ran in its own process, each flag set once (the tests' own replaced)
+        for flag, value in expected[name].items():
+            assert r["xla_flags"].split().count(f"{flag}={value}") == 1
+            assert r["xla_flags"].count(flag) == 1
         assert set(r["programs"]) == {"ppo_tiny", "dqn_tiny"}
         for p in r["programs"].values():
             assert p["compile_s"] > 0 and p["min_s"] <= p["median_s"] <= p["max_s"]
-    base, two = result["levels"]["3"]["programs"], result["levels"]["2"]["programs"]
+    base, tests = result["settings"]["3"]["programs"], result["settings"]["tests"]["programs"]
     for name, p in base.items():
-        assert p["compile_vs_level_3"] == 1.0 and p["run_vs_level_3"] == 1.0
-        assert two[name]["compile_vs_level_3"] == pytest.approx(
-            two[name]["compile_s"] / p["compile_s"]
+        assert p["compile_vs_default"] == 1.0 and p["run_vs_default"] == 1.0
+        assert tests[name]["compile_vs_default"] == pytest.approx(
+            tests[name]["compile_s"] / p["compile_s"]
         )
-        assert two[name]["env_steps"] == p["env_steps"] > 0
+        assert tests[name]["env_steps"] == p["env_steps"] > 0
