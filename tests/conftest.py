@@ -12,8 +12,8 @@ os.environ.setdefault("DRLJAX_BUDGET", "tiny")
 # XLA's defaults: see the README for its figures. Level 2 changes only the machine code (the
 # same results, bit for bit, in a short PPO and DQN run). The other emitters compute
 # elementwise functions with other code, so results agree with XLA's defaults to float32
-# rounding, not bit for bit (the tests' tolerances; about 1e-6 in the weights after a short
-# PPO or DQN run). Set here, before JAX starts, the flags reach the notebook kernels and the
+# rounding, not bit for bit (the tests' tolerances; at most 2e-6 in the weights after a short
+# PPO and DQN run). Set here, before JAX starts, the flags reach the notebook kernels and the
 # subprocesses too; an ``XLA_FLAGS`` that already sets one wins, and the book build keeps
 # XLA's defaults.
 TEST_XLA_FLAGS = {"--xla_backend_optimization_level": "2", "--xla_cpu_use_fusion_emitters": "false"}
