@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from companion.bench import hardware, step_rates, throughput, timed
+from conftest import TEST_XLA_FLAGS
 from notebook_runner import ROOT
 
 
@@ -355,10 +356,11 @@ def test_compile_level_quick_mode_writes_json(tmp_path):
     assert set(result["settings"]) == {"3", "tests"}
     expected = {
         "3": {"--xla_backend_optimization_level": "3", "--xla_cpu_use_fusion_emitters": "true"},
-        "tests": {
-            "--xla_backend_optimization_level": "2",
-            "--xla_cpu_use_fusion_emitters": "false",
-        },
+        "tests": TEST_XLA_FLAGS,  # the benchmark measures what this test session sets
+    }
+    assert TEST_XLA_FLAGS == {
+        "--xla_backend_optimization_level": "2",
+        "--xla_cpu_use_fusion_emitters": "false",
     }
     for name, r in result["settings"].items():
         assert r["flags"] == expected[name]
