@@ -63,7 +63,7 @@ def evaluate_point(model, size: int, greedy: bool, num_episodes: int) -> dict:
     result = jax.block_until_ready(ppo.evaluate(model, env, key, num_episodes, greedy=greedy))
     seconds = time.perf_counter() - start
     success = np.asarray(result.success)
-    first = jax.tree.map(lambda x: x[0], result.states)
+    first = result.start
     shortest = ppo.shortest_path_lengths(first)
     length = np.asarray(result.length)
     won = success & (shortest > 0)

@@ -1,9 +1,11 @@
 """Argument checks shared by the package: each error names the argument, what it got and
 what was expected.
 
-Python-level checks (types, sizes, names) run when a function is called or traced;
-checks on values that exist only at run time inside ``jit`` use ``eqx.error_if``
-where they are made.
+Python-level checks (types, sizes, names) run when a function is called or traced. Checks on
+values (:func:`runtime_check`) raise at once on concrete arrays; on traced values (inside
+``jit``, ``vmap`` or ``scan``) they are ``checkify`` checks, which
+:func:`companion.debug.checked` turns on and a plain ``jax.jit`` drops: the default compiled
+programs carry no host callback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 
 def positive_int(value: Any, name: str) -> int:
@@ -157,3 +160,23 @@ def folder_and_parents(start: Any, name: str = "start") -> tuple[Path, ...]:
         raise TypeError(f"{name}: expected a path or None, got {type(start).__name__}")
     here = Path(start or os.getcwd()).resolve()
     return (here, *here.parents)
+
+
+def runtime_check(bad: Any, message: str) -> None:
+    """Raise ``ValueError(message)`` if any element of ``bad`` is True.
+
+    On a concrete array (an eager call) the check runs now. On a traced one (inside ``jit``,
+    ``vmap`` or ``scan``) it becomes ``jax.experimental.checkify.debug_check``: under
+    :func:`companion.debug.checked` (``checkify.checkify``) a failing check is returned as an
+    error value and raised after the call; under a plain ``jax.jit`` it is dropped, so the compiled program has
+    no host callback (which would keep it out of JAX's persistent compilation cache and, on a
+    GPU, wait for the host).
+
+    Raises:
+        ValueError: with ``message``, if ``bad`` is concrete and any element is True.
+    """
+    if isinstance(bad, jax.core.Tracer):
+        checkify.debug_check(~jnp.any(bad), message.replace("{", "{{").replace("}", "}}"))
+    elif bool(np.any(np.asarray(bad))):
+        raise ValueError(message)
+

@@ -32,10 +32,10 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from companion._validate import positive_int, prng_key
-from companion.agents.ppo.losses import ppo_loss
 from companion.agents.ppo.train import (
     PPOConfig,
     check_config,
+    default_loss,
     make_optimizer,
     make_trainer,
     success_by_start,
@@ -179,24 +179,29 @@ def _shard_pretraced(f: Callable, mesh: Mesh, axis: str, num_devices: int) -> Ca
     return mapped
 
 
-def _global_normalise(loss_fn: Callable, axis: str) -> Callable:
-    """``loss_fn`` whose advantage standardisation uses the mean and standard deviation
-    of the whole minibatch across devices (``pmean``), not of this device's part, so
-    that it equals :func:`~companion.agents.ppo.normalise` on one device."""
+def _global_normalise(config: PPOConfig, loss_fn: Callable | None, axis: str) -> Callable:
+    """The loss of one device's part of a minibatch. When ``config.normalise_advantages``,
+    the advantages are standardised first with the mean and standard deviation of the
+    whole minibatch across devices (``pmean``), not of this device's part, so that they
+    equal :func:`~companion.agents.ppo.normalise` on one device; ``loss_fn`` (by default
+    :func:`~companion.agents.ppo.default_loss` without its own standardisation) then sees
+    them standardised."""
+    if loss_fn is None:
+        loss_fn = default_loss(config._replace(normalise_advantages=False))
 
-    def loss(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages=True):
-        if normalise_advantages:
+    def loss(model, batch):
+        if config.normalise_advantages:
             a = batch.advantage
             mean = jax.lax.pmean(a.mean(), axis)
             std = jnp.sqrt(jax.lax.pmean(jnp.mean((a - mean) ** 2), axis))
             batch = batch._replace(advantage=(a - mean) / (std + 1e-8))
-        return loss_fn(model, batch, clip_eps, vf_coef, ent_coef, False)
+        return loss_fn(model, batch)
 
     return loss
 
 
 def make_data_parallel_step(
-    config: PPOConfig, mesh: Mesh, loss_fn: Callable = ppo_loss
+    config: PPOConfig, mesh: Mesh, loss_fn: Callable | None = None
 ) -> Callable:
     """One PPO minibatch step with the minibatch split over the devices of ``mesh``.
 
@@ -212,8 +217,10 @@ def make_data_parallel_step(
     Args:
         config: the hyperparameters (:class:`~companion.agents.ppo.PPOConfig`).
         mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
-        loss_fn: the minibatch loss (:func:`~companion.agents.ppo.ppo_loss`'s
-            signature); it must be a mean over the minibatch.
+        loss_fn: the minibatch loss ``loss_fn(model, batch) -> (loss, metrics)``, a mean
+            over the minibatch, that does not standardise the advantages itself (done
+            across devices when ``config.normalise_advantages``); ``None``:
+            ``ppo_loss`` with the config's coefficients.
 
     Returns:
         ``step(model, opt_state, batch) -> (model, opt_state, loss, metrics)``:
@@ -230,12 +237,11 @@ def make_data_parallel_step(
     check_config(config)
     axis, _ = _axis(mesh)
     optimizer = make_optimizer(config)
-    loss_of_part = _global_normalise(loss_fn, axis)
-    coefs = (config.clip_eps, config.vf_coef, config.ent_coef, config.normalise_advantages)
+    loss_of_part = _global_normalise(config, loss_fn, axis)
 
     def on_each_device(params, static, opt_state, batch):
         def loss(p):
-            return loss_of_part(eqx.combine(p, static), batch, *coefs)
+            return loss_of_part(eqx.combine(p, static), batch)
 
         (value, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
         grads = jax.lax.pmean(grads, axis)  # the all-reduce: each device gets the mean
@@ -293,7 +299,7 @@ def _combine_metrics(metrics: dict, axis: str, num_devices: int) -> dict:
 
 
 def make_data_parallel_train(
-    config: PPOConfig, mesh: Mesh, loss_fn: Callable = ppo_loss, env: Any = None
+    config: PPOConfig, mesh: Mesh, loss_fn: Callable | None = None, env: Any = None
 ) -> Callable:
     """PPO training with the environments split over the devices of ``mesh``.
 
@@ -310,10 +316,10 @@ def make_data_parallel_train(
     ``num_envs * num_steps`` transitions and takes the same number of steps.
 
     Args:
-        config: the hyperparameters; ``num_envs`` is the total over all devices
-            (``progress_bar`` is ignored).
+        config: the hyperparameters; ``num_envs`` is the total over all devices.
         mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
-        loss_fn, env: as in :func:`~companion.agents.ppo.make_train`.
+        loss_fn: as in :func:`make_data_parallel_step`; env: as in
+            :func:`~companion.agents.ppo.make_train`.
 
     Returns:
         ``train(key) -> (model, metrics)``, jitted, with ``make_train``'s metrics
@@ -340,9 +346,8 @@ def make_data_parallel_train(
     local = config._replace(
         num_envs=local_envs,
         total_timesteps=config.num_updates * local_batch,
-        progress_bar=False,
     )
-    trainer = make_trainer(local, _global_normalise(loss_fn, axis), env, axis_name=axis)
+    trainer = make_trainer(local, _global_normalise(local, loss_fn, axis), env, axis_name=axis)
 
     def on_each_device(key):
         model_key, env_key = jax.random.split(key)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,9 +33,7 @@ from companion.agents import ppo
 from companion.agents.ppo import saved
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
-
-#: (row, col) offsets of jumanji's Maze actions 0 up, 1 right, 2 down, 3 left.
-MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
+from companion.envs.maze import MOVES, shortest_path
 
 #: Version tag of the exported weights; agent.js refuses any other.
 EXPORT_FORMAT = "drljax-maze-playground-1"
@@ -119,10 +116,6 @@ def weights_js(model: ppo.PropagationActorCritic) -> str:
     )
 
 
-def _grid(walls: Any) -> np.ndarray:
-    return maze_lib._walls(walls)
-
-
 def action_mask(walls: Any, agent: Any) -> np.ndarray:
     """Legal moves of jumanji's Maze from ``agent``: into a free cell inside the grid.
 
@@ -137,8 +130,8 @@ def action_mask(walls: Any, agent: Any) -> np.ndarray:
         ValueError: for a ``walls`` that is not a 2-D boolean grid, or an ``agent``
             outside it or on a wall.
     """
-    walls = _grid(walls)
-    r, c = maze_lib._cell(agent, "agent", walls)
+    walls = maze_lib.check_walls(walls)
+    r, c = maze_lib.check_cell(agent, "agent", walls)
     rows, cols = walls.shape
     return np.array(
         [
@@ -193,9 +186,9 @@ def step(
         ValueError: for a bad grid or cell, an ``action`` outside 0..3, a negative
             ``step_count`` or a ``time_limit`` that is not a positive int.
     """
-    walls = _grid(walls)
+    walls = maze_lib.check_walls(walls)
     mask = action_mask(walls, agent)
-    maze_lib._cell(target, "target", walls)
+    maze_lib.check_cell(target, "target", walls)
     if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < 4:
         raise ValueError(
             f"action: expected 0 (up), 1 (right), 2 (down) or 3 (left), got {action!r}"
@@ -220,41 +213,6 @@ def step(
     else:
         reason = ""
     return StepResult((r, c), count, reason != "", reason)
-
-
-def shortest_path(walls: Any, start: Any, target: Any) -> list | None:
-    """A shortest path by breadth-first search, neighbours tried in action order.
-
-    Args:
-        walls: bool array-like ``(rows, cols)``.
-        start, target: ``(row, col)`` free cells.
-
-    Returns:
-        list of ``(row, col)`` from ``start`` to ``target`` inclusive (its length
-        minus one is the number of moves), or ``None`` when walls separate them.
-
-    Raises:
-        ValueError: for a bad grid, or a cell outside it or on a wall.
-    """
-    walls = _grid(walls)
-    start = maze_lib._cell(start, "start", walls)
-    target = maze_lib._cell(target, "target", walls)
-    rows, cols = walls.shape
-    previous = {start: None}
-    queue = deque([start])
-    while queue:
-        cell = queue.popleft()
-        if cell == target:
-            path = [cell]
-            while previous[path[-1]] is not None:
-                path.append(previous[path[-1]])
-            return path[::-1]
-        for dr, dc in MOVES:
-            nxt = (cell[0] + dr, cell[1] + dc)
-            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in previous:
-                previous[nxt] = cell
-                queue.append(nxt)
-    return None
 
 
 @eqx.filter_jit
@@ -300,9 +258,9 @@ def agent_policy(model, walls: Any, agent: Any, target: Any) -> tuple[np.ndarray
     Raises:
         ValueError: for a bad grid or cell, or an agent with no legal move.
     """
-    walls = _grid(walls)
-    a = maze_lib._cell(agent, "agent", walls)
-    t = maze_lib._cell(target, "target", walls)
+    walls = maze_lib.check_walls(walls)
+    a = maze_lib.check_cell(agent, "agent", walls)
+    t = maze_lib.check_cell(target, "target", walls)
     if not action_mask(walls, a).any():
         raise ValueError(f"agent: cell {a} has no legal move; the policy has nothing to choose")
     logits, probs, value = _policy(model, jnp.asarray(walls), jnp.asarray(a), jnp.asarray(t))
@@ -388,10 +346,10 @@ def maze_playground(
         walls = np.asarray(state.walls)
         start = start or (int(state.agent_position.row), int(state.agent_position.col))
         target = target or (int(state.target_position.row), int(state.target_position.col))
-    walls = np.array(_grid(walls))
+    walls = np.array(maze_lib.check_walls(walls))
     rows, cols = walls.shape
-    start = maze_lib._cell((0, 0) if start is None else start, "start", walls)
-    target = maze_lib._cell((rows - 1, cols - 1) if target is None else target, "target", walls)
+    start = maze_lib.check_cell((0, 0) if start is None else start, "start", walls)
+    target = maze_lib.check_cell((rows - 1, cols - 1) if target is None else target, "target", walls)
     if start == target:
         raise ValueError(f"start, target: both are cell {start}; expected two different cells")
     limit = walls.size if time_limit is None else positive_int(time_limit, "time_limit")

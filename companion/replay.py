@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from companion._validate import positive_int, prng_key
+from companion._validate import positive_int, prng_key, runtime_check
 
 
 class ReplayBuffer(NamedTuple):
@@ -150,11 +149,13 @@ def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
 
     Raises:
         TypeError, ValueError: if ``batch_size`` is not a positive int or ``key``
-            not one PRNG key; at run time (also under ``jit``) if the buffer is empty.
+            not one PRNG key; ``ValueError`` if the buffer is empty (traced: under
+            :func:`companion.debug.checked`).
     """
     positive_int(batch_size, "batch_size")
     prng_key(key)
-    size = eqx.error_if(buffer.size, buffer.size <= 0, "replay_sample: the buffer is empty")
+    runtime_check(buffer.size <= 0, "replay_sample: the buffer is empty")
+    size = buffer.size
     # Slots 0 .. size-1 are the filled ones: the ring fills from slot 0 and
     # never empties, so this holds before and after it wraps around.
     indices = jax.random.randint(key, (batch_size,), 0, size)

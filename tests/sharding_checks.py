@@ -129,7 +129,12 @@ def main(out: str) -> None:
     # 2. Seeds over devices against jax.vmap over the same keys on one device.
     mesh4 = parallel.make_mesh(4)
     keys = lambda: jax.random.split(jax.random.key(2), 4)  # noqa: E731  (fresh keys per use)
-    train = ppo.make_train(PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8))
+    ppo_train = ppo.make_train(PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8))
+
+    def train(key):
+        runner, metrics = ppo_train(key)
+        return runner.params, metrics
+
     results["ppo_seeds"] = max_difference(
         parallel.shard_seeds(train, mesh4)(keys()), jax.jit(jax.vmap(train))(keys())
     )

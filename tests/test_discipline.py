@@ -94,14 +94,14 @@ def _rollout(reset, task="random"):
 
 
 ENTRY_POINTS = {
-    "ppo.make_train pooled": lambda: ppo.make_train(PPO_TINY)(jax.random.key(0)),
-    "ppo.make_train per_step": lambda: ppo.make_train(PPO_TINY._replace(reset="per_step"))(
-        jax.random.key(0)
-    ),
-    "ppo.make_train propagation": lambda: ppo.make_train(PPO_TINY._replace(network="propagation"))(
-        jax.random.key(0)
-    ),
-    "ppo.make_train vmapped seeds": lambda: jax.vmap(ppo.make_train(PPO_TINY))(
+    "ppo.make_train pooled": lambda: jax.jit(ppo.make_train(PPO_TINY))(jax.random.key(0)),
+    "ppo.make_train per_step": lambda: jax.jit(
+        ppo.make_train(PPO_TINY._replace(reset="per_step"))
+    )(jax.random.key(0)),
+    "ppo.make_train propagation": lambda: jax.jit(
+        ppo.make_train(PPO_TINY._replace(network="propagation"))
+    )(jax.random.key(0)),
+    "ppo.make_train vmapped seeds": lambda: jax.jit(jax.vmap(ppo.make_train(PPO_TINY)))(
         jax.random.split(jax.random.key(0), 2)
     ),
     "ppo.rollout pooled": lambda: _rollout("pooled"),
@@ -173,7 +173,7 @@ def test_a_program_loaded_from_the_persistent_cache_counts_as_a_compilation():
 
 
 def test_ppo_train_compiles_once_for_new_keys():
-    train = ppo.make_train(PPO_TINY)
+    train = jax.jit(ppo.make_train(PPO_TINY))
     jax.block_until_ready(train(jax.random.key(0)))
     with count_compiles() as compiles:
         jax.block_until_ready(train(jax.random.key(1)))
@@ -184,7 +184,6 @@ def test_ppo_train_compiles_once_for_new_keys():
 def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
     env = maze_lib.make_maze_task("random")
     make = lambda seed: ppo.ActorCritic(jax.random.key(seed), channels=(2,), hidden_sizes=(8,))  # noqa: E731
-    before = dict(ppo.EVAL_TRACE_COUNTS)
     jax.block_until_ready(ppo.evaluate(make(0), env, jax.random.key(10), 6))
     with count_compiles() as compiles:
         for seed in (1, 2, 3):  # new weights and new keys, same structure and sizes
@@ -192,7 +191,6 @@ def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
         # greedy is an input of the same program, not a new one
         jax.block_until_ready(ppo.evaluate(make(6), env, jax.random.key(14), 6, greedy=True))
     assert compiles == []
-    assert ppo.EVAL_TRACE_COUNTS[6] - before.get(6, 0) == 1
     # a new size is a new program, compiled once
     jax.block_until_ready(ppo.evaluate(make(4), env, jax.random.key(20), 7, greedy=True))
     with count_compiles() as compiles:
@@ -222,8 +220,8 @@ def test_trainer_runs_in_chunks_like_one_train_call():
     runner = trainer.init(jax.random.key(0))
     runner, first = trainer.run(runner, 2)
     runner, second = trainer.run(runner, config.num_updates - 2)
-    model, metrics = ppo.make_train(config)(jax.random.key(0))
-    for a, b in zip(jax.tree.leaves(trainer.model(runner)), jax.tree.leaves(model)):
+    whole, metrics = jax.jit(ppo.make_train(config))(jax.random.key(0))
+    for a, b in zip(jax.tree.leaves(runner.params), jax.tree.leaves(whole.params)):
         assert jnp.allclose(a, b, atol=1e-6)
     steps = jnp.concatenate([first["env_steps"], second["env_steps"]])
     assert jnp.array_equal(steps, metrics["env_steps"])
@@ -245,3 +243,93 @@ def test_dqn_trainer_runs_in_chunks_like_one_train_call():
         assert jnp.allclose(a, b, atol=1e-5)
     assert jnp.allclose(jnp.concatenate(evals), whole_metrics["eval_return"])
     assert int(runner.env_steps) == DQN_TINY.env_steps_run
+
+
+# --- lean programs: no host callbacks, so JAX's persistent cache can serve them -----------
+
+
+def _callbacks(jaxpr) -> list[str]:
+    """Names of the host-callback primitives in ``jaxpr`` and every jaxpr nested in it."""
+    from jax.extend.core import jaxprs_in_params
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if "callback" in eqn.primitive.name:
+            found.append(eqn.primitive.name)
+        for sub in jaxprs_in_params(eqn.params):
+            found += _callbacks(sub)
+    return found
+
+
+def _ppo_evaluate():
+    model = ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,))
+    env = maze_lib.make_maze_task("random")
+    return lambda key: ppo.evaluate(model, env, key, 4)
+
+
+def _dqn_greedy_returns():
+    params = dqn.make_q_network().init(jax.random.key(0), jnp.zeros((1, 4)))
+    return lambda key: dqn.greedy_returns(params, key, 3)
+
+
+# Each entry builds a function of one key (what is built outside the trace stays outside).
+LEAN_PROGRAMS = {
+    "ppo train": lambda: ppo.make_train(PPO_TINY),
+    "ppo train propagation": lambda: ppo.make_train(PPO_TINY._replace(network="propagation")),
+    "ppo evaluate": _ppo_evaluate,
+    "dqn train": lambda: dqn.make_train(DQN_TINY),
+    "dqn greedy_returns": _dqn_greedy_returns,
+}
+
+
+@pytest.mark.parametrize("name", list(LEAN_PROGRAMS))
+def test_default_programs_have_no_host_callback(name):
+    """Value checks (an illegal action, an empty buffer) are checkify checks that a plain jit
+    drops; a host callback would keep the program out of the persistent cache."""
+    closed = jax.make_jaxpr(LEAN_PROGRAMS[name]())(jax.random.key(1))
+    assert _callbacks(closed.jaxpr) == []
+    assert "callback" not in str(closed)
+
+
+def test_a_progress_bar_is_the_only_callback_and_is_asked_for():
+    closed = jax.make_jaxpr(ppo.make_train(PPO_TINY, progress_bar=True))(jax.random.key(1))
+    assert _callbacks(closed.jaxpr)  # jax-tqdm's bar is a host callback: opt in only
+
+
+CACHED_PROGRAM = """
+import sys
+import jax
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+from companion.agents import dqn, ppo
+hits = []
+jax.monitoring.register_event_listener(
+    lambda event, **kw: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None
+)
+ppo_config = ppo.PPOConfig(task="empty", num_envs=4, num_steps=4, total_timesteps=32,
+                           num_epochs=1, num_minibatches=2, channels=(2,), hidden_sizes=(8,))
+dqn_config = dqn.DQNConfig(num_envs=2, total_steps=400, learning_starts=200, batch_size=8,
+                           eval_every=100, eval_episodes=2, buffer_capacity=300, hidden_sizes=(8,))
+for train in (ppo.make_train(ppo_config), dqn.make_train(dqn_config)):
+    jax.block_until_ready(jax.jit(train)(jax.random.key(0)))
+print("cache hits", len(hits))
+"""
+
+
+def test_training_programs_are_served_from_the_persistent_cache_in_a_second_process(tmp_path):
+    """A fresh process finds the PPO and DQN training programs that another process wrote to
+    JAX's persistent compilation cache (JAX writes no program that has a host callback)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache")],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    first, second = run(), run()
+    hits = lambda done: int(done.stdout.split("cache hits")[-1])  # noqa: E731
+    assert hits(first) == 0
+    assert hits(second) >= 2, second.stdout + second.stderr  # both training programs loaded

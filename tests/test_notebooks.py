@@ -214,6 +214,10 @@ def test_dqn_chapter(executed):
     loss_line = next(line for line in text.splitlines() if line.startswith("loss: mine"))
     mine, theirs = loss_line.replace(",", "").split()[2], loss_line.split()[-1]
     assert mine == theirs
+    # the training loop in view gives the companion's make_train agent on the same key
+    diffs = dict(re.findall(r"^(\w[\w ]*?) +max \|difference\|: (\S+)$", text, re.M))
+    assert set(diffs) == {"final parameters", "kept parameters", "losses", "evaluations"}, diffs
+    assert all(float(d) < 1e-4 for d in diffs.values()), diffs
     # find the bug: every flag one step late, so none on a transition where the pole fell
     fell = int(re.search(r"off the track: (\d+)", text).group(1))
     assert fell >= 5 and "  of these, marked terminated: 0" in text
@@ -241,12 +245,16 @@ def test_ppo_chapter(executed):
     for line in text.splitlines():
         if "max |difference|" in line:
             assert float(line.split(":")[-1]) < 1e-4, line
-    assert text.count("max |difference|") == 3
+    assert text.count("max |difference|") == 3 + 4  # GAE (3), and the training loop (4)
     mine = next(line for line in text.splitlines() if line.startswith("loss in view:"))
     theirs = next(line for line in text.splitlines() if line.startswith("companion   :"))
     assert abs(float(mine.split(":")[1]) - float(theirs.split(":")[1])) < 1e-5
     assert "mask with -inf (correct): ratio mean 1.000, outside [0.8, 1.2]: 0%" in text
-    assert "traces for 3 calls with different keys: 1" in text
+    assert "compilations of train for 3 calls with different keys: 1" in text
+    # the training loop in view gives the companion's make_train model on the same key
+    diffs = dict(re.findall(r"^(\w+) +max \|difference\|: (\S+)$", text, re.M))
+    assert set(diffs) == {"model", "policy_loss", "value_loss", "entropy"}, diffs
+    assert all(float(d) < 1e-4 for d in diffs.values()), diffs
     assert "randint(0, n - 1) draws: [" in text and " 0]" in text.split("randint(0, n - 1) draws:")[1].splitlines()[0]
     # find the bug: with one key for every step, untrained agents visit fewer cells
     visited = dict(re.findall(r"(with the bug|ppo.rollout) *: cells visited in 32 steps, "

@@ -276,7 +276,7 @@ def test_javascript_random_mazes_are_connected_with_walls_on_odd_lines(js):
 
 def test_greedy_action_equals_the_chapters_evaluation(model):
     env = maze_lib.make_maze()
-    result = ppo.evaluate(model, env, jax.random.key(11), 20, greedy=True)
+    result = ppo.evaluate(model, env, jax.random.key(11), 20, greedy=True, record_states=True)
     s = result.states
     checked = 0
     for i in range(20):

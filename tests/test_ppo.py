@@ -366,19 +366,24 @@ TINY = ppo.PPOConfig(
 )
 
 
-def test_train_compiles_once_per_config_and_vmaps_over_seeds():
-    train = ppo.make_train(TINY)
-    before = ppo.TRACE_COUNTS[(TINY, ppo.ppo_loss)]
-    model_a, metrics = train(jax.random.PRNGKey(0))
-    model_b, _ = train(jax.random.PRNGKey(1))
-    assert ppo.TRACE_COUNTS[(TINY, ppo.ppo_loss)] - before == 1
+def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
+    from test_discipline import count_compiles
+
+    trainer = ppo.make_trainer(TINY)
+    train = jax.jit(trainer.train)
+    runner_a, metrics = train(jax.random.PRNGKey(0))
+    with count_compiles() as compiles:
+        runner_b, _ = train(jax.random.PRNGKey(1))
+    assert compiles == []
+    assert isinstance(runner_a, ppo.RunnerState)
     assert metrics["success_rate"].shape == (TINY.num_updates,) == (4,)
     np.testing.assert_array_equal(metrics["env_steps"], [64, 128, 192, 256])
+    model_a, model_b = trainer.model(runner_a), trainer.model(runner_b)
     leaves_a, leaves_b = jax.tree.leaves(model_a), jax.tree.leaves(model_b)
     assert any(not np.allclose(a, b) for a, b in zip(leaves_a, leaves_b))
-    models, metrics = jax.vmap(train)(jax.random.split(jax.random.PRNGKey(2), 3))
+    runners, metrics = jax.jit(jax.vmap(trainer.train))(jax.random.split(jax.random.PRNGKey(2), 3))
     assert metrics["entropy"].shape == (3, 4)
-    assert models.policy_head.weight.shape == (3, 4, 16)
+    assert trainer.model(runners).policy_head.weight.shape == (3, 4, 16)
 
 
 @pytest.mark.parametrize(
@@ -399,7 +404,9 @@ def test_ppo_learns_the_empty_maze():
     config = ppo.FIXED_MAZE_CONFIG._replace(
         task="empty", num_envs=32, total_timesteps=40_960, num_minibatches=2
     )
-    model, metrics = ppo.make_train(config)(jax.random.PRNGKey(0))
+    trainer = ppo.make_trainer(config)
+    runner, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    model = trainer.model(runner)
     env = maze_lib.make_maze_task("empty")
     result = ppo.evaluate(model, env, jax.random.PRNGKey(7), num_episodes=50, greedy=True)
     assert np.mean(result.success) == 1.0
@@ -410,8 +417,9 @@ def test_ppo_learns_the_empty_maze():
 def test_evaluate_random_policy_against_bfs():
     env = maze_lib.make_maze_task("random")
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
-    result = ppo.evaluate(model, env, jax.random.PRNGKey(1), num_episodes=20)
-    first = jax.tree.map(lambda x: x[0], result.states)
+    result = ppo.evaluate(model, env, jax.random.PRNGKey(1), num_episodes=20, record_states=True)
+    first = result.start
+    assert np.array_equal(first.walls, result.states.walls[0])
     shortest = ppo.shortest_path_lengths(first)
     success, length = np.asarray(result.success), np.asarray(result.length)
     assert np.all(shortest > 0)
@@ -431,7 +439,7 @@ def test_evaluate_takes_greedy_as_an_input_and_it_may_be_traced():
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
 
     def walk(greedy):
-        result = ppo.evaluate(model, env, jax.random.PRNGKey(2), 8, greedy=greedy)
+        result = ppo.evaluate(model, env, jax.random.PRNGKey(2), 8, greedy=greedy, record_states=True)
         return result.length, result.states.agent_position.row
 
     traced = jax.jit(walk)
@@ -557,18 +565,45 @@ def test_vmapped_training_runs_repeatedly():
 def test_make_train_accepts_another_loss_and_uses_it():
     """The loss_fn hook: a loss of zero leaves the weights as initialised; its metrics are kept."""
 
-    def no_learning(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages):
+    def no_learning(model, batch):
         logits, value = jax.vmap(model)(batch.image)
         return 0.0 * (jnp.sum(logits) + jnp.sum(value)), {"mean_value": jnp.mean(value)}
 
-    model, metrics = ppo.make_train(TINY, loss_fn=no_learning)(jax.random.PRNGKey(0))
-    trainer = ppo.make_trainer(TINY)
+    trainer = ppo.make_trainer(TINY, loss_fn=no_learning)
+    runner, metrics = jax.jit(ppo.make_train(TINY, loss_fn=no_learning))(jax.random.PRNGKey(0))
+    model = trainer.model(runner)
     initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
     for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
                     jax.tree.leaves(eqx.filter(initial, eqx.is_inexact_array))):  # fmt: skip
         np.testing.assert_array_equal(a, b)
     assert set(metrics) >= {"mean_value", "success_rate", "success_by_start", "env_steps"}
     assert "policy_loss" not in metrics
+
+
+def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
+    """loss_fn(model, batch): make_train's default binds the config's hyperparameters."""
+    import functools
+
+    config = TINY._replace(clip_eps=0.1, vf_coef=0.25, ent_coef=0.05, normalise_advantages=False)
+    model = ppo.ActorCritic(jax.random.key(0), channels=(4,), hidden_sizes=(16,))
+    k = jax.random.split(jax.random.key(1), 4)
+    batch = ppo.Batch(
+        image=jax.random.uniform(k[0], (6, 3, 10, 10)),
+        action_mask=jnp.ones((6, 4), bool),
+        action=jax.random.randint(k[1], (6,), 0, 4),
+        log_prob=jnp.full(6, -1.2),
+        value=jnp.zeros(6),
+        advantage=jax.random.normal(k[2], (6,)),
+        target=jax.random.normal(k[3], (6,)),
+    )
+    loss, metrics = ppo.default_loss(config)(model, batch)
+    by_hand = functools.partial(
+        ppo.ppo_loss, clip_eps=0.1, vf_coef=0.25, ent_coef=0.05, normalise_advantages=False
+    )
+    expected, _ = by_hand(model, batch)
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    other, _ = ppo.ppo_loss(model, batch)  # the function's own defaults differ
+    assert not np.isclose(loss, other)
 
 
 def test_success_by_start_counts_every_episode_once_under_its_start():

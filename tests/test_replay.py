@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from companion.debug import checked
 from companion.replay import (
     replay_add,
     replay_add_batch,
@@ -117,7 +118,7 @@ def test_clear_errors():
         replay_add_batch(buffer, too_many)
     with pytest.raises(ValueError, match="batch_size: expected a positive int"):
         replay_sample(buffer, jax.random.key(0), 0)
-    with pytest.raises(Exception, match="the buffer is empty"):
+    with pytest.raises(ValueError, match="the buffer is empty"):
         jax.block_until_ready(replay_sample(buffer, jax.random.key(0), 2))
-    with pytest.raises(Exception, match="the buffer is empty"):
-        jax.block_until_ready(jax.jit(replay_sample, static_argnums=2)(buffer, jax.random.key(0), 2))
+    with pytest.raises(ValueError, match="the buffer is empty"):
+        checked(replay_sample, static_argnums=2)(buffer, jax.random.key(0), 2)

@@ -195,7 +195,7 @@ def test_saved_planning_agent_walks_shortest_paths_on_larger_unseen_mazes():
             generator=RandomGenerator(num_rows=rows, num_cols=cols), time_limit=rows * cols
         )
         result = ppo.evaluate(model, env, jax.random.key(seed), 24, greedy=True)
-        first = jax.tree.map(lambda x: x[0], result.states)
+        first = result.start
         shortest = ppo.shortest_path_lengths(first)
         assert np.asarray(result.success).all()
         np.testing.assert_array_equal(np.asarray(result.length), shortest)

@@ -59,7 +59,7 @@ def evaluate_size(model, size: int, num_episodes: int = 1000) -> dict:
     result = {}
     for mode, greedy in (("sampled", False), ("greedy", True)):
         ev = ppo.evaluate(model, env, key, num_episodes, greedy=greedy)
-        first = jax.tree.map(lambda x: x[0], ev.states)
+        first = ev.start
         shortest = ppo.shortest_path_lengths(first)
         success = np.asarray(ev.success)
         length = np.asarray(ev.length)
@@ -79,16 +79,17 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     base = CONFIGS[args.agent]
     total = base.total_timesteps if args.total is None else args.total
-    config = base._replace(total_timesteps=total, progress_bar=True)
+    config = base._replace(total_timesteps=total)
 
-    train = ppo.make_train(config)
+    trainer = ppo.make_trainer(config, progress_bar=True)
     key = jax.random.key(TRAIN_SEED)
     start = time.perf_counter()
-    compiled = train.lower(key).compile()
+    compiled = jax.jit(trainer.train).lower(key).compile()
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
-    model, metrics = jax.block_until_ready(compiled(key))
+    runner, metrics = jax.block_until_ready(compiled(key))
     train_s = time.perf_counter() - start
+    model = trainer.model(runner)
 
     args.out.mkdir(parents=True, exist_ok=True)
     eqx.tree_serialise_leaves(args.out / f"{SAVED_AGENTS[args.agent]}.eqx", model)

@@ -16,9 +16,7 @@ from companion.checks.core import CheckFailed
 from companion.checks.dqn import (
     check_double_dqn_target,
     check_n_step_target,
-    check_sample,
     check_sample_windows,
-    check_td_target,
 )
 from companion.checks.envs import (
     check_balancing_policy,
@@ -30,22 +28,16 @@ from companion.checks.envs import (
 from companion.checks.parallel import check_allreduce_bytes, check_data_parallel_grad
 from companion.checks.performance import (
     check_batched_rollout,
-    check_buffer_bytes,
     check_rollout_bytes,
-    check_scan_rollout,
 )
 from companion.checks.ppo import (
-    check_clipped_objective,
     check_dual_clip_objective,
     check_epsilon_masked_probs,
-    check_gae,
-    check_masked_probs,
 )
 from companion.checks.ppo_rollout import check_fill_one_loss, check_gae_from_values
 from companion.checks.networks import (
     check_frozen_constant,
     check_mlp_apply,
-    check_mse_loss,
     check_per_example_grad_norms,
 )
 
@@ -55,12 +47,8 @@ __all__ = [
     "check_data_parallel_grad",
     "check_balancing_policy",
     "check_batched_rollout",
-    "check_buffer_bytes",
     "check_collector",
-    "check_clipped_objective",
-    "check_gae",
     "check_gae_from_values",
-    "check_masked_probs",
     "check_decayed_training",
     "check_discounted_returns",
     "check_dual_clip_objective",
@@ -75,13 +63,9 @@ __all__ = [
     "check_up_first_policy",
     "check_frozen_constant",
     "check_mlp_apply",
-    "check_mse_loss",
     "check_n_step_target",
     "check_rollout_bytes",
     "check_per_example_grad_norms",
     "check_rollout_keys",
-    "check_sample",
     "check_sample_windows",
-    "check_scan_rollout",
-    "check_td_target",
 ]

@@ -102,58 +102,6 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
     passed("mlp_apply applies every layer in order, tanh between them, for 1, 2 and 3 layers")
 
 
-def check_mse_loss(mse_loss: Callable) -> None:
-    """Check ``mse_loss(model, x, y)``: mean squared error of a single-example model under vmap.
-
-    ``model`` maps one input of shape ``(in,)`` to ``(out,)``; ``x: (batch, in)``,
-    ``y: (batch, out)``; the loss is a float32 scalar ``mean((vmap(model)(x) - y) ** 2)``.
-
-    Raises:
-        CheckFailed: when the loss is not a scalar, has the wrong sign or scale
-            (a sum instead of a mean, a missing square), or gives wrong gradients.
-    """
-    require_function(mse_loss, "mse_loss")
-    key_model, key_x, key_y = jax.random.split(jax.random.key(1), 3)
-    model = eqx.nn.MLP(3, 2, 8, 1, activation=jnp.tanh, key=key_model)
-    x = jax.random.normal(key_x, (6, 3))
-    y = jax.random.normal(key_y, (6, 2))
-    got = run_answer(
-        mse_loss,
-        model,
-        x,
-        y,
-        call="mse_loss(model, x, y)",
-        hint="The model takes ONE input of shape (3,): use jax.vmap(model)(x) for a batch.",
-    )
-    got = check_shape(
-        got,
-        (),
-        "mse_loss(model, x, y)",
-        hint="The loss must be a scalar: take the mean over the batch and outputs.",
-    )
-    pred = jax.vmap(model)(x)
-    expected = jnp.mean((pred - y) ** 2)
-    if float(got) < 0:
-        fail(f"mse_loss is negative ({float(got):.4f}); a squared error cannot be.")
-    if not close(got, expected):
-        if close(got, jnp.sum((pred - y) ** 2)):
-            fail("mse_loss sums the squared errors; take the mean instead.")
-        if close(got, jnp.mean(jnp.abs(pred - y))):
-            fail("mse_loss takes the absolute error; square it instead.")
-        if close(got, jnp.mean(jnp.sum((pred - y) ** 2, axis=-1))):
-            fail("mse_loss sums over the outputs and averages over the batch; average over both.")
-        fail(f"mse_loss = {float(got):.6f}, expected {float(expected):.6f}.")
-    grads = eqx.filter_grad(mse_loss)(model, x, y)
-    ref = eqx.filter_grad(lambda m, x, y: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model, x, y)
-    for g, r in zip(jax.tree.leaves(grads), jax.tree.leaves(ref)):
-        if not close(g, r, rtol=1e-4, atol=1e-6):
-            fail(
-                "mse_loss has the right value but wrong gradients: is part of it wrapped in "
-                "jax.lax.stop_gradient or computed with NumPy?"
-            )
-    passed("mse_loss gives the mean squared error and its gradient")
-
-
 def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     """Check an equinox module that holds a trainable ``weight`` and a constant ``scale``.
 

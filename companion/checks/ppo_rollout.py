@@ -3,6 +3,7 @@ a loss for ``make_train``'s ``loss_fn`` hook."""
 
 from __future__ import annotations
 
+
 from typing import Callable
 
 import equinox as eqx
@@ -184,7 +185,8 @@ def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False):
 def check_fill_one_loss(loss_fn: Callable) -> None:
     """Check ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages)``:
     :func:`companion.agents.ppo.ppo_loss` with the illegal logits filled with 1.0 (the
-    blog's mask bug), in the form ``ppo.make_train(config, loss_fn=...)`` accepts.
+    blog's mask bug), with ``ppo_loss``'s keyword arguments, so that
+    ``ppo.default_loss(config, loss_fn)`` binds a configuration's coefficients to it.
 
     ``batch`` is a :class:`companion.agents.ppo.Batch` of 16 samples; the answer
     is ``(loss, metrics)``: a float32 scalar and a dict of float32 scalars, and
@@ -200,17 +202,18 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
 
     require_function(loss_fn, "loss_fn")
     model, batch = _fill_one_batch()
+    names = ("clip_eps", "vf_coef", "ent_coef")
     for coefs, normalise in (((0.2, 0.5, 0.01), True), ((0.1, 1.0, 0.05), False)):
-        call = f"loss_fn(model, batch, {', '.join(map(str, coefs))}, {normalise})"
+        kwargs = {**dict(zip(names, coefs)), "normalise_advantages": normalise}
+        call = "loss_fn(model, batch, " + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")"
         out = run_answer(
-            eqx.filter_jit(loss_fn),
+            eqx.filter_jit(lambda model, batch, kwargs=kwargs: loss_fn(model, batch, **kwargs)),
             model,
             batch,
-            *coefs,
-            normalise,
             call=call,
-            hint="make_train calls it inside jit, as loss_fn(model, batch, clip_eps, vf_coef, "
-            "ent_coef, normalise_advantages)",
+            hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword arguments "
+            "clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then calls "
+            "it inside jit",
         )
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
             fail(
@@ -247,7 +250,11 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
             "loss_fn",
         )
         fail(f"{call} = {loss:.6f}, expected {refs[0]:.6f} (ppo_loss with the 1.0 fill)")
-    grads = eqx.filter_grad(lambda m: loss_fn(m, batch, 0.2, 0.5, 0.01, True)[0])(model)
+    kwargs = {"clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.01, "normalise_advantages": True}
+    grads = eqx.filter_grad(lambda m: loss_fn(m, batch, **kwargs)[0])(model)
     if not all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree.leaves(grads)):
         fail("loss_fn: its gradient with respect to the model is not finite")
-    passed("loss_fn is ppo_loss with the 1.0 fill, ready for make_train(config, loss_fn=...)")
+    passed(
+        "loss_fn is ppo_loss with the 1.0 fill, ready for "
+        "make_train(config, loss_fn=ppo.default_loss(config, loss_fn))"
+    )

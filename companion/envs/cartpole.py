@@ -37,12 +37,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion._validate import positive_int, prng_key
+from companion._validate import positive_int, prng_key, runtime_check
 
 
 class CartPoleParams(NamedTuple):
@@ -145,11 +144,9 @@ def _check_action(action) -> jax.Array:
         raise TypeError(
             f"action: expected an integer (0 = push left, 1 = push right), got dtype {action.dtype}"
         )
-    # Values are checked at run time, also under jit and vmap (equinox raises
-    # an error with this message instead of taking a silently wrong step).
-    return eqx.error_if(
-        action, (action < 0) | (action > 1), "action: expected 0 (push left) or 1 (push right)"
-    )
+    # Values: at once in an eager call; inside a compiled program under companion.debug.checked.
+    runtime_check((action < 0) | (action > 1), "action: expected 0 (push left) or 1 (push right)")
+    return action
 
 
 def _check_physics(physics) -> jax.Array:

@@ -231,19 +231,28 @@ def truncated(obs: Any, done: jax.Array) -> jax.Array:
     return done & ~ended
 
 
+#: (row, col) change of each of the Maze's actions: 0 up, 1 right, 2 down, 3 left.
+MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
+
+
 def _legal_moves(walls: np.ndarray, cell: tuple) -> list:
     rows, cols = walls.shape
     r, c = cell
     moves = []
-    for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
+    for dr, dc in MOVES:
         nr, nc = r + dr, c + dc
         if 0 <= nr < rows and 0 <= nc < cols and not walls[nr, nc]:
             moves.append((nr, nc))
     return moves
 
 
-def _cell(cell: Any, name: str, walls: np.ndarray) -> tuple:
-    """``cell`` as ``(row, col)`` if it is a free cell inside the maze."""
+def check_cell(cell: Any, name: str, walls: np.ndarray) -> tuple:
+    """``cell`` as ``(row, col)`` if it is a free cell inside the maze ``walls``.
+
+    Raises:
+        ValueError: naming ``name``, for a cell that is not a pair of ints, lies outside
+            the grid (negative indices included) or on a wall.
+    """
     arr = np.asarray(cell)
     if arr.shape != (2,) or not (
         np.issubdtype(arr.dtype, np.integer) and not np.issubdtype(arr.dtype, np.bool_)
@@ -261,7 +270,13 @@ def _cell(cell: Any, name: str, walls: np.ndarray) -> tuple:
     return r, c
 
 
-def _walls(walls: Any, name: str = "walls") -> np.ndarray:
+def check_walls(walls: Any, name: str = "walls") -> np.ndarray:
+    """``walls`` as a bool NumPy array ``(rows, cols)``, True for a wall.
+
+    Raises:
+        ValueError: naming ``name``, for an array that is not 2-D with at least 2 cells, or
+            holds values other than booleans or 0 and 1.
+    """
     arr = np.asarray(walls)
     if arr.ndim != 2 or arr.size < 2:
         raise ValueError(
@@ -278,7 +293,7 @@ def _cells(cells: Sequence[Sequence[int]], name: str, walls: np.ndarray) -> list
     arr = np.asarray(cells)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
         raise ValueError(f"{name}: expected a non-empty list of (row, col) pairs, got {cells!r}")
-    return [_cell(c, name, walls) for c in arr]
+    return [check_cell(c, name, walls) for c in arr]
 
 
 class FixedMazeGenerator(Generator):
@@ -309,7 +324,7 @@ class FixedMazeGenerator(Generator):
     def __init__(
         self, walls: Any, starts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
     ):
-        walls_np = _walls(walls)
+        walls_np = check_walls(walls)
         start_cells = _cells(starts, "starts", walls_np)
         target_cells = _cells(targets, "targets", walls_np)
         for start in start_cells:
@@ -421,38 +436,51 @@ def medium_maze_generator() -> FixedMazeGenerator:
     return FixedMazeGenerator(*parse_maze(MEDIUM_MAZE))
 
 
-def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]) -> int:
-    """Fewest moves from ``start`` to ``target`` (breadth-first search).
+def shortest_path(walls: Any, start: Any, target: Any) -> list | None:
+    """A shortest path by breadth-first search, neighbours tried in action order
+    (:data:`MOVES`).
 
     Args:
         walls: bool array-like ``(rows, cols)``.
         start, target: ``(row, col)`` free cells inside the grid.
 
     Returns:
-        The number of moves (0 when ``start == target``), or -1 when the
-        target cannot be reached.
+        list of ``(row, col)`` from ``start`` to ``target`` inclusive (its length minus one is
+        the number of moves), or ``None`` when walls separate them.
 
     Raises:
-        ValueError: if ``walls`` is not a 2-D grid, or ``start`` or ``target`` is
-            not a ``(row, col)`` pair of ints, lies outside the grid (negative
-            indices included) or on a wall.
+        ValueError: if ``walls`` is not a 2-D grid, or ``start`` or ``target`` is not a
+            ``(row, col)`` pair of ints, lies outside the grid or on a wall.
     """
-    walls = _walls(walls)
+    walls = check_walls(walls)
+    start, target = check_cell(start, "start", walls), check_cell(target, "target", walls)
     rows, cols = walls.shape
-    start, target = _cell(start, "start", walls), _cell(target, "target", walls)
-    distance = {start: 0}
+    previous = {start: None}
     queue = deque([start])
     while queue:
         cell = queue.popleft()
         if cell == target:
-            return distance[cell]
-        r, c = cell
-        for dr, dc in ((-1, 0), (0, 1), (1, 0), (0, -1)):
-            nxt = (r + dr, c + dc)
-            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in distance:
-                distance[nxt] = distance[cell] + 1
+            path = [cell]
+            while previous[path[-1]] is not None:
+                path.append(previous[path[-1]])
+            return path[::-1]
+        for dr, dc in MOVES:
+            nxt = (cell[0] + dr, cell[1] + dc)
+            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and not walls[nxt] and nxt not in previous:
+                previous[nxt] = cell
                 queue.append(nxt)
-    return -1
+    return None
+
+
+def shortest_path_length(walls: Any, start: Sequence[int], target: Sequence[int]) -> int:
+    """Fewest moves from ``start`` to ``target``: :func:`shortest_path`'s length minus one,
+    0 when ``start == target``, -1 when the target cannot be reached.
+
+    Raises:
+        ValueError: as :func:`shortest_path`.
+    """
+    path = shortest_path(walls, start, target)
+    return -1 if path is None else len(path) - 1
 
 
 #: Names accepted by :func:`make_maze_task`.

@@ -21,7 +21,7 @@ runs a whole experiment inside ``jax.lax.scan`` and can be ``jax.vmap``-ed
 over seeds. The structure follows PureJaxRL's DQN (Lu et al., 2022).
 """
 
-from companion.agents.dqn.evaluate import EVAL_TRACE_COUNTS, greedy_returns
+from companion.agents.dqn.evaluate import greedy_returns
 from companion.agents.dqn.losses import Transition, dqn_loss, td_target, update_target
 from companion.agents.dqn.networks import epsilon_greedy, make_q_network
 from companion.agents.dqn.train import (
@@ -36,7 +36,6 @@ from companion.agents.dqn.train import (
 
 __all__ = [
     "DQNConfig",
-    "EVAL_TRACE_COUNTS",
     "RunnerState",
     "Trainer",
     "Transition",

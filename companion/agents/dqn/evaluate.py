@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import functools
 from typing import Any
 
@@ -13,10 +12,6 @@ import jax.numpy as jnp
 from companion._validate import positive_int, prng_key
 from companion.agents.dqn.networks import make_q_network
 from companion.envs import cartpole
-
-#: How many times :func:`greedy_returns`' program was traced, per number of episodes.
-EVAL_TRACE_COUNTS: collections.Counter = collections.Counter()
-
 
 def greedy_returns(
     params: Any, key: jax.Array, num_episodes: int = 100, network: hk.Transformed | None = None
@@ -48,7 +43,6 @@ def greedy_returns(
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
 def _greedy_returns(params, key, num_episodes: int, network: hk.Transformed) -> jax.Array:
-    EVAL_TRACE_COUNTS[num_episodes] += 1
     max_steps = cartpole.DEFAULT_PARAMS.max_steps
 
     def episode(key):

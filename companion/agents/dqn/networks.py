@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import functools
 
-import equinox as eqx
 import haiku as hk
 import jax
 import jax.numpy as jnp
 
-from companion._validate import positive_int, positive_ints
+from companion._validate import positive_int, positive_ints, runtime_check
 
 
 def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:
@@ -47,8 +46,8 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> j
         int32 () action.
 
     Raises:
-        ValueError: if ``q_values`` is not 1-D; at run time (also under ``jit``)
-            if ``epsilon`` is outside [0, 1].
+        ValueError: if ``q_values`` is not 1-D, or ``epsilon`` is outside [0, 1] (traced:
+            under :func:`companion.debug.checked`).
     """
     q_values = jnp.asarray(q_values)
     if q_values.ndim != 1 or q_values.shape[0] == 0:
@@ -56,11 +55,8 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> j
             f"q_values: expected shape (num_actions,), got {q_values.shape}; "
             "use jax.vmap(epsilon_greedy) for a batch"
         )
-    epsilon = eqx.error_if(
-        jnp.asarray(epsilon, jnp.float32),
-        (epsilon < 0) | (epsilon > 1),
-        "epsilon: expected a probability in [0, 1]",
-    )
+    epsilon = jnp.asarray(epsilon, jnp.float32)
+    runtime_check((epsilon < 0) | (epsilon > 1), "epsilon: expected a probability in [0, 1]")
     explore_key, action_key = jax.random.split(key)
     random_action = jax.random.randint(action_key, (), 0, q_values.shape[-1])
     greedy_action = jnp.argmax(q_values, axis=-1).astype(jnp.int32)

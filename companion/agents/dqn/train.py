@@ -59,7 +59,6 @@ class DQNConfig(NamedTuple):
     hidden_sizes: tuple = (64, 64)
     eval_every: int = 1_000  # iterations between greedy evaluations during training
     eval_episodes: int = 10  # greedy episodes per evaluation
-    progress_bar: bool = False
 
     @property
     def num_iterations(self) -> int:
@@ -186,11 +185,16 @@ class Trainer(NamedTuple):
     config: DQNConfig
 
 
-def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = None) -> Trainer:
+def make_trainer(
+    config: DQNConfig = DQNConfig(),
+    target_fn: Callable | None = None,
+    progress_bar: bool = False,
+) -> Trainer:
     """Build the training program of ``config`` in pieces (see :class:`Trainer`).
 
     ``make_train(config)(key)`` runs ``init(key)`` and then
-    ``run(runner, config.num_blocks)``; ``target_fn`` as in :func:`make_train`.
+    ``run(runner, config.num_blocks)``; ``target_fn`` and ``progress_bar`` as in
+    :func:`make_train`.
 
     Raises:
         TypeError, ValueError: as :func:`make_train`.
@@ -236,11 +240,13 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
         )
         return runner, metrics
 
-    def update(runner: RunnerState, key: jax.Array):
-        batch = replay_sample(runner.buffer, key, config.batch_size)
+    def update(learner: tuple, key: jax.Array, buffer: ReplayBuffer):
+        """One gradient step; ``learner`` is (params, target_params, opt_state, updates)."""
+        params, target_params, opt_state, count = learner
+        batch = replay_sample(buffer, key, config.batch_size)
         (loss, aux), grads = jax.value_and_grad(dqn_loss, has_aux=True)(
-            runner.params,
-            runner.target_params,
+            params,
+            target_params,
             batch,
             network.apply,
             config.gamma,
@@ -248,16 +254,13 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
             config.huber_delta,
             target_fn,
         )
-        updates, opt_state = optimizer.update(grads, runner.opt_state, runner.params)
-        params = optax.apply_updates(runner.params, updates)
-        count = runner.updates + 1
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        count = count + 1
         target_params = update_target(
-            params, runner.target_params, count, config.target_update_period, config.target_tau
+            params, target_params, count, config.target_update_period, config.target_tau
         )
-        runner = runner._replace(
-            params=params, target_params=target_params, opt_state=opt_state, updates=count
-        )
-        return runner, loss, aux["q_mean"]
+        return (params, target_params, opt_state, count), (loss, aux["q_mean"])
 
     def iteration(runner: RunnerState, learn: bool):
         key, act_key, update_key = jax.random.split(runner.key, 3)
@@ -265,9 +268,22 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
         epsilon = epsilon_schedule(runner.env_steps) if learn else jnp.float32(1.0)
         runner, metrics = env_step(runner, epsilon, act_key)
         loss = q_mean = jnp.float32(0.0)
-        if learn:
-            for k in jax.random.split(update_key, config.updates_per_iteration):
-                runner, loss, q_mean = update(runner, k)
+        if learn:  # updates_per_iteration gradient steps, a scan (not unrolled)
+            def gradient_step(carry, _):
+                learner, key = carry
+                key, sample_key = jax.random.split(key)
+                learner, out = update(learner, sample_key, runner.buffer)
+                return (learner, key), out
+
+            learner = (runner.params, runner.target_params, runner.opt_state, runner.updates)
+            (learner, _), (losses, q_means) = jax.lax.scan(
+                gradient_step, (learner, update_key), length=config.updates_per_iteration
+            )
+            params, target_params, opt_state, count = learner
+            runner = runner._replace(
+                params=params, target_params=target_params, opt_state=opt_state, updates=count
+            )
+            loss, q_mean = losses[-1], q_means[-1]
         metrics.update(env_steps=runner.env_steps, epsilon=epsilon, loss=loss, q_mean=q_mean)
         return runner, metrics
 
@@ -319,7 +335,7 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
 
     def run(runner: RunnerState, num_blocks: int):
         body = block
-        if config.progress_bar:
+        if progress_bar:
             from jax_tqdm import scan_tqdm
 
             updates = max(1, num_blocks // 4)  # a handful of updates keeps logs short
@@ -331,7 +347,11 @@ def make_trainer(config: DQNConfig = DQNConfig(), target_fn: Callable | None = N
     return Trainer(init=jax.jit(init), run=jax.jit(run, static_argnums=1), config=config)
 
 
-def make_train(config: DQNConfig = DQNConfig(), target_fn: Callable | None = None):
+def make_train(
+    config: DQNConfig = DQNConfig(),
+    target_fn: Callable | None = None,
+    progress_bar: bool = False,
+) -> Callable:
     """Build ``train(key) -> (runner_state, metrics)`` for CartPole.
 
     ``metrics`` has one entry per iteration (one vectorised env step), stacked:
@@ -358,13 +378,14 @@ def make_train(config: DQNConfig = DQNConfig(), target_fn: Callable | None = Non
             ``(reward, terminated, q_next_online, q_next_target, gamma)`` that
             returns another target, one per transition (see :func:`dqn_loss`):
             the way to train double DQN, say, with this loop.
+        progress_bar: a jax-tqdm bar over the blocks (a host callback in the program).
 
     Raises:
         TypeError, ValueError: for a configuration that cannot run
             (:func:`check_config`), a ``target_fn`` that is not callable, or a
             ``key`` that is not one PRNG key.
     """
-    trainer = make_trainer(config, target_fn)
+    trainer = make_trainer(config, target_fn, progress_bar)
 
     def train(key: jax.Array):
         prng_key(key)

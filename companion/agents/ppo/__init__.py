@@ -17,14 +17,15 @@ The pieces, each a pure function over pytrees, one module each:
   boundaries and bootstraps from the true final observation unless the
   episode *terminated*; :func:`ppo_loss`, the clipped surrogate objective, a
   value loss and an entropy bonus;
+- :mod:`~companion.agents.ppo.config`: :class:`PPOConfig`, its checks, the optimiser and
+  the default loss;
 - :mod:`~companion.agents.ppo.train`: :func:`make_train`, the whole
-  experiment as one function ``train(key)``, compiled once per configuration
-  and ``jax.vmap``-able over seeds (structure of PureJaxRL's PPO, Lu et al., 2022);
+  experiment as one pure function ``train(key)``, which the caller jits once per
+  configuration and ``jax.vmap``-s over seeds (structure of PureJaxRL's PPO, Lu et al., 2022);
 - :mod:`~companion.agents.ppo.evaluate`: :func:`evaluate` on fresh episodes.
 """
 
 from companion.agents.ppo.evaluate import (
-    EVAL_TRACE_COUNTS,
     Evaluation,
     evaluate,
     shortest_path_lengths,
@@ -45,12 +46,12 @@ from companion.agents.ppo.train import (
     FIXED_MAZE_CONFIG,
     RANDOM_MAZE_CONFIG,
     RESETS,
-    TRACE_COUNTS,
     VALUE_ITERATION_MAZE_CONFIG,
     PPOConfig,
     RunnerState,
     Trainer,
     check_config,
+    default_loss,
     make_optimizer,
     make_train,
     make_trainer,
@@ -60,7 +61,6 @@ from companion.agents.ppo.train import (
 __all__ = [
     "ActorCritic",
     "Batch",
-    "EVAL_TRACE_COUNTS",
     "Evaluation",
     "FIXED_MAZE_CONFIG",
     "NETWORKS",
@@ -69,13 +69,13 @@ __all__ = [
     "RANDOM_MAZE_CONFIG",
     "RESETS",
     "RunnerState",
-    "TRACE_COUNTS",
     "Trainer",
     "Transition",
     "VALUE_ITERATION_MAZE_CONFIG",
     "ValueIterationActorCritic",
     "check_config",
     "clipped_surrogate",
+    "default_loss",
     "entropy",
     "evaluate",
     "gae",

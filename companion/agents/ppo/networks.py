@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion._validate import positive_int, positive_ints
+from companion.envs import maze as maze_lib
 
 
 def _orthogonal(key: jax.Array, shape: tuple, scale: float) -> jax.Array:
@@ -195,7 +196,7 @@ def neighbour(h: jax.Array, direction: int) -> jax.Array:
     if jnp.ndim(h) < 2:
         raise ValueError(f"h: expected an array (rows, cols, ...), got shape {jnp.shape(h)}")
     rows, cols = h.shape[:2]
-    dr, dc = ((-1, 0), (0, 1), (1, 0), (0, -1))[direction]
+    dr, dc = maze_lib.MOVES[direction]
     padded = jnp.pad(h, ((1, 1), (1, 1)) + ((0, 0),) * (h.ndim - 2))
     return padded[1 + dr : 1 + dr + rows, 1 + dc : 1 + dc + cols]
 

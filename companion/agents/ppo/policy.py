@@ -2,15 +2,16 @@
 
 Illegal actions get logit ``-inf``, hence probability exactly 0: sampling never
 picks them, and log-probabilities, entropy and their gradients stay finite.
-Every row must keep at least one legal action; a row without one is an error
-(at run time too, inside ``jit``), never a silent ``nan``.
+Every row must keep at least one legal action; a row without one is an error, never a
+silent ``nan`` (inside a compiled program under :func:`companion.debug.checked`).
 """
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
+
+from companion._validate import runtime_check
 
 NO_LEGAL_ACTION = (
     "action_mask: a row has no legal action (every entry False); a policy needs at least one "
@@ -33,9 +34,8 @@ def masked_logits(logits: jax.Array, action_mask: jax.Array) -> jax.Array:
 
     Raises:
         TypeError: if ``action_mask`` is not boolean or ``logits`` not floating point.
-        ValueError: if the shapes differ; at run time (also under ``jit``, as
-            ``eqx.EquinoxRuntimeError``) if a row of ``action_mask`` has no
-            legal action.
+        ValueError: if the shapes differ, or a row of ``action_mask`` has no legal action
+            (traced: under :func:`companion.debug.checked`).
     """
     logits, action_mask = jnp.asarray(logits), jnp.asarray(action_mask)
     if action_mask.dtype != jnp.bool_:
@@ -47,7 +47,7 @@ def masked_logits(logits: jax.Array, action_mask: jax.Array) -> jax.Array:
             f"action_mask: shape {action_mask.shape} differs from logits shape {logits.shape}; "
             "expected both (..., num_actions)"
         )
-    logits = eqx.error_if(logits, ~jnp.any(action_mask, axis=-1), NO_LEGAL_ACTION)
+    runtime_check(~jnp.any(action_mask, axis=-1), NO_LEGAL_ACTION)
     return jnp.where(action_mask, logits, -jnp.inf)
 
 
@@ -67,8 +67,8 @@ def log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
 
     Raises:
         TypeError: if ``action`` is not of an integer dtype.
-        ValueError: if ``action``'s shape is not ``logits.shape[:-1]``; at run
-            time (also under ``jit``) if an action is outside ``0 .. num_actions - 1``.
+        ValueError: if ``action``'s shape is not ``logits.shape[:-1]``, or an action is
+            outside ``0 .. num_actions - 1`` (traced: under :func:`companion.debug.checked`).
     """
     logits, action = jnp.asarray(logits), jnp.asarray(action)
     if not jnp.issubdtype(action.dtype, jnp.integer):
@@ -79,8 +79,7 @@ def log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
             "expected action (...) for logits (..., num_actions)"
         )
     num_actions = logits.shape[-1]
-    action = eqx.error_if(
-        action,
+    runtime_check(
         (action < 0) | (action >= num_actions),
         f"action: expected values in 0 .. {num_actions - 1} (one per logit)",
     )
@@ -104,13 +103,12 @@ def entropy(logits: jax.Array) -> jax.Array:
         float ``(...)``.
 
     Raises:
-        ValueError: at run time (also under ``jit``) if a row has no finite logit.
+        ValueError: if a row has no finite logit (traced: under
+            :func:`companion.debug.checked`).
     """
     logits = jnp.asarray(logits)
     legal = jnp.isfinite(logits)
-    logits = eqx.error_if(
-        logits, ~jnp.any(legal, axis=-1), "logits: a row has no finite logit (no legal action)"
-    )
+    runtime_check(~jnp.any(legal, axis=-1), "logits: a row has no finite logit (no legal action)")
     logp = jax.nn.log_softmax(logits, axis=-1)
     safe_logp = jnp.where(legal, logp, 0.0)
     return -jnp.sum(jnp.exp(safe_logp) * safe_logp * legal, axis=-1)

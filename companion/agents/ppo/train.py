@@ -1,16 +1,15 @@
 """PPO training on jumanji's Maze as one compiled program.
 
-:func:`make_train` builds ``train(key) -> (model, metrics)``: rollouts
+:func:`make_train` builds ``train(key) -> (runner, metrics)``: rollouts
 (:func:`~companion.agents.ppo.rollout`), GAE and minibatch epochs of the PPO
-loss, all inside ``jax.lax.scan``, compiled once per configuration and
-``jax.vmap``-able over seeds. :func:`make_trainer` exposes the same program
+loss, all inside ``jax.lax.scan``: a pure function that the caller jits (once per
+configuration) and ``jax.vmap``-s over seeds. :func:`make_trainer` exposes the same program
 in two pieces, ``init`` and ``run``, for training in chunks (to evaluate or
 save between them). The structure follows PureJaxRL's PPO (Lu et al., 2022).
 """
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Callable, NamedTuple
 
 import equinox as eqx
@@ -18,138 +17,22 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from companion._validate import (
-    number_in,
-    one_of,
-    positive_int,
-    positive_ints,
-    positive_number,
-    prng_key,
+from companion._validate import prng_key
+from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
+    FIXED_MAZE_CONFIG,
+    RANDOM_MAZE_CONFIG,
+    RESETS,
+    VALUE_ITERATION_MAZE_CONFIG,
+    PPOConfig,
+    check_config,
+    default_loss,
+    make_optimizer,
 )
-from companion.agents.ppo.losses import Batch, gae, ppo_loss
-from companion.agents.ppo.networks import NETWORKS, make_model, model_skeleton
+from companion.agents.ppo.losses import Batch, gae
+from companion.agents.ppo.networks import make_model, model_skeleton
 from companion.agents.ppo.rollout import rollout
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
-
-#: How many times the training program of each (configuration, loss) was traced
-#: (compiled); :func:`make_train` and :func:`make_trainer` increment it. A second
-#: call of the same ``train`` with a new key must not add to it.
-TRACE_COUNTS: collections.Counter = collections.Counter()
-
-#: Names accepted by ``PPOConfig.reset``.
-RESETS = ("pooled", "per_step")
-
-
-class PPOConfig(NamedTuple):
-    """Hyperparameters of :func:`make_train` (hashable, so one compile per config).
-
-    Attributes:
-        task: ``"empty"``, ``"medium"`` or ``"random"``
-            (:func:`companion.envs.maze.make_maze_task`).
-        num_envs: parallel environments.
-        num_steps: rollout length per environment and update.
-        total_timesteps: environment steps in all (rounded down to whole updates).
-        num_epochs, num_minibatches: passes over each rollout, and minibatches per pass.
-        gamma, gae_lambda: discount and GAE lambda.
-        clip_eps, vf_coef, ent_coef: PPO loss coefficients.
-        learning_rate: Adam step size, decayed linearly to 0 when ``anneal_lr``.
-        normalise_advantages: standardise advantages per minibatch (:func:`normalise`).
-        max_grad_norm: global gradient-norm clip.
-        network: ``"conv"`` (:class:`ActorCritic`), ``"propagation"``
-            (:class:`PropagationActorCritic`) or ``"value_iteration"``
-            (:class:`ValueIterationActorCritic`).
-        channels, hidden_sizes: for ``"conv"``, the convolutions' channels and
-            the fully connected widths; for ``"propagation"``, ``channels[0]``
-            is the feature width per cell and ``hidden_sizes`` the widths after it.
-        iterations: propagation steps of ``"propagation"``; value-iteration backups of
-            ``"value_iteration"``.
-        reset: how episodes restart within a rollout: ``"pooled"`` (from a pool
-            of ``num_envs`` resets drawn once per rollout,
-            :mod:`companion.envs.autoreset`) or ``"per_step"`` (jumanji's
-            ``AutoResetWrapper``, a fresh reset computed on every step).
-        progress_bar: show a jax-tqdm progress bar over updates.
-
-    :func:`check_config` (called by :func:`make_train`) says which values are
-    accepted; every size must be a positive int.
-    """
-
-    task: str = "medium"
-    num_envs: int = 64
-    num_steps: int = 32
-    total_timesteps: int = 200_000
-    num_epochs: int = 4
-    num_minibatches: int = 4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_eps: float = 0.2
-    vf_coef: float = 0.5
-    ent_coef: float = 0.01
-    learning_rate: float = 1e-3
-    anneal_lr: bool = True
-    normalise_advantages: bool = True
-    max_grad_norm: float = 0.5
-    channels: tuple = (16,)
-    hidden_sizes: tuple = (128, 128)
-    network: str = "conv"
-    iterations: int = 32
-    reset: str = "pooled"
-    progress_bar: bool = False
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return self.total_timesteps // self.batch_size
-
-    @property
-    def env_steps_run(self) -> int:
-        return self.num_updates * self.batch_size
-
-
-#: The PPO chapter's configuration for the fixed mazes ("empty", "medium"); set
-#: ``task`` and ``total_timesteps`` with ``_replace``.
-FIXED_MAZE_CONFIG = PPOConfig(
-    normalise_advantages=False,
-    num_envs=64,
-    num_steps=32,
-    num_epochs=2,
-    num_minibatches=4,
-    learning_rate=2e-3,
-    channels=(8,),
-    hidden_sizes=(64, 64),
-)
-
-#: The configuration of the chapter's random-maze agent (``tools/train_random_maze.py``).
-RANDOM_MAZE_CONFIG = PPOConfig(
-    task="random",
-    normalise_advantages=True,
-    network="propagation",
-    channels=(8,),
-    hidden_sizes=(64,),
-    iterations=32,
-    num_envs=128,
-    num_steps=32,
-    total_timesteps=1_048_576,
-    num_epochs=2,
-    num_minibatches=4,
-    learning_rate=1e-3,
-)
-
-#: The configuration of the chapter's planning agent on random mazes
-#: (``tools/train_random_maze.py --agent value_iteration``): 99 backups (rows * cols - 1,
-#: enough to converge on any 10 x 10 maze), 4 value channels, a value head of 64 units,
-#: an eighth of the budget above.
-VALUE_ITERATION_MAZE_CONFIG = RANDOM_MAZE_CONFIG._replace(
-    network="value_iteration",
-    channels=(4,),
-    hidden_sizes=(64,),
-    iterations=99,
-    total_timesteps=131_072,
-)
-
 
 class RunnerState(NamedTuple):
     """The carry of the training loop.
@@ -179,78 +62,6 @@ class RunnerState(NamedTuple):
     succeeded: jax.Array
 
 
-def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:
-    """Adam (eps 1e-5) with global-norm gradient clipping; the step size decays
-    linearly to 0 over all minibatch updates when ``config.anneal_lr``.
-
-    Raises:
-        TypeError: if ``config`` is not a :class:`PPOConfig`.
-    """
-    if not isinstance(config, PPOConfig):
-        raise TypeError(f"config: expected a PPOConfig, got {type(config).__name__}")
-    steps = max(1, config.num_updates * config.num_epochs * config.num_minibatches)
-    lr = (
-        optax.linear_schedule(config.learning_rate, 0.0, steps)
-        if config.anneal_lr
-        else config.learning_rate
-    )
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5))
-
-
-def check_config(config: PPOConfig) -> PPOConfig:
-    """Return ``config`` if :func:`make_train` can run it.
-
-    Raises:
-        TypeError: if ``config`` is not a :class:`PPOConfig` or a size is not an int.
-        ValueError: naming the field, for a size that is not positive, an unknown
-            ``task``, ``network`` or ``reset``, ``gamma`` or ``gae_lambda``
-            outside [0, 1], ``clip_eps`` outside (0, 1], a negative coefficient,
-            a budget below one update, or ``num_minibatches`` that does not
-            divide the batch.
-    """
-    if not isinstance(config, PPOConfig):
-        raise TypeError(f"config: expected a PPOConfig, got {type(config).__name__}")
-    one_of(config.task, maze_lib.TASKS, "config.task")
-    one_of(config.network, NETWORKS, "config.network")
-    one_of(config.reset, RESETS, "config.reset")
-    for field in (
-        "num_envs",
-        "num_steps",
-        "total_timesteps",
-        "num_epochs",
-        "num_minibatches",
-    ):
-        positive_int(getattr(config, field), f"config.{field}")
-    if config.iterations is None:
-        raise ValueError(
-            "config.iterations: None (backups until the values settle, in a while_loop) "
-            "cannot be differentiated in reverse mode; train with a positive int, for "
-            "example rows * cols - 1 = 99 on 10 x 10 mazes"
-        )
-    positive_int(config.iterations, "config.iterations")
-    positive_ints(config.hidden_sizes, "config.hidden_sizes")
-    if config.network == "propagation" or len(config.channels):
-        positive_ints(config.channels, "config.channels")
-    number_in(config.gamma, "config.gamma", 0.0, 1.0)
-    number_in(config.gae_lambda, "config.gae_lambda", 0.0, 1.0)
-    number_in(config.clip_eps, "config.clip_eps", 0.0, 1.0, low_open=True)
-    number_in(config.vf_coef, "config.vf_coef", 0.0, float("inf"))
-    number_in(config.ent_coef, "config.ent_coef", 0.0, float("inf"))
-    positive_number(config.learning_rate, "config.learning_rate")
-    positive_number(config.max_grad_norm, "config.max_grad_norm")
-    if config.num_updates < 1:
-        raise ValueError(
-            f"config.total_timesteps: {config.total_timesteps} is less than one update "
-            f"(num_envs * num_steps = {config.batch_size})"
-        )
-    if config.batch_size % config.num_minibatches:
-        raise ValueError(
-            f"config.num_minibatches: {config.num_minibatches} does not divide the batch of "
-            f"num_envs * num_steps = {config.batch_size} transitions"
-        )
-    return config
-
-
 class Trainer(NamedTuple):
     """The pieces of :func:`make_train`, for training in chunks.
 
@@ -260,21 +71,25 @@ class Trainer(NamedTuple):
         run: ``run(runner, num_updates) -> (runner, metrics)``, jitted with
             ``num_updates`` static: that many updates (the learning-rate
             schedule and the update counter continue across calls).
+        train: ``train(key) -> (runner, metrics)``, the whole run as a pure function
+            (not jitted: jit it, vmap it over keys); see :func:`make_train`.
         model: ``model(runner)``: the current model of a runner.
         config: the configuration.
     """
 
     init: Callable
     run: Callable
+    train: Callable
     model: Callable
     config: PPOConfig
 
 
 def make_trainer(
     config: PPOConfig = PPOConfig(),
-    loss_fn: Callable = ppo_loss,
+    loss_fn: Callable | None = None,
     env: Any = None,
     axis_name: str | None = None,
+    progress_bar: bool = False,
 ) -> Trainer:
     """Build the training program of ``config`` in pieces (see :class:`Trainer`).
 
@@ -283,11 +98,11 @@ def make_trainer(
 
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
-        loss_fn: the loss of one minibatch, with :func:`~companion.agents.ppo.ppo_loss`'s
-            signature ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef,
-            normalise_advantages) -> (loss, metrics)``; ``metrics`` is a dict of
-            scalars, averaged over each update's minibatches in the training
-            metrics. Pass your own to train with a different loss.
+        loss_fn: the loss of one minibatch, ``loss_fn(model, batch) -> (loss, metrics)``
+            with ``batch`` a :class:`~companion.agents.ppo.Batch` and ``metrics`` a dict
+            of scalars (averaged over each update's minibatches in the training
+            metrics); bind hyperparameters with ``functools.partial``. ``None``:
+            :func:`default_loss` (``ppo_loss`` with the config's coefficients).
         env: ``None`` for the Maze of ``config.task``, or a jumanji Maze of your own
             (a layout from :class:`companion.envs.maze.FixedMazeGenerator`, another
             size, another time limit); ``config.task`` is then not used.
@@ -296,6 +111,7 @@ def make_trainer(
             minibatch gradient is then averaged over that axis
             (``jax.lax.pmean``) before the optimiser step
             (:func:`companion.parallel.make_data_parallel_train`).
+        progress_bar: a jax-tqdm bar over the updates (a host callback in the program).
 
     Raises:
         TypeError, ValueError: see :func:`check_config`; ``TypeError`` if
@@ -303,6 +119,7 @@ def make_trainer(
             is not ``None`` or a string.
     """
     check_config(config)
+    loss_fn = default_loss(config) if loss_fn is None else loss_fn
     if axis_name is not None and not isinstance(axis_name, str):
         raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
     if not callable(loss_fn):
@@ -366,9 +183,7 @@ def make_trainer(
             params, opt_state = carry
 
             def loss_of(p):
-                model = eqx.combine(p, static_model)
-                coefs = (config.clip_eps, config.vf_coef, config.ent_coef)
-                return loss_fn(model, batch, *coefs, config.normalise_advantages)
+                return loss_fn(eqx.combine(p, static_model), batch)
 
             (_, metrics), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
             if axis_name is not None:  # data parallel: the devices' gradients meet here
@@ -438,9 +253,8 @@ def make_trainer(
         )
 
     def run(runner: RunnerState, num_updates: int):
-        TRACE_COUNTS[(config, loss_fn)] += 1  # per configuration and loss
         body = update
-        if config.progress_bar:
+        if progress_bar:
             from jax_tqdm import scan_tqdm
 
             body = scan_tqdm(
@@ -458,12 +272,15 @@ def make_trainer(
     def model_of(runner: RunnerState):
         return eqx.combine(runner.params, static_model)
 
-    return Trainer(
-        init=jax.jit(init),
-        run=jax.jit(run, static_argnums=1),
-        model=model_of,
-        config=config,
-    )
+    init_jit, run_jit = jax.jit(init), jax.jit(run, static_argnums=1)
+
+    def train(key: jax.Array):
+        prng_key(key)
+        runner, metrics = run_jit(init_jit(key), config.num_updates)
+        metrics["success_by_start"] = success_by_start(runner)
+        return runner, metrics
+
+    return Trainer(init=init_jit, run=run_jit, train=train, model=model_of, config=config)
 
 
 def success_by_start(runner: RunnerState) -> jax.Array:
@@ -492,45 +309,38 @@ def success_by_start(runner: RunnerState) -> jax.Array:
     return jnp.where(complete, runner.succeeded / jnp.maximum(runner.started, 1.0), jnp.nan)
 
 
-def make_train(config: PPOConfig = PPOConfig(), loss_fn: Callable = ppo_loss, env: Any = None):
-    """Build ``train(key) -> (model, metrics)`` for ``config``, jitted.
+def make_train(
+    config: PPOConfig = PPOConfig(),
+    loss_fn: Callable | None = None,
+    env: Any = None,
+    progress_bar: bool = False,
+) -> Callable:
+    """Build ``train(key) -> (runner, metrics)`` for ``config``: a pure function, not jitted.
 
-    ``train`` runs the whole experiment in one compiled program: an outer
-    ``lax.scan`` over ``config.num_updates`` updates, each a rollout
-    (:func:`~companion.agents.ppo.rollout`), :func:`~companion.agents.ppo.gae`,
-    and ``num_epochs`` passes of ``num_minibatches`` minibatch steps of
-    ``loss_fn`` (both inside ``lax.scan``). Only the floating-point arrays of
-    the model are trained (``eqx.partition(model, eqx.is_inexact_array)``).
-    ``jax.vmap(train)`` runs several seeds at once.
+    ``train`` runs the whole experiment as one program: an outer ``lax.scan`` over
+    ``config.num_updates`` updates, each a rollout (:func:`~companion.agents.ppo.rollout`),
+    :func:`~companion.agents.ppo.gae`, and ``num_epochs`` passes of ``num_minibatches``
+    minibatch steps of ``loss_fn`` (both inside ``lax.scan``). Only the floating-point arrays
+    of the model are trained (``eqx.partition(model, eqx.is_inexact_array)``). The caller
+    compiles it, ``jax.jit(train)``, and runs several seeds with ``jax.vmap(train)``. The
+    trained model is ``make_trainer(config, ...).model(runner)``.
 
-    Metrics (float32, one entry per update, shape ``(num_updates,)``):
-    ``env_steps``; ``episodes``, ``success_rate`` and ``episode_length`` of
-    the episodes that *ended* in the update's rollout (nan when none ended);
-    ``success_by_start``, the success rate of the episodes that *started* in
-    the update (:func:`success_by_start`: no survivor bias, nan for the last
-    updates whose episodes were still running); and the means over the
-    update's minibatches of ``loss_fn``'s metrics (for :func:`ppo_loss`:
-    ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``,
-    ``clip_fraction``).
+    Metrics (float32, one entry per update, shape ``(num_updates,)``): ``env_steps``;
+    ``episodes``, ``success_rate`` and ``episode_length`` of the episodes that *ended* in the
+    update's rollout (nan when none ended); ``success_by_start`` (:func:`success_by_start`:
+    no survivor bias, nan for the last updates whose episodes were still running); and the
+    means over the update's minibatches of ``loss_fn``'s metrics (for :func:`ppo_loss`:
+    ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``).
 
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
-        loss_fn: the minibatch loss (see :func:`make_trainer`); the default is
-            :func:`~companion.agents.ppo.ppo_loss`.
-        env: ``None`` for the Maze of ``config.task``, or a Maze of your own
-            (see :func:`make_trainer`).
+        loss_fn: ``loss_fn(model, batch) -> (loss, metrics)`` (see :func:`make_trainer`);
+            ``None`` for :func:`default_loss`.
+        env: ``None`` for the Maze of ``config.task``, or a Maze of your own.
+        progress_bar: a jax-tqdm bar over the updates.
 
     Raises:
-        TypeError, ValueError: for a config that cannot run (:func:`check_config`),
-            or a ``key`` that is not one PRNG key.
+        TypeError, ValueError: for a config that cannot run (:func:`check_config`), or a
+            ``key`` that is not one PRNG key.
     """
-    trainer = make_trainer(config, loss_fn, env)
-
-    def train(key: jax.Array):
-        prng_key(key)
-        runner = trainer.init(key)
-        runner, metrics = trainer.run(runner, config.num_updates)
-        metrics["success_by_start"] = success_by_start(runner)
-        return trainer.model(runner), metrics
-
-    return jax.jit(train)
+    return make_trainer(config, loss_fn, env, progress_bar=progress_bar).train
