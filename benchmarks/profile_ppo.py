@@ -57,7 +57,7 @@ def rollout_fn(config: ppo.PPOConfig):
 
 def measure(config: ppo.PPOConfig, updates: int, repeats: int) -> dict:
     rollout, _ = compile_and_time(rollout_fn(config), (jax.random.key(1),), repeats)
-    config = config._replace(total_timesteps=updates * config.batch_size, progress_bar=False)
+    config = config._replace(total_timesteps=updates * config.batch_size)
     train, _ = compile_and_time(ppo.make_train(config), (jax.random.key(2),), repeats)
     return {
         "num_envs": config.num_envs,

@@ -254,7 +254,4 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
     grads = eqx.filter_grad(lambda m: loss_fn(m, batch, **kwargs)[0])(model)
     if not all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree.leaves(grads)):
         fail("loss_fn: its gradient with respect to the model is not finite")
-    passed(
-        "loss_fn is ppo_loss with the 1.0 fill, ready for "
-        "make_train(config, loss_fn=ppo.default_loss(config, loss_fn))"
-    )
+    passed("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
