@@ -17,7 +17,7 @@ The programs: PPO on the chapter's medium maze (``FIXED_MAZE_CONFIG``, 4,096 ste
 and DQN on CartPole (``DQNConfig(total_steps=4_000)``, one seed). XLA's default settings.
 
     python benchmarks/lean_programs.py           # 3 processes per version, about 3 minutes
-    python benchmarks/lean_programs.py --quick   # 1 process per version
+    python benchmarks/lean_programs.py --quick   # 1 process per version, smaller budgets
 """
 
 from __future__ import annotations
@@ -59,9 +59,14 @@ def program(train):
 
 out = {}
 key = jax.random.key(0)
+ppo_steps, dqn_steps = (2048, 1_200) if sys.argv[2] == "quick" else (4096, 4_000)
 programs = {
-    "ppo": ppo.make_train(ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=4096)),
-    "dqn": dqn.make_train(dqn.DQNConfig(total_steps=4_000)),
+    "ppo": ppo.make_train(
+        ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=ppo_steps)
+    ),
+    "dqn": dqn.make_train(
+        dqn.DQNConfig(total_steps=dqn_steps, learning_starts=min(2_000, dqn_steps // 2))
+    ),
 }
 for name, train in programs.items():
     jitted = program(train)
@@ -84,12 +89,12 @@ def _checkout(rev: str, folder: Path) -> Path:
     return folder
 
 
-def _measure(package_root: Path) -> dict:
+def _measure(package_root: Path, quick: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
     env["JAX_PLATFORMS"] = "cpu"
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     done = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(package_root)],
+        [sys.executable, "-c", MEASURE, str(package_root), "quick" if quick else "full"],
         check=True,
         capture_output=True,
         text=True,
@@ -113,8 +118,8 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         base = _checkout(args.baseline, Path(tmp))
         for _ in range(processes):  # alternate, so that a slow spell hits both versions
-            runs["baseline"].append(_measure(base))
-            runs["current"].append(_measure(ROOT))
+            runs["baseline"].append(_measure(base, args.quick))
+            runs["current"].append(_measure(ROOT, args.quick))
     programs = {}
     for name in ("ppo", "dqn"):
         row = {}
@@ -130,6 +135,7 @@ def main(argv=None) -> dict:
     result = {
         "benchmark": "lean_programs",
         "baseline": args.baseline,
+        "quick": args.quick,
         "processes_per_version": processes,
         "programs": programs,
         "hardware": hardware(),

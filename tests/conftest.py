@@ -39,9 +39,8 @@ def pytest_configure(config):
     options, the devices and the jax and jaxlib versions, so a changed function never finds
     an old entry; ``test_discipline.py`` counts cache hits as compilations. JAX writes no
     entry for a program with a host callback (the callback is a pointer into the process
-    that compiled it), and every training and evaluation program has one: the run-time
-    checks of ``eqx.error_if``. Those programs compile afresh in every run; the cache holds
-    the smaller programs."""
+    that compiled it); the default training and evaluation programs have none
+    (``test_discipline.py`` checks), so the cache serves them too."""
     cache = getattr(config, "cache", None)
     if cache is not None and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache.mkdir("jax-compilation"))

@@ -378,3 +378,20 @@ def test_compile_level_quick_mode_writes_json(tmp_path):
             tests[name]["compile_s"] / p["compile_s"]
         )
         assert tests[name]["env_steps"] == p["env_steps"] > 0
+
+
+def test_lean_programs_quick_mode_writes_json(tmp_path):
+    """The baseline's programs carry equinox's run-time checks as host callbacks; today's
+    carry none, and the ratio is of compile times measured in the same run."""
+    baseline = "e23cb47"
+    known = subprocess.run(["git", "cat-file", "-e", f"{baseline}^{{commit}}"], cwd=ROOT)
+    if known.returncode != 0:
+        pytest.skip(f"this clone does not hold the baseline commit {baseline}")
+    result = _run_quick("lean_programs.py", tmp_path)
+    assert result["quick"] is True and result["baseline"] == baseline
+    for name in ("ppo", "dqn"):
+        row = result["programs"][name]
+        assert row["baseline"]["callbacks"] > 0 and row["current"]["callbacks"] == 0
+        assert row["ratio"] == pytest.approx(
+            row["current"]["compile_s"] / row["baseline"]["compile_s"]
+        )

@@ -33,23 +33,15 @@ def _orthogonal(key: jax.Array, shape: tuple, scale: float) -> jax.Array:
 
 
 def orthogonal_linear(key: jax.Array, in_size: int, out_size, gain: float) -> eqx.nn.Linear:
-    """An ``eqx.nn.Linear`` with orthogonal weights scaled by ``gain`` and zero bias.
-
-    The rows of the weight matrix (float32 ``(out_size, in_size)``) are
-    orthonormal vectors times ``gain`` (when ``out_size <= in_size``), so each
-    row has Euclidean norm ``gain``. The weights are replaced with
-    ``eqx.tree_at``, as equinox modules are immutable.
+    """An ``eqx.nn.Linear`` with orthogonal weights (float32 ``(out_size, in_size)``, rows of
+    norm ``gain`` when ``out_size <= in_size``) and zero bias, as PPO implementations
+    initialise (Huang et al., 2022, "The 37 implementation details of PPO").
 
     Args:
-        key: PRNG key, split once: one half builds the layer, the other draws
-            the orthogonal matrix.
+        key: PRNG key, split once: the layer and the orthogonal matrix.
         in_size: input features, a positive int.
-        out_size: output features, a positive int, or ``"scalar"`` for a layer
-            with a scalar output (a value head).
+        out_size: output features, a positive int, or ``"scalar"`` (a value head).
         gain: scale of the orthogonal matrix, a positive float.
-
-    Returns:
-        ``eqx.nn.Linear``.
 
     Raises:
         ValueError: for a non-positive size or gain.
@@ -298,50 +290,29 @@ UNREACHED = -1e4
 
 
 class ValueIterationActorCritic(eqx.Module):
-    """An actor-critic that plans: value iteration on the maze, then a policy read off it.
+    """An actor-critic that plans: max-plus value iteration on the maze (value iteration
+    networks, Tamar et al., 2016), then a policy read off the values (the PPO chapter's
+    planning section derives it).
 
-    The propagation network (:class:`PropagationActorCritic`) learns its own update, and a
-    learned update need not settle: run it longer than in training and its features drift.
-    This torso fixes the update to the Bellman backup of a deterministic maze with a cost
-    per move, in the max-plus (log) form of value iteration networks (Tamar et al., 2016),
-    and learns only what goes into it and what is read out of it. For each of ``width``
-    channels ``k``:
+    Per value channel ``k``: ``v_0(s) = log(relu(x_s E)_k)`` from the wall and target channels
+    ``x_s`` (``UNREACHED`` where that is 0), then ``v_{i+1}(s) = max(v_i(s), max_{s'} v_i(s') -
+    c_k)`` over the open neighbours ``s'``, with a learned cost ``c_k = exp(log_cost_k)``. The
+    policy reads the neighbours' differences ``v(s') - v(s_agent)`` (``(4, width)``, zero
+    behind a wall, clipped to [-10, 10]) through one network shared by the directions; the
+    value head reads ``v(s_agent) / 10`` and the differences.
 
-        v_0(s)     = log(relu(x_s E)_k)            (``UNREACHED`` where that is 0)
-        v_{i+1}(s) = max(v_i(s), max_{s' one move from s} v_i(s') - c_k)
-
-    ``x_s`` holds the wall and target channels of cell ``s`` (the agent's own position is
-    left out, so the map does not change as the agent moves), ``E`` (2, width) is learned
-    and ``c_k = exp(log_cost_k) > 0``. With ``E``'s target row positive, ``v(s)`` converges
-    to ``log(E_target,k) - c_k d(s)``, where ``d(s)`` is the breadth-first-search distance
-    from ``s`` to the target through open cells: after ``i`` iterations every cell within
-    ``i`` moves has its final value and later iterations change nothing (a fixed point).
-
-    The policy reads the differences ``v(s') - v(s_agent)`` of the four neighbours
-    (``(4, width)``, zero where a wall blocks the move, clipped to [-10, 10]) through one
-    small network shared by the four directions (one logit each). Those differences are
-    ``±c_k`` whatever the maze's size, so the policy does not depend on the size it was
-    trained on. The value head (fully connected, ReLU) reads ``v(s_agent) / 10`` (clipped to
-    [-10, 10]) and the differences.
-
-    ``model(image)`` takes one float32 image ``(3, rows, cols)`` and returns ``(logits,
-    value)``: float32 ``(4,)`` and ``()``.
+    ``model(image)``: one float32 image ``(3, rows, cols)`` to ``(logits, value)``, float32
+    ``(4,)`` and ``()``.
 
     Args:
         key: PRNG key.
         width: value channels.
-        policy_hidden: width of the hidden layer of the per-direction policy network.
+        policy_hidden: width of the per-direction policy network's hidden layer.
         hidden_sizes: widths of the value head's fully connected layers.
-        iterations: backups per call, in a ``jax.lax.scan`` (what training needs: it can
-            be differentiated). ``None`` runs backups in a ``jax.lax.while_loop`` until the
-            values the readout uses (the agent's cell and its open neighbours) are final,
-            which gives the same outputs as converged values on a maze of any size. A
-            value arriving after backup ``i + 1`` is at most the largest source minus
-            ``c_k (i + 1)``, so a value at least that large is final; with one target that
-            takes about ``d(s_agent) + 1`` backups, and never more than
-            ``rows * cols - 1`` (the longest possible shortest path). A
-            ``while_loop`` cannot be differentiated in reverse mode, so ``None`` is for
-            acting and evaluation only.
+        iterations: backups per call, in a ``jax.lax.scan`` (differentiable: for training),
+            or ``None``: backups in a ``jax.lax.while_loop`` until the values the readout
+            uses are final (at most ``rows * cols - 1``), on a maze of any size; for acting
+            and evaluation only (a ``while_loop`` has no reverse-mode gradient).
 
     Raises:
         TypeError, ValueError: for a size that is not a positive int, an empty

@@ -34,6 +34,7 @@ from companion.agents.ppo.rollout import rollout
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
+
 class RunnerState(NamedTuple):
     """The carry of the training loop.
 
@@ -93,8 +94,8 @@ def make_trainer(
 ) -> Trainer:
     """Build the training program of ``config`` in pieces (see :class:`Trainer`).
 
-    ``make_train(config)(key)`` equals ``run(init(key), config.num_updates)``
-    followed by ``model``.
+    ``train(key)`` runs ``run(init(key), config.num_updates)`` and adds the
+    ``success_by_start`` metric; ``model(runner)`` is the trained model.
 
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
