@@ -91,7 +91,7 @@ def find_quiz_file(chapter: str, start: str | os.PathLike | None = None) -> Path
 
 
 def load_quiz(chapter: str) -> list[dict]:
-    """The checked quiz of ``chapter`` (a notebook's name, such as ``"06_dqn"``).
+    """The checked quiz of ``chapter`` (a notebook's name, such as ``"07_dqn"``).
 
     Read from ``notebooks/quizzes`` in a checkout of the book; elsewhere (Colab) downloaded
     from :data:`QUIZ_URL`.
@@ -105,7 +105,7 @@ def load_quiz(chapter: str) -> list[dict]:
     import urllib.request
 
     if not isinstance(chapter, str) or not re.fullmatch(r"[A-Za-z0-9_]+", chapter):
-        raise ValueError(f"chapter: expected a notebook name such as '06_dqn', got {chapter!r}")
+        raise ValueError(f"chapter: expected a notebook name such as '07_dqn', got {chapter!r}")
     path = find_quiz_file(chapter)
     if path is not None:
         questions = json.loads(path.read_text())

@@ -593,7 +593,7 @@ CASES = [
          lambda mp: quiz.check_quiz('questions'),
          TypeError, 'quiz: expected a list of questions, got str'),
     Case('quiz.find_quiz_file',
-         lambda mp: quiz.find_quiz_file('06_dqn', start=3.5),
+         lambda mp: quiz.find_quiz_file('07_dqn', start=3.5),
          TypeError, 'start: expected a path or None, got float'),
     Case('quiz.load_quiz',
          lambda mp: quiz.load_quiz('../secrets'),

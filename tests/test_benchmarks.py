@@ -217,7 +217,7 @@ def test_maze_sizes_changes_the_iterations_and_keeps_the_weights():
 
 
 def test_maze_sizes_committed_result_says_what_the_ppo_chapter_says():
-    """Chapter 7 ("Larger mazes than it was trained on") describes the committed
+    """Chapter 8 ("Larger mazes than it was trained on") describes the committed
     benchmarks/results/maze_sizes.json in words; each sentence's fact, checked."""
     from companion.bench import load_result
 
@@ -267,7 +267,7 @@ def test_planning_sizes_quick_mode_writes_json(tmp_path):
 
 
 def test_planning_sizes_committed_result_says_what_the_ppo_chapter_says():
-    """Chapter 7 ("A network that plans") describes the committed
+    """Chapter 8 ("A network that plans") describes the committed
     benchmarks/results/planning_sizes.json and the saved agent's run in words; each claim
     checked, and the targets the agent was built for."""
     from companion.agents.ppo.saved import saved_summary

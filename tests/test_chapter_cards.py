@@ -37,10 +37,10 @@ def _write(tmp_path, cards):
          "notebooks/99_extra"),
         (lambda c: c["notebooks/03_maze_first_look"].update(difficulty="hard"), "'hard'"),
         (lambda c: c["notebooks/02_neural_networks"].update(
-            prerequisites=["notebooks/06_dqn"]), "'notebooks/06_dqn' is not an earlier"),
+            prerequisites=["notebooks/07_dqn"]), "'notebooks/07_dqn' is not an earlier"),
         (lambda c: c["notebooks/04_maze_in_depth"].pop("builds"),
          "notebooks/04_maze_in_depth: expected the fields"),
-        (lambda c: c["notebooks/05_cartpole"].update(minutes=3), "'minutes'"),
+        (lambda c: c["notebooks/06_cartpole"].update(minutes=3), "'minutes'"),
     ],
     ids=["missing", "extra", "difficulty", "later prerequisite", "no builds", "unknown field"],
 )
@@ -60,13 +60,13 @@ def test_a_card_says_when_its_notebook_shared_the_machine(tmp_path):
     from chapter_cards import _sharing
 
     app = SimpleNamespace(srcdir=str(tmp_path))
-    assert _sharing(app, "notebooks/07_ppo_maze", 266.0) == ""  # no record: nothing to add
+    assert _sharing(app, "notebooks/08_ppo_maze", 266.0) == ""  # no record: nothing to add
     (tmp_path / "_build").mkdir()
-    record = {"notebooks/07_ppo_maze.ipynb": {"seconds": 266.0, "jobs": 2},
+    record = {"notebooks/08_ppo_maze.ipynb": {"seconds": 266.0, "jobs": 2},
               "notebooks/01_jax_essentials.ipynb": {"seconds": 8.0, "jobs": 1}}
     (tmp_path / "_build" / "notebook_seconds.json").write_text(json.dumps(record))
-    assert _sharing(app, "notebooks/07_ppo_maze", 266.0) == (
+    assert _sharing(app, "notebooks/08_ppo_maze", 266.0) == (
         ", with 2 notebooks executing at a time")
-    assert _sharing(app, "notebooks/07_ppo_maze", 250.0) == ""  # another execution's time
+    assert _sharing(app, "notebooks/08_ppo_maze", 250.0) == ""  # another execution's time
     assert _sharing(app, "notebooks/01_jax_essentials", 8.0) == ""  # ran alone
     assert _sharing(app, "notebooks/02_neural_networks", 21.0) == ""

@@ -100,7 +100,7 @@ DQN = {"jax": jax, "jnp": jnp, "np": np, "dqn": dqn, "cartpole": cartpole}
 
 
 def test_collector_both_ways(capsys):
-    buggy = _cell("06_dqn", "collect")
+    buggy = _cell("07_dqn", "collect")
     with pytest.raises(CheckFailed, match="terminated is one step late"):
         check_collector(_definitions(buggy, DQN)["collect"])
     fixed = _one_line_fix(buggy, "terminated=terminated_t,", "terminated=timestep.terminated,")
@@ -120,7 +120,7 @@ def test_collector_both_ways(capsys):
     ],
 )
 def test_collector_names_other_faults(old, new, message):
-    buggy = _cell("06_dqn", "collect")
+    buggy = _cell("07_dqn", "collect")
     fixed_flag = _one_line_fix(buggy, "terminated=terminated_t,", "terminated=timestep.terminated,")
     source = buggy if old == "terminated=terminated_t," else fixed_flag
     with pytest.raises(CheckFailed, match=message):
@@ -141,7 +141,7 @@ PPO = {
 
 
 def test_rollout_keys_both_ways(capsys):
-    buggy = _cell("07_ppo_maze", "rollout_with_a_bug")
+    buggy = _cell("08_ppo_maze", "rollout_with_a_bug")
     with pytest.raises(CheckFailed, match="key-reuse checker finds a key used twice"):
         check_rollout_keys(_definitions(buggy, PPO)["rollout_with_a_bug"])
     fixed = _one_line_fix(
@@ -154,7 +154,7 @@ def test_rollout_keys_both_ways(capsys):
 def test_rollout_keys_names_the_symptom_when_the_checker_cannot_see_it():
     """The same fault with the key copied through its raw data, which the key-reuse checker
     does not follow: the check still finds it, from the actions' statistics."""
-    buggy = _cell("07_ppo_maze", "rollout_with_a_bug")
+    buggy = _cell("08_ppo_maze", "rollout_with_a_bug")
     hidden = _one_line_fix(
         buggy,
         "next_key, key_t = jax.random.split(key)",

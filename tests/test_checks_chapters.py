@@ -141,7 +141,7 @@ def test_termination_and_truncation(capsys):
             check_termination_and_truncation(wrong)
 
 
-# --- chapter 5 ----------------------------------------------------------------------------
+# --- chapter 6 ----------------------------------------------------------------------------
 
 def _semi_implicit(physics, action):
     p = cartpole.DEFAULT_PARAMS
@@ -169,7 +169,7 @@ def test_balancing_policy(capsys):
         check_balancing_policy(lambda obs: (obs[2] > 0).astype(jnp.int32))
 
 
-# --- chapter 6 ----------------------------------------------------------------------------
+# --- chapter 7 ----------------------------------------------------------------------------
 
 def test_double_dqn_target(capsys):
     def good(r, d, q_online, q_target, gamma):

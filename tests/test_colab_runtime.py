@@ -194,5 +194,5 @@ def test_notebook_runs_in_colab_environment(name, path, runtime):
             assert "Warning" not in out.text, f"cell {i} warned: {out.text[:800]}"
     setup = next(c for c in nb.cells if "colab-setup" in c.metadata.get("tags", []))
     assert setup.outputs == []  # everything is installed: the setup cell does nothing
-    if path.stem == "06_dqn":  # the explorer works with Colab's ipywidgets (7.7.1)
+    if path.stem == "07_dqn":  # the explorer works with Colab's ipywidgets (7.7.1)
         check_episode_explorer(nb)

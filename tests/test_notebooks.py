@@ -194,7 +194,7 @@ def test_maze_in_depth_claims(executed):
 
 
 def test_cartpole_claims(executed):
-    nb = executed(ROOT / "notebooks" / "05_cartpole.ipynb")
+    nb = executed(ROOT / "notebooks" / "06_cartpole.ipynb")
     text = _stream_text(nb)
     assert "falling pole -> terminated: True  reward: 1.0" in text
     assert "step 500 -> truncated: True  terminated: False" in text
@@ -207,7 +207,7 @@ def test_cartpole_claims(executed):
 
 
 def test_dqn_chapter(executed):
-    nb = executed(ROOT / "notebooks" / "06_dqn.ipynb")
+    nb = executed(ROOT / "notebooks" / "07_dqn.ipynb")
     text = _stream_text(nb)
     assert "same contents and same samples as companion.replay: True" in text
     assert "mine:      [ 1.   95.05]" in text and "companion: [ 1.   95.05]" in text
@@ -235,7 +235,7 @@ def test_dqn_chapter(executed):
 
 
 def test_ppo_chapter(executed):
-    nb = executed(ROOT / "notebooks" / "07_ppo_maze.ipynb")
+    nb = executed(ROOT / "notebooks" / "08_ppo_maze.ipynb")
     text = _stream_text(nb)
     assert "legal actions: [1 3]" in text and "actions sampled in 10,000 draws: [1 3]" in text
     assert "log p replaced first: H = 0.6931" in text
@@ -276,7 +276,7 @@ def test_ppo_chapter(executed):
 
 
 def test_performance_chapter(executed):
-    nb = executed(ROOT / "notebooks" / "08_performance.ipynb")
+    nb = executed(ROOT / "notebooks" / "09_performance.ipynb")
     text = _stream_text(nb)
     assert "all four end in the same state: True" in text
     # jit traces once per input signature: 100, 100 (cached), 200 (new), 100 (cached)
@@ -300,7 +300,7 @@ def test_many_devices_chapter(executed):
     """On 8 simulated CPU devices: the data-parallel gradient and step equal one device's, the
     compiled step has its all-reduce, the replicas agree, sharded seeds match vmap, the cost
     table and the benchmark plot are drawn, and both exercise checks pass."""
-    nb = executed(ROOT / "notebooks" / "09_many_devices.ipynb")
+    nb = executed(ROOT / "notebooks" / "10_many_devices.ipynb")
     text = _stream_text(nb)
     assert "backend cpu: 8 device(s)" in text  # the first cell set XLA_FLAGS in time
     gaps = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()

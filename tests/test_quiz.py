@@ -36,14 +36,14 @@ def test_no_quiz_without_a_chapter():
 
 @pytest.fixture
 def good():
-    return json.loads((QUIZ_DIR / "06_dqn.json").read_text())
+    return json.loads((QUIZ_DIR / "07_dqn.json").read_text())
 
 
 @pytest.mark.parametrize(
     "spoil, message",
     [
         (lambda q: q[1]["answers"][2].update(correct=True),
-         "06_dqn.json, question 2: expected exactly one correct answer, got 2"),
+         "07_dqn.json, question 2: expected exactly one correct answer, got 2"),
         (lambda q: q[0]["answers"][0].update(correct=False),
          "question 1: expected exactly one correct answer, got 0"),
         (lambda q: q[3]["answers"][1].pop("feedback"),
@@ -66,7 +66,7 @@ def good():
 def test_a_broken_quiz_is_named_with_its_question(good, spoil, message):
     spoil(good)
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        quiz.check_quiz(good, "06_dqn.json")
+        quiz.check_quiz(good, "07_dqn.json")
 
 
 def test_show_quiz_passes_the_checked_questions_to_jupyterquiz(monkeypatch):
@@ -75,8 +75,8 @@ def test_show_quiz_passes_the_checked_questions_to_jupyterquiz(monkeypatch):
     shown = []
     monkeypatch.setattr(jupyterquiz, "display_quiz", lambda questions, **kw: shown.append(questions))
     monkeypatch.chdir(ROOT / "notebooks")  # where the notebooks run
-    quiz.show_quiz("07_ppo_maze")
-    assert shown == [json.loads((QUIZ_DIR / "07_ppo_maze.json").read_text())]
+    quiz.show_quiz("08_ppo_maze")
+    assert shown == [json.loads((QUIZ_DIR / "08_ppo_maze.json").read_text())]
 
 
 def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
@@ -85,7 +85,7 @@ def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
     import jupyterquiz
 
     monkeypatch.chdir(tmp_path)  # no quizzes folder here or above
-    assert quiz.find_quiz_file("06_dqn") is None
+    assert quiz.find_quiz_file("07_dqn") is None
     asked = []
 
     class Response:
@@ -103,18 +103,18 @@ def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
 
     def online(url, timeout):
         asked.append(url)
-        return Response((QUIZ_DIR / "06_dqn.json").read_bytes())
+        return Response((QUIZ_DIR / "07_dqn.json").read_bytes())
 
     monkeypatch.setattr(urllib.request, "urlopen", online)
-    assert quiz.load_quiz("06_dqn")[0]["question"].startswith("Why does DQN")
-    assert asked == [f"{quiz.QUIZ_URL}/06_dqn.json"]
+    assert quiz.load_quiz("07_dqn")[0]["question"].startswith("Why does DQN")
+    assert asked == [f"{quiz.QUIZ_URL}/07_dqn.json"]
 
     def offline(url, timeout):
         raise urllib.error.URLError("Name or service not known")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     monkeypatch.setattr(jupyterquiz, "display_quiz", lambda *a, **k: pytest.fail("shown"))
-    quiz.show_quiz("06_dqn")
+    quiz.show_quiz("07_dqn")
     printed = capsys.readouterr().out
     assert "could not be reached" in printed and "The book's web page shows it." in printed
 

@@ -9,7 +9,7 @@ target cell runs past ``--dump-after`` seconds, the tool writes into ``--out`` w
 message waits unread in the client's shell and IOPub sockets, the kernel's threads (with
 ``--py-spy``), the kernel's stderr and nbclient's record of when the kernel sent each message.
 
-    python tools/repeat_cell.py notebooks/06_dqn.ipynb --contains "step_explorer(" \\
+    python tools/repeat_cell.py notebooks/07_dqn.ipynb --contains "step_explorer(" \\
         --runs 20 --python /path/to/colab-env/bin/python --out /tmp/repeat
 """
 
