@@ -19,6 +19,7 @@ from companion.checks import (
     CheckFailed,
     check_collector,
     check_decayed_training,
+    check_q_learning,
     check_rollout_keys,
 )
 from companion.envs import cartpole
@@ -162,3 +163,20 @@ def test_rollout_keys_names_the_symptom_when_the_checker_cannot_see_it():
     )
     with pytest.raises(CheckFailed, match="takes its previous action again"):
         check_rollout_keys(_definitions(hidden, PPO)["rollout_with_a_bug"])
+
+
+# --- foundations chapter: Q-learning that bootstraps past the target ----------------------
+
+FOUNDATIONS = {"jax": jax, "jnp": jnp}
+
+
+def test_q_learning_both_ways(capsys):
+    buggy = _cell("05_rl_foundations", "q_learning_buggy")
+    with pytest.raises(CheckFailed, match="values above 1.*bootstraps past the end"):
+        check_q_learning(_definitions(buggy, FOUNDATIONS)["q_learning_buggy"])
+    fixed = _one_line_fix(
+        buggy,
+        "td_target = r + gamma * best_next",
+        "td_target = r + gamma * (1.0 - d) * best_next",
+    )
+    _passes(check_q_learning, _definitions(fixed, FOUNDATIONS)["q_learning_buggy"], capsys)

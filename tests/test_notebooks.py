@@ -193,6 +193,59 @@ def test_maze_in_depth_claims(executed):
     assert len(_png_outputs(nb)) >= 3
 
 
+def test_rl_foundations_checks_every_equation(executed):
+    """Each check of the foundations chapter, asserted on what the chapter printed."""
+    nb = executed(ROOT / "notebooks" / "05_rl_foundations.ipynb")
+    text = _stream_text(nb)
+
+    def number(pattern):
+        match = re.search(pattern, text)
+        assert match, f"not printed: {pattern}"
+        return float(match.group(1))
+
+    assert "tables read from env.step agree with tabular.maze_mdp: True" in text
+    # 1. the return of one episode: reverse scan against a Python loop, G_0 = gamma^(T - 1)
+    assert "reward 1 on the last one" in text
+    assert number(r"reverse scan vs Python loop: max \|difference\| = (\S+)") < 1e-5
+    g0, power = re.search(r"G_0 = (\S+) = gamma\^\d+ = (\S+)", text).groups()
+    assert g0 == power
+    # 2. exact values by a linear solve, and Monte Carlo within 4 standard errors
+    assert number(r"Bellman equation residual: (\S+)") < 1e-6
+    assert "tabular.evaluate_policy agrees: True" in text
+    assert number(r"largest difference in standard errors: (\S+)") < 4
+    # 3. value iteration gives gamma^(k-1); its greedy policy walks shortest paths
+    assert number(r"max \|V\* - gamma\^\(k-1\)\| = (\S+)") < 1e-5
+    assert "tabular.value_iteration agrees: True" in text
+    assert "greedy moves == shortest path, every state: True" in text
+    # 4. TD(0) converges to V^pi, Q-learning from random actions to Q*
+    assert number(r"RMS error to V\^pi (\S+)") < 0.02
+    assert number(r"max \|Q - Q\*\| over legal actions = (\S+)") < 1e-4
+    assert "its greedy policy is value iteration's: True" in text
+    # 5. the policy gradient theorem against jax.grad; REINFORCE closes in; the baseline
+    assert number(r"policy gradient theorem vs jax.grad: max \|difference\| = (\S+)") < 1e-6
+    for name in ("no baseline", "baseline V "):
+        errors = re.search(name + r": relative error .* episodes (\S+) / (\S+) / (\S+),", text)
+        first, _, last = map(float, errors.groups())
+        assert last < 0.1 and last < first
+    assert number(r"variance with the baseline / without: (\S+)") < 0.9
+    assert "E[delta | s, a] == A(s, a): True" in text
+    assert "sum_a pi(a|s) A(s, a) == 0 in every state: True" in text
+    # 6. lambda-returns: bias falls to ~0 as lambda -> 1, spread grows; GAE; clipping
+    rows = re.findall(r"lambda (\S+): bias (\S+), standard deviation (\S+)", text)
+    bias = [float(b) for _, b, _ in rows]
+    spread = [float(s) for _, _, s in rows]
+    assert len(rows) == 6 and bias[0] > 0.3 and abs(bias[-1]) < 0.02 and spread[-1] > spread[0]
+    assert number(r"lambda-return - V vs gae\(\), \d+ steps: max \|difference\| = (\S+)") < 1e-5
+    stuck = dict(re.findall(r"(unclipped|clipped)\s*: .*runs stuck below 0.01: (\d+)%", text))
+    finals = dict(re.findall(r"(unclipped|clipped)\s*: J after 1 / 20 iterations \S+ / (\S+)", text))
+    assert int(stuck["unclipped"]) > 0 and int(stuck["clipped"]) == 0
+    assert float(finals["clipped"]) > float(finals["unclipped"])
+    # the find-the-bug symptom, and every exercise's check
+    assert number(r"largest learned value: (\S+)") > 1.5
+    assert text.count("check passed") == 3
+    assert len(_png_outputs(nb)) >= 3
+
+
 def test_cartpole_claims(executed):
     nb = executed(ROOT / "notebooks" / "06_cartpole.ipynb")
     text = _stream_text(nb)

@@ -18,6 +18,11 @@ from companion.checks.dqn import (
     check_n_step_target,
     check_sample_windows,
 )
+from companion.checks.foundations import (
+    check_action_values,
+    check_q_learning,
+    check_reinforce_weights,
+)
 from companion.checks.envs import (
     check_balancing_policy,
     check_legal_fraction,
@@ -43,6 +48,9 @@ from companion.checks.networks import (
 
 __all__ = [
     "CheckFailed",
+    "check_action_values",
+    "check_q_learning",
+    "check_reinforce_weights",
     "check_allreduce_bytes",
     "check_data_parallel_grad",
     "check_balancing_policy",

@@ -9,6 +9,8 @@ it measured and the kind of fault that produces it:
   program at every step, because a Python float reaches ``eqx.filter_jit`` as static data;
 - :func:`check_collector` (DQN chapter): transitions whose ``terminated`` flag is one step
   late, so the TD target bootstraps past the end of an episode;
+- :func:`check_q_learning` (foundations chapter, in :mod:`companion.checks.foundations`):
+  Q-learning whose TD target bootstraps past the target cell;
 - :func:`check_rollout_keys` (PPO chapter): a rollout that samples every step with the same
   PRNG key, so an agent's "random" choices repeat.
 """

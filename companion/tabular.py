@@ -1,0 +1,191 @@
+"""A maze as a tabular Markov decision process, and its exact values.
+
+The foundations chapter builds each of these in view and checks it against the Maze;
+later chapters and the exercises' self-checks use the tested versions here:
+
+- :func:`maze_mdp`: the transition and reward tables of jumanji's Maze for one wall layout
+  and target (Sutton and Barto, 2018, ch. 3);
+- :func:`evaluate_policy`: V^pi exactly, by solving the Bellman expectation equation, a
+  linear system;
+- :func:`action_values`: Q from V by one Bellman backup;
+- :func:`value_iteration`: V* by iterating the Bellman optimality backup (Bellman, 1957).
+
+States are the free cells other than the target, numbered row by row. An illegal move leaves
+the agent where it is (jumanji's Maze does the same); moving onto the target pays 1 and ends
+the episode (a termination); every other step pays 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion._validate import number_in, positive_number
+from companion.envs.grid import MOVES, check_cell, check_walls, shortest_path_length
+
+
+class MazeMDP(NamedTuple):
+    """The tables of a maze with ``S`` states (free cells but the target) and 4 actions.
+
+    Attributes:
+        cells: int32 ``(S, 2)``, the ``(row, col)`` of each state.
+        legal: bool ``(S, 4)``, True where the action moves (the Maze's action mask).
+        next_state: int32 ``(S, 4)``, the state an action leads to (the state itself for an
+            illegal action; for a move onto the target, also the state itself, which
+            ``terminal`` marks as having no future).
+        reward: float32 ``(S, 4)``, 1 for a move onto the target, else 0.
+        terminal: bool ``(S, 4)``, True for a move onto the target.
+        target: int32 ``(2,)``, the target cell.
+    """
+
+    cells: jax.Array
+    legal: jax.Array
+    next_state: jax.Array
+    reward: jax.Array
+    terminal: jax.Array
+    target: jax.Array
+
+
+def maze_mdp(walls: Any, target: Any) -> MazeMDP:
+    """The tables of the maze ``walls`` with its target at ``target``.
+
+    Args:
+        walls: bool array-like ``(rows, cols)``, True for a wall.
+        target: ``(row, col)`` of a free cell.
+
+    Returns:
+        A :class:`MazeMDP`.
+
+    Raises:
+        ValueError: if ``walls`` is not a 2-D grid, ``target`` not a free cell inside it,
+            or some free cell cannot reach the target (the values would not be defined by
+            one linear system).
+    """
+    walls = check_walls(walls)
+    target = check_cell(target, "target", walls)
+    free = zip(*np.nonzero(~walls))
+    cells = [(int(r), int(c)) for r, c in free if (int(r), int(c)) != target]
+    cut_off = [c for c in cells if shortest_path_length(walls, c, target) < 0]
+    if cut_off:
+        raise ValueError(
+            f"walls: the free cells {cut_off[:5]} cannot reach the target {target}; "
+            "wall them in or choose another layout"
+        )
+    index = {cell: i for i, cell in enumerate(cells)}
+    rows, cols = walls.shape
+    num_states = len(cells)
+    legal = np.zeros((num_states, 4), bool)
+    next_state = np.tile(np.arange(num_states, dtype=np.int32)[:, None], (1, 4))
+    terminal = np.zeros((num_states, 4), bool)
+    for i, (r, c) in enumerate(cells):
+        for a, (dr, dc) in enumerate(MOVES):
+            nr, nc = r + dr, c + dc
+            if not (0 <= nr < rows and 0 <= nc < cols) or walls[nr, nc]:
+                continue
+            legal[i, a] = True
+            if (nr, nc) == target:
+                terminal[i, a] = True
+            else:
+                next_state[i, a] = index[(nr, nc)]
+    return MazeMDP(
+        cells=jnp.asarray(np.array(cells, np.int32).reshape(-1, 2)),
+        legal=jnp.asarray(legal),
+        next_state=jnp.asarray(next_state),
+        reward=jnp.asarray(terminal, jnp.float32),
+        terminal=jnp.asarray(terminal),
+        target=jnp.asarray(target, jnp.int32),
+    )
+
+
+def _check_gamma(gamma: float) -> None:
+    if number_in(gamma, "gamma", 0.0, 1.0) == 1.0:
+        raise ValueError("gamma: expected a number in [0.0, 1.0), got 1.0 (no discount)")
+
+
+def action_values(mdp: MazeMDP, v: jax.Array, gamma: float) -> jax.Array:
+    """``Q(s, a) = r(s, a) + gamma * (1 - terminal(s, a)) * V(s')``, float32 ``(S, 4)``.
+
+    Args:
+        mdp: the tables.
+        v: float ``(S,)``, a value per state.
+        gamma: discount in [0, 1).
+
+    Raises:
+        ValueError: if ``v`` is not ``(S,)`` or ``gamma`` is outside [0, 1).
+    """
+    _check_gamma(gamma)
+    if jnp.shape(v) != mdp.legal.shape[:1]:
+        raise ValueError(f"v: expected shape {mdp.legal.shape[:1]}, got {jnp.shape(v)}")
+    return mdp.reward + gamma * (~mdp.terminal) * jnp.asarray(v)[mdp.next_state]
+
+
+def evaluate_policy(mdp: MazeMDP, probs: jax.Array, gamma: float) -> jax.Array:
+    """``V^pi`` exactly: the solution of ``(I - gamma P_pi) V = r_pi``, float32 ``(S,)``.
+
+    ``P_pi[s, s']`` is the probability of moving from ``s`` to ``s'`` (a move onto the target
+    leaves the system), ``r_pi[s]`` the expected reward in ``s``. Differentiable in
+    ``probs``.
+
+    Args:
+        mdp: the tables.
+        probs: float ``(S, 4)``, ``pi(a | s)``; each row sums to 1.
+        gamma: discount in [0, 1).
+
+    Raises:
+        ValueError: if ``probs`` is not ``(S, 4)``, or (when concrete) is negative, puts
+            probability on an illegal action or has a row that does not sum to 1.
+    """
+    _check_gamma(gamma)
+    if jnp.shape(probs) != mdp.legal.shape:
+        raise ValueError(f"probs: expected shape {mdp.legal.shape}, got {jnp.shape(probs)}")
+    if not isinstance(probs, jax.core.Tracer):
+        p = np.asarray(probs, np.float64)
+        if (p < 0).any() or (p[~np.asarray(mdp.legal)] > 1e-6).any():
+            raise ValueError("probs: expected probabilities >= 0, and 0 on illegal actions")
+        if not np.allclose(p.sum(axis=1), 1.0, atol=1e-4):
+            raise ValueError("probs: every row (state) must sum to 1")
+    probs = jnp.asarray(probs, jnp.float32)
+    num_states = mdp.legal.shape[0]
+    stay = (~mdp.terminal).astype(jnp.float32)
+    transition = jnp.zeros((num_states, num_states), jnp.float32)
+    transition = transition.at[jnp.arange(num_states)[:, None], mdp.next_state].add(
+        probs * stay
+    )
+    reward = jnp.sum(probs * mdp.reward, axis=1)
+    return jnp.linalg.solve(jnp.eye(num_states) - gamma * transition, reward)
+
+
+def value_iteration(
+    mdp: MazeMDP, gamma: float, tol: float = 1e-6, max_iterations: int = 10_000
+) -> tuple[jax.Array, jax.Array]:
+    """``V*`` by iterating ``V(s) <- max over legal a of [r + gamma (1 - terminal) V(s')]``
+    from ``V = 0`` until no value changes by more than ``tol``.
+
+    Returns:
+        ``(v, iterations)``: float32 ``(S,)`` and int32 ``()``.
+
+    Raises:
+        ValueError: if ``gamma`` is outside [0, 1) or ``tol`` is not positive.
+    """
+    _check_gamma(gamma)
+    positive_number(tol, "tol")
+
+    def backup(v):
+        q = action_values(mdp, v, gamma)
+        return jnp.max(jnp.where(mdp.legal, q, -jnp.inf), axis=1)
+
+    def not_done(carry):
+        _, change, k = carry
+        return (change > tol) & (k < max_iterations)
+
+    def body(carry):
+        v, _, k = carry
+        v_new = backup(v)
+        return v_new, jnp.max(jnp.abs(v_new - v)), k + 1
+
+    v0 = jnp.zeros(mdp.legal.shape[0], jnp.float32)
+    v, _, iterations = jax.lax.while_loop(not_done, body, (v0, jnp.inf, jnp.int32(0)))
+    return v, iterations
