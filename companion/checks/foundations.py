@@ -155,7 +155,7 @@ def check_q_learning(q_learning: Callable) -> None:
     q_star = np.asarray(action_values(mdp, v_star, gamma))
     error = float(np.abs(np.where(legal, got - q_star, 0.0)).max())
     if error < 1e-3:
-        passed(f"Q-learning reaches Q* (max |Q - Q*| = {error:.1e} over the legal actions)")
+        passed(f"Q-learning reaches Q* (max |Q - Q*| = {error:.1e}, legal actions)")
         return
     if np.where(legal, got, 0.0).max() > 1.0 + 1e-3:
         fail(
