@@ -30,6 +30,8 @@ from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo 
 from companion.checks import parallel as parallel_checks
 from companion import parallel
 from companion.checks import bugs as bug_checks
+from companion.checks import foundations as foundation_checks
+from companion import tabular
 from companion.checks import ppo_rollout as ppo_rollout_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
 
@@ -709,6 +711,33 @@ CASES += [
          "key: expected a PRNG key"),
 ]
 
+
+
+def _small_mdp():
+    walls, _, (target,) = maze.parse_maze(("S.#", "...", "#.T"))
+    return tabular.maze_mdp(walls, target)
+
+
+CASES += [
+    Case("tabular.maze_mdp",
+         lambda mp: tabular.maze_mdp(np.zeros((3, 3), bool), (0, 3)), ValueError,
+         r"target: cell \(0, 3\) is outside the 3x3 maze"),
+    Case("tabular.maze_mdp",
+         lambda mp: tabular.maze_mdp(np.array([[0, 1, 0], [1, 0, 0]]), (1, 2)), ValueError,
+         r"walls: the free cells \[\(0, 0\)\] cannot reach the target \(1, 2\)"),
+    Case("tabular.evaluate_policy",
+         lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((5, 4), 0.25), 0.9),
+         ValueError, r"probs: expected shape \(6, 4\), got \(5, 4\)"),
+    Case("tabular.evaluate_policy",
+         lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((6, 4), 0.25), 0.9),
+         ValueError, "probs: .* 0 on illegal actions"),
+    Case("tabular.action_values",
+         lambda mp: tabular.action_values(_small_mdp(), jnp.zeros(6), 1.0), ValueError,
+         r"gamma: expected a number in \[0.0, 1.0\)"),
+    Case("tabular.value_iteration",
+         lambda mp: tabular.value_iteration(_small_mdp(), 0.9, tol=-1.0), ValueError, "tol"),
+]
+
 #: Every check names what it was given when it is not a function.
 CHECKS = {
     basics: ["check_softplus_grad", "check_discounted_returns", "check_noisy_batch"],
@@ -740,6 +769,7 @@ CHECKS = {
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
     parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],
     bug_checks: ["check_decayed_training", "check_collector", "check_rollout_keys"],
+    foundation_checks: ["check_action_values", "check_reinforce_weights", "check_q_learning"],
 }
 CASES += [
     Case(
@@ -778,6 +808,7 @@ EXEMPT = {
     "playground.saved_agent_files": "takes no arguments",
     "playground.load_random_maze_agent": "takes no arguments",
     "playground.StepResult": "data container",
+    "tabular.MazeMDP": "data container; made by tabular.maze_mdp",
 }
 
 
