@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks.basics import _returns_reference
 from companion.checks.core import (
     check_shape,
     close,
@@ -82,14 +83,6 @@ def check_action_values(answer: Callable) -> None:
          f"{float(np.abs(np.asarray(got) - np.asarray(expected)).max()):.3g})")
 
 
-def _returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
-    out, g = [], 0.0
-    for r in rewards[::-1]:
-        g = float(r) + gamma * g
-        out.append(g)
-    return np.array(out[::-1])
-
-
 def check_reinforce_weights(answer: Callable) -> None:
     """Check ``reinforce_weights(rewards, baselines, gamma)``: ``gamma^t (G_t - b_t)``.
 
@@ -108,7 +101,7 @@ def check_reinforce_weights(answer: Callable) -> None:
     call = "reinforce_weights(rewards, baselines, 0.9) with T = 5"
     got = run_answer(answer, jnp.asarray(rewards), jnp.asarray(baselines), gamma, call=call)
     got = check_shape(got, rewards.shape, call, hint="One weight per step.")
-    g = _returns(rewards, gamma)
+    g = _returns_reference(rewards, gamma)
     discount = gamma ** np.arange(len(rewards))
     expected = discount * (g - baselines)
     if close(got, expected):
