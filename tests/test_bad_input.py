@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import companion
-from companion import bench, budget, playground, quiz, replay, trees, viz
+from companion import bench, budget, playground, playground_widget, quiz, replay, trees, viz
 from companion.debug import checked
 from companion.agents import dqn, ppo
 from companion.agents.ppo import saved
@@ -652,9 +652,22 @@ CASES = [
          lambda mp: core.name_mistake(np.zeros(2), [1], 'f'),
          TypeError, 'mistakes: expected a dict'),
     Case('playground.export_weights', lambda mp: playground.export_weights(object()),
-         TypeError, 'model: expected a PropagationActorCritic'),
-    Case('playground.weights_js', lambda mp: playground.weights_js(None),
-         TypeError, 'model: expected a PropagationActorCritic'),
+         TypeError, 'model: expected a PropagationActorCritic or a ValueIterationActorCritic'),
+    Case('playground.weights_js', lambda mp: playground.weights_js({'greedy': None}),
+         ValueError, "models: unknown value 'greedy'"),
+    Case('playground.weights_js', lambda mp: playground.weights_js({'planning': None}),
+         TypeError, 'model: expected a PropagationActorCritic or a ValueIterationActorCritic'),
+    Case('playground.weights_js', lambda mp: playground.weights_js([]),
+         TypeError, 'models: expected a dict'),
+    Case('playground.load_agent', lambda mp: playground.load_agent('greedy'),
+         ValueError, "agent: unknown value 'greedy'"),
+    Case('playground_widget.value_map',
+         lambda mp: playground_widget.value_map(None, np.zeros((3, 3)), (0, 0)),
+         TypeError, 'model: expected a ValueIterationActorCritic'),
+    Case('playground_widget.value_map',
+         lambda mp: playground_widget.value_map(playground.load_agent(), np.eye(3, dtype=bool),
+                                                (0, 0)),
+         ValueError, 'target: cell \\(0, 0\\) is a wall'),
     Case('playground.action_mask', lambda mp: playground.action_mask(np.zeros((3, 3)), (0, 3)),
          ValueError, 'agent: cell \\(0, 3\\) is outside the 3x3 maze'),
     Case('playground.step', lambda mp: playground.step(np.zeros((3, 3)), (0, 0), (2, 2), 4),
@@ -674,9 +687,12 @@ CASES = [
     Case('playground.agent_policy',
          lambda mp: playground.agent_policy(None, np.zeros(9), (0, 0), (2, 2)),
          ValueError, 'walls: expected a 2-D array'),
-    Case('playground.maze_playground',
-         lambda mp: playground.maze_playground(None, np.zeros((2, 2, 2)), (0, 0), (1, 1)),
+    Case('playground_widget.maze_playground',
+         lambda mp: playground_widget.maze_playground(None, np.zeros((2, 2, 2)), (0, 0), (1, 1)),
          ValueError, 'walls: expected a 2-D array'),
+    Case('playground_widget.maze_playground',
+         lambda mp: playground_widget.maze_playground(agent='greedy'),
+         ValueError, "agent: unknown value 'greedy'"),
 ]
 # fmt: on
 

@@ -1,16 +1,19 @@
-"""The maze playground: the page's JavaScript agent equals the JAX agent, its environment
-equals jumanji's Maze, its weights are the saved agent's, and the page works in Chromium.
+"""The maze playground: the page's JavaScript agents (planning and propagation) equal the JAX
+agents, its environment equals jumanji's Maze, its weights are the saved agents', and the page
+works in Chromium.
 
 The JavaScript runs in V8 through mini-racer (a pip wheel, pinned in requirements.txt).
 """
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import equinox as eqx
@@ -19,10 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from companion import playground
+from companion import playground, playground_widget
 from companion.agents import ppo
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
+from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "book" / "_static" / "playground"
@@ -34,6 +38,11 @@ KEPT_STEPS = (0, 2, 5, 8)
 @pytest.fixture(scope="module")
 def model():
     return playground.load_random_maze_agent()
+
+
+@pytest.fixture(scope="module")
+def planner():
+    return playground.load_agent("planning")
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +79,37 @@ def _agent_and_target(state) -> tuple:
     return agent, (int(state.target_position.row), int(state.target_position.col))
 
 
-def test_committed_weights_are_what_the_export_writes(model):
+def test_committed_weights_are_what_the_export_writes(model, planner):
     text = (STATIC / "weights.js").read_text()
-    assert text == playground.weights_js(model), "run python tools/export_playground.py"
+    expected = playground.weights_js({"planning": planner, "propagation": model})
+    assert text == expected, "run python tools/export_playground.py"
+    assert len(text.encode()) < 150_000  # the page's budget: 500 KB with its scripts
+
+
+def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
+    exported = playground.export_weights(planner)
+    assert exported["network"] == "value_iteration" and exported["iterations"] is None
+    arrays = exported["arrays"]
+    leaves = [x for x in jax.tree.leaves(planner) if hasattr(x, "shape")]
+    assert sum(int(np.prod(a["shape"])) for a in arrays.values()) == sum(x.size for x in leaves)
+    get = {
+        k: jnp.asarray(np.array(v["data"], np.float32).reshape(v["shape"]))
+        for k, v in arrays.items()
+    }
+    rebuilt = eqx.tree_at(
+        lambda m: (m.embed, m.log_cost, m.policy_hidden.weight, m.policy_hidden.bias,
+                   m.policy_out.weight, m.policy_out.bias, m.dense[0].weight, m.dense[0].bias,
+                   m.value_head.weight, m.value_head.bias),
+        planner,
+        (get["embed"], get["log_cost"], get["policy_hidden.weight"], get["policy_hidden.bias"],
+         get["policy_out.weight"], get["policy_out.bias"], get["dense.0.weight"],
+         get["dense.0.bias"], get["value.weight"], get["value.bias"]),
+    )  # fmt: skip
+    image = maze_lib.observation_image(
+        env_reset(maze_lib.make_maze(), jax.random.key(1))[1].observation
+    )
+    for a, b in zip(planner(image), rebuilt(image)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_export_holds_every_array_of_the_model(model):
@@ -168,14 +205,16 @@ def rollout_states(model):
     return _states_from_rollouts(model)
 
 
-def _js_policy(js, walls, rows):
+def _js_policy(js, walls, rows, agent="propagation"):
     batch = {
-        "rows": 10,
-        "cols": 10,
+        "rows": int(np.shape(walls)[1]),
+        "cols": int(np.shape(walls)[2]),
         "walls": [_wall_string(w) for w in walls],
-        "states": rows.tolist(),
+        "states": np.asarray(rows).tolist(),
     }
-    return js(f"MazeAgent.policyBatch(MAZE_PLAYGROUND_WEIGHTS, {json.dumps(batch)})")
+    return js(
+        f"MazeAgent.policyBatch(MAZE_PLAYGROUND_WEIGHTS, {json.dumps(batch)}, {json.dumps(agent)})"
+    )
 
 
 def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
@@ -217,6 +256,145 @@ def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
     np.testing.assert_allclose(np.asarray(out["value"]), np.asarray(value), atol=1e-12, rtol=0)
 
 
+# --- the planning agent -------------------------------------------------------------------
+
+#: Maze sizes of the planning agent's comparison, square and not, 5 x 5 to 30 x 30:
+#: PLANNING_MAZES jumanji mazes of each.
+PLANNING_SIZES = ((5, 5), (6, 11), (10, 10), (13, 7), (15, 15), (9, 24), (20, 20), (24, 18),
+                  (30, 17), (30, 30))  # fmt: skip
+PLANNING_MAZES = 100
+
+
+def _to_float64(model):
+    return jax.tree.map(lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model)
+
+
+def _images(walls, rows):
+    """Observation images ``(S, 3, R, C)`` of states ``[maze, agent row, agent col, target
+    row, target col]``."""
+    n = len(rows)
+    images = np.zeros((n, 3) + walls.shape[1:])
+    images[:, 0] = walls[rows[:, 0]]
+    images[np.arange(n), 1, rows[:, 1], rows[:, 2]] = 1.0
+    images[np.arange(n), 2, rows[:, 3], rows[:, 4]] = 1.0
+    return images
+
+
+def _planning_states(size, seed):
+    """PLANNING_MAZES random jumanji mazes of ``size``; three states in each: the start and
+    two other free cells (not the target) with the same target."""
+    rows_, cols_ = size
+    env = maze_lib.make_maze(generator=RandomGenerator(num_rows=rows_, num_cols=cols_))
+    state, _ = jax.vmap(env_reset, in_axes=(None, 0))(
+        env, jax.random.split(jax.random.key(seed), PLANNING_MAZES)
+    )
+    walls = np.asarray(state.walls)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(PLANNING_MAZES):
+        agent = (int(state.agent_position.row[i]), int(state.agent_position.col[i]))
+        target = (int(state.target_position.row[i]), int(state.target_position.col[i]))
+        free = [tuple(c) for c in np.argwhere(~walls[i]) if tuple(c) not in (agent, target)]
+        others = [free[j] for j in rng.choice(len(free), 2, replace=False)]
+        rows += [(i,) + cell + target for cell in [agent] + others]
+    return walls, np.asarray(rows, np.int32)
+
+
+@pytest.fixture(scope="module")
+def planning_comparison(js, planner):
+    """Per size: walls, states, the JS policy, and JAX's logits and values in float32 and in
+    float64."""
+    out = {}
+    forward32 = eqx.filter_jit(jax.vmap(planner))
+    with jax.enable_x64(True):
+        planner64 = _to_float64(planner)
+        forward64 = eqx.filter_jit(jax.vmap(planner64))
+        for k, size in enumerate(PLANNING_SIZES):
+            walls, rows = _planning_states(size, 500 + k)
+            images = _images(walls, rows)
+            logits64, value64 = forward64(jnp.asarray(images, jnp.float64))
+            assert logits64.dtype == jnp.float64
+            out[size] = (walls, rows, np.asarray(logits64), np.asarray(value64))
+    for size, (walls, rows, logits64, value64) in out.items():
+        logits32, value32 = forward32(jnp.asarray(_images(walls, rows), jnp.float32))
+        assert logits32.dtype == jnp.float32
+        js_out = _js_policy(js, walls, rows, "planning")
+        out[size] += (np.asarray(logits32), np.asarray(value32), js_out)
+    return out
+
+
+def test_javascript_planning_agent_equals_jax_in_float64(planning_comparison):
+    """On 1,000 jumanji mazes from 5 x 5 to 30 x 30: the same logits and value as JAX in
+    float64, to 1e-9."""
+    for size, (walls, rows, logits64, value64, _, _, js_out) in planning_comparison.items():
+        assert len(walls) == PLANNING_MAZES and walls.shape[1:] == size
+        np.testing.assert_allclose(np.asarray(js_out["logits"]), logits64, atol=1e-9, rtol=0,
+                                   err_msg=f"logits on {size}")
+        np.testing.assert_allclose(np.asarray(js_out["value"]), value64, atol=1e-9, rtol=0,
+                                   err_msg=f"value on {size}")
+
+
+def test_javascript_planning_agent_takes_jax_float32_actions(planning_comparison):
+    """The greedy action of the page (float64) is the float32 JAX agent's in every state, and
+    it starts a shortest path: the planning agent does not need its training size."""
+    states = 0
+    for size, (walls, rows, _, _, logits32, _, js_out) in planning_comparison.items():
+        masks = np.stack([playground.action_mask(walls[r[0]], r[1:3]) for r in rows])
+        greedy32 = np.argmax(np.where(masks, logits32, -np.inf), axis=-1)
+        np.testing.assert_array_equal(np.asarray(js_out["greedy"]), greedy32,
+                                      err_msg=f"greedy actions on {size}")
+        for r, action in zip(rows, greedy32):
+            here, target = tuple(r[1:3]), tuple(r[3:5])
+            there = playground.step(walls[r[0]], here, target, int(action)).agent
+            d_here = maze_lib.shortest_path_length(walls[r[0]], here, target)
+            assert maze_lib.shortest_path_length(walls[r[0]], there, target) == d_here - 1
+        states += len(rows)
+    assert states == 3 * PLANNING_MAZES * len(PLANNING_SIZES)
+
+
+def test_javascript_value_map_is_jax_values_after_each_backup(js, planner):
+    """The page's value map: after i backups it is JAX's values after i backups (float64), the
+    values settle after as many backups as the farthest cell is from the target, and the
+    settled map falls by the mean cost per move of breadth-first distance."""
+    cost = float(np.mean(np.exp(np.asarray(planner.log_cost, np.float64))))
+    for k, size in enumerate(((7, 9), (10, 10), (16, 12))):
+        walls, rows = _planning_states(size, 900 + k)
+        for i in range(3):
+            w, target = walls[i], tuple(int(x) for x in rows[3 * i, 3:5])
+            maze = _js_maze(w, rows[3 * i, 1:3].tolist(), target)
+            out = js(
+                f"(function () {{ var net = MazeAgent.loadWeights(MAZE_PLAYGROUND_WEIGHTS); "
+                f"var s = MazeAgent.startBackups(net, {maze}), maps = [MazeAgent.valueMap(s)]; "
+                f"while (MazeAgent.backup(s)) maps.push(MazeAgent.valueMap(s)); "
+                f"return {{maps: maps, backups: s.backups}}; }})()"
+            )
+            dist = np.full(w.shape, -1)
+            for cell in np.argwhere(~w):
+                dist[tuple(cell)] = maze_lib.shortest_path_length(w, tuple(cell), target)
+            assert out["backups"] == dist.max() and len(out["maps"]) == dist.max() + 1
+            image = _images(w[None], np.asarray([[0, *rows[3 * i, 1:3], *target]]))[0]
+            goal = target[0] * w.shape[1] + target[1]
+            with jax.enable_x64(True):
+                leaves = jax.tree.leaves(_to_float64(planner))
+                for step_i in (0, 1, dist.max() // 2, dist.max()):
+                    shown = np.asarray([np.nan if x is None else x for x in out["maps"][step_i]])
+                    if step_i == 0:  # v_0: only the target has a value, the log of its score
+                        expected = np.full(w.size, np.nan)
+                        expected[goal] = np.mean(np.log(np.asarray(planner.embed[1], float)))
+                        np.testing.assert_allclose(shown, expected, atol=1e-7, rtol=0)
+                        continue
+                    like = ppo.ValueIterationActorCritic(jax.random.key(0), 4,
+                                                         iterations=int(step_i))
+                    staged = jax.tree.unflatten(jax.tree.structure(like), leaves)
+                    v = np.asarray(staged.values(jnp.asarray(image)))
+                    expected = np.where((v > -1e4).all(-1) & ~w, v.mean(-1), np.nan)
+                    np.testing.assert_allclose(shown, expected.ravel(), atol=1e-9, rtol=0)
+            settled = np.asarray(out["maps"][-1], dtype=float)
+            top = settled[target[0] * w.shape[1] + target[1]]
+            np.testing.assert_allclose(settled[~w.ravel()], top - cost * dist[~w], atol=1e-9)
+            assert all(x is None for x, wall in zip(out["maps"][-1], w.ravel()) if wall)
+
+
 def test_step_equals_jumanji_and_javascript(js):
     time_limit = 12
     env = maze_lib.make_maze(time_limit=time_limit)
@@ -251,7 +429,7 @@ def test_shortest_path_equals_the_reference(js):
         state, _ = env_reset(env, key)
         walls = np.asarray(state.walls)
         start, target = _agent_and_target(state)
-        path = playground.shortest_path(walls, start, target)
+        path = maze_lib.shortest_path(walls, start, target)
         assert len(path) - 1 == maze_lib.shortest_path_length(walls, start, target)
         assert path[0] == start and path[-1] == target
         for a, b in itertools.pairwise(path):
@@ -260,7 +438,7 @@ def test_shortest_path_equals_the_reference(js):
         assert len(js_path) == len(path) and js_path[-1] == list(target)
     walls = np.zeros((3, 3), bool)
     walls[1, :] = True
-    assert playground.shortest_path(walls, (0, 0), (2, 2)) is None
+    assert maze_lib.shortest_path(walls, (0, 0), (2, 2)) is None
     assert js(f"MazeAgent.shortestPath({_js_maze(walls, (0, 0), (2, 2))})") is None
 
 
@@ -343,6 +521,11 @@ def standalone_page(folder: Path) -> Path:
     "chromium-browser or google-chrome on PATH): the page was not run",
 )
 def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path):
+    """The page's self-test (``?selftest=1``) in Chromium: the planning agent walks a shortest
+    path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24; the value map starts at
+    the target alone and colours every free cell once the backups settle; switching to the
+    propagation agent hides it; both agents reach the target of a maze drawn by clicks, each
+    step taking the speed setting's time."""
     page = standalone_page(tmp_path)
     dom = subprocess.run(
         [
@@ -351,17 +534,24 @@ def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path):
             "--no-sandbox",
             "--disable-gpu",
             "--disable-background-networking",
-            "--virtual-time-budget=20000",
+            "--virtual-time-budget=30000",
             "--dump-dom",
             page.resolve().as_uri() + "?selftest=1",
         ],
         check=False,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,
     ).stdout
     assert 'data-selftest="passed"' in dom, re.findall(r'data-selftest="[^"]*"', dom) or dom[-2000:]
-    assert 'data-outcome="target"' in dom
+    (report,) = re.findall(r'data-selftest-report="([^"]*)"', dom)
+    report = json.loads(html.unescape(report))
+    assert report["10x10"] == report["20x20"] == report["9x24"] == "100/100"
+    coloured, free = report["valueMap"].split("/")
+    assert coloured == free and int(free) > 30 and int(report["backups"]) > 5
+    runs = {run["agent"]: run for run in report["runs"]}
+    assert runs["planning"]["outcome"] == runs["propagation"]["outcome"] == "target"
+    assert runs["planning"]["msPerStep"] < runs["propagation"]["msPerStep"]  # two speeds
     assert "<h1>Maze playground</h1>" in dom
     assert len(re.findall(r'class="pg-cell[^"]*\bpg-wall\b', dom)) >= 9
     assert re.search(r"Reached the target in \d+ steps", dom)
@@ -373,41 +563,98 @@ def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path):
 def test_widget_edits_the_maze_and_runs_the_agent(model):
     widgets = pytest.importorskip("ipywidgets")
     walls = np.zeros((5, 5), bool)
-    box = playground.maze_playground(model, walls, (0, 0), (0, 4), delay_s=0)
+    box = playground_widget.maze_playground(model, walls, (0, 0), (0, 4), delay_s=0)
     assert isinstance(box, widgets.VBox)
-    mode, buttons = box.children[0], box.children[1].children
-    episode, cells = box.episode, box.cells
+    controls, episode, cells = box.controls, box.episode, box.cells
+    assert controls["agent"].value == "given model"
+    assert list(controls["agent"].options) == ["planning", "propagation", "given model"]
+    status = box.children[-1]
     # A wall column with one gap, drawn by clicks: (0..3, 2) walls, (4, 2) free.
     for r in range(4):
         cells[r * 5 + 2].click()
     assert episode.walls[:4, 2].all() and not episode.walls[4, 2]
     assert not walls.any()  # the caller's array is left alone
-    assert "shortest path: 12 steps" in box.children[3].value
-    mode.value = "target"
+    assert "shortest path: 12 steps" in status.value
+    controls["mode"].value = "target"
     cells[0 * 5 + 1].click()  # the target next to the start
     assert episode.target == (0, 1)
-    buttons[1].click()  # Run
+    controls["run"].click()
     assert episode.agent == (0, 1) and episode.steps == 1
-    assert "Reached the target in 1 steps" in box.children[3].value
-    buttons[2].click()  # Reset
+    assert "Reached the target in 1 steps" in status.value
+    controls["reset"].click()
     assert episode.agent == (0, 0) and episode.steps == 0 and episode.trail == [(0, 0)]
-    mode.value = "wall"
+    controls["mode"].value = "wall"
     cells[0].click()  # the start is not a wall
     assert not episode.walls[0, 0]
+
+
+def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
+    pytest.importorskip("ipywidgets")
+    box = playground_widget.maze_playground(key=jax.random.key(5), delay_s=0)
+    controls, status = box.controls, box.children[-1]
+    assert controls["agent"].value == "planning" and "given model" not in controls["agent"].options
+    for rows, cols in ((9, 24), (20, 20), (30, 30)):
+        controls["rows"].value, controls["cols"].value = rows, cols
+        controls["new_maze"].click()
+        episode = box.episode
+        assert episode.walls.shape == (rows, cols) and len(box.cells) == rows * cols
+        best = maze_lib.shortest_path_length(episode.walls, episode.start, episode.target)
+        controls["run"].click()
+        assert episode.reason == "target" and episode.steps == best, (rows, cols)
+        assert f"Reached the target in {best} steps" in status.value
+    # The value map colours the free cells by value: the target's neighbour on the path is the
+    # darkest free cell, and the propagation agent shows no map.
+    episode = box.episode
+    controls["reset"].click()
+    vmap = playground_widget.value_map(planner, episode.walls, episode.target)
+    free = ~episode.walls
+    assert np.isfinite(vmap[free]).all() and np.isnan(vmap[episode.walls]).all()
+    dist = np.array([[maze_lib.shortest_path_length(episode.walls, (r, c), episode.target)
+                      if free[r, c] else -1 for c in range(30)] for r in range(30)])
+    order = np.argsort(-vmap[free], kind="stable")
+    assert np.all(np.diff(dist[free][order]) >= 0)  # value falls with the distance
+    colours = {b.style.button_color for b, f in zip(box.cells, free.ravel()) if f}
+    assert len(colours) > 10
+    controls["agent"].value = "propagation"
+    colours = {b.style.button_color for b, f in zip(box.cells, free.ravel()) if f}
+    assert colours <= {"#ffffff", "#dcecd9", "#22882f", "#d9332a"}
+    controls["agent"].value = "planning"
+    controls["value_map"].value = False
+    colours = {b.style.button_color for b, f in zip(box.cells, free.ravel()) if f}
+    assert colours <= {"#ffffff", "#dcecd9", "#22882f", "#d9332a"}
+    assert set(box.models) == {"planning", "propagation"}
+    with pytest.raises(TypeError, match="model: expected a ValueIterationActorCritic"):
+        playground_widget.value_map(box.models["propagation"], episode.walls, episode.target)
+
+
+def test_widget_delay_is_the_time_between_steps(planner):
+    pytest.importorskip("ipywidgets")
+    walls = np.zeros((5, 5), bool)
+    box = playground_widget.maze_playground(planner, walls, (0, 0), (0, 4), delay_s=0.05)
+    assert box.controls["delay"].value == 0.05
+    t0 = time.perf_counter()
+    box.controls["run"].click()
+    elapsed = time.perf_counter() - t0
+    assert box.episode.steps == 4 and elapsed >= 3 * 0.05  # three waits between four steps
 
 
 def test_widget_time_limit_and_bad_grid(model):
     pytest.importorskip("ipywidgets")
     walls = np.zeros((3, 3), bool)
     walls[1, :] = True  # no path from the top row to the bottom row
-    box = playground.maze_playground(model, walls, (0, 0), (2, 2), time_limit=5, delay_s=0)
-    assert "No path" in box.children[3].value
-    box.children[1].children[1].click()  # Run
+    box = playground_widget.maze_playground(model, walls, (0, 0), (2, 2), time_limit=5,
+                                            delay_s=0)  # fmt: skip
+    assert "No path" in box.children[-1].value
+    box.controls["run"].click()
     assert box.episode.steps == 5 and box.episode.reason == "time limit"
     assert box.episode.agent[0] == 0  # never crossed the wall
     with pytest.raises(ValueError, match="walls: expected a 2-D array"):
-        playground.maze_playground(model, np.zeros(10, bool))
+        playground_widget.maze_playground(model, np.zeros(10, bool))
     with pytest.raises(ValueError, match="target: cell \\(1, 1\\) is a wall"):
-        playground.maze_playground(model, walls, (0, 0), (1, 1))
+        playground_widget.maze_playground(model, walls, (0, 0), (1, 1))
     with pytest.raises(ValueError, match="both are cell"):
-        playground.maze_playground(model, np.zeros((3, 3), bool), (0, 0), (0, 0))
+        playground_widget.maze_playground(model, np.zeros((3, 3), bool), (0, 0), (0, 0))
+    with pytest.raises(ValueError, match="agent: unknown value 'greedy'"):
+        playground_widget.maze_playground(agent="greedy")
+    with pytest.raises(ValueError, match="delay_s: expected a number of seconds >= 0"):
+        playground_widget.maze_playground(model, delay_s=-1)

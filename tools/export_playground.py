@@ -1,7 +1,8 @@
-"""Export the PPO chapter's saved random-maze agent for the book's playground page.
+"""Export the PPO chapter's saved random-maze agents for the book's playground page.
 
-Reads ``companion/data/ppo_random_maze.eqx`` (with its configuration in
-``ppo_random_maze.json``) and writes ``book/_static/playground/weights.js``, which
+Reads the planning agent (``companion/data/ppo_value_iteration_maze.eqx``) and the
+propagation agent (``ppo_random_maze.eqx``), each with its configuration in the ``.json``
+beside it, and writes ``book/_static/playground/weights.js``, which
 ``book/_static/playground/agent.js`` reads in the browser.
 
     python tools/export_playground.py          # write weights.js
@@ -28,7 +29,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
-    text = playground.weights_js(playground.load_random_maze_agent())
+    text = playground.weights_js()
     if args.check:
         current = args.out.read_text() if args.out.exists() else None
         if current != text:

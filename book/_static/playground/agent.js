@@ -1,23 +1,29 @@
 /*
- * The maze playground's model of jumanji's Maze and of the PPO chapter's agent, in plain
- * JavaScript (no dependencies, no DOM): it runs in a browser and in the tests' V8.
+ * The maze playground's model of jumanji's Maze and of the PPO chapter's two saved agents, in
+ * plain JavaScript (no dependencies, no DOM): it runs in a browser and in the tests' V8.
  *
  * A maze is {rows, cols, walls, agent, target}: walls an array of rows * cols booleans
  * (or 0/1) in row-major order, agent and target [row, col]. Actions follow jumanji's Maze:
  * 0 up, 1 right, 2 down, 3 left.
  *
- * forward() is companion.agents.ppo.PropagationActorCritic.__call__ (see networks.py) with
- * the weights that tools/export_playground.py writes to weights.js; policy() adds
- * masked_logits (illegal moves get probability 0) and the softmax (policy.py); step() is
- * jumanji's Maze.step; shortestPath() a breadth-first search. The arithmetic is float64:
- * tests/test_playground.py measures how far that lands from JAX's float32.
+ * The agents, with the weights that tools/export_playground.py writes to weights.js:
+ * - 'planning': companion.agents.ppo.ValueIterationActorCritic (planning.py) with
+ *   iterations=None: max-plus value iteration until the values settle, then the policy and
+ *   value read off the values around the agent. startBackups() and backup() expose the
+ *   iteration one backup at a time, for the page's value map.
+ * - 'propagation': companion.agents.ppo.PropagationActorCritic (networks.py).
+ * policy() adds masked_logits (illegal moves get probability 0) and the softmax (policy.py);
+ * step() is jumanji's Maze.step; shortestPath() a breadth-first search. The arithmetic is
+ * float64: tests/test_playground.py compares it with JAX in float64 and in float32.
  */
 (function (root) {
   'use strict';
 
   var MOVES = [[-1, 0], [0, 1], [1, 0], [0, -1]];
   var ACTION_NAMES = ['up', 'right', 'down', 'left'];
-  var FORMAT = 'drljax-maze-playground-1';
+  var FORMAT = 'drljax-maze-playground-2';
+  var AGENTS = ['planning', 'propagation'];
+  var UNREACHED = -1e4;  // planning.py's UNREACHED: a cell no value has reached
 
   function fail(message) {
     throw new Error('maze playground: ' + message);
@@ -57,41 +63,71 @@
     return MOVES.map(function (m) { return isFree(maze, at[0] + m[0], at[1] + m[1]); });
   }
 
-  /** The exported weights, checked: {iterations, width, hidden: [{w, b, in, out}], ...}. */
-  function loadWeights(exported) {
+  /**
+   * One agent of the exported weights, checked: a net for forward() and policy(). name is
+   * 'planning' (default) or 'propagation'.
+   */
+  function loadWeights(exported, name) {
     if (!exported || exported.format !== FORMAT) {
       fail('weights: expected format ' + FORMAT + ' (run tools/export_playground.py)');
     }
-    var a = exported.arrays;
-    function get(name, shape) {
-      var entry = a[name];
-      if (!entry || JSON.stringify(entry.shape) !== JSON.stringify(shape)) {
-        fail('weights: ' + name + ' should have shape ' + JSON.stringify(shape));
+    var agent = name === undefined ? 'planning' : name;
+    if (AGENTS.indexOf(agent) < 0) {
+      fail('agent: expected one of ' + AGENTS.join(', ') + ', got ' + JSON.stringify(name));
+    }
+    var entry = exported.agents && exported.agents[agent];
+    if (!entry) fail('weights: no agent ' + agent + ' (run tools/export_playground.py)');
+    var a = entry.arrays;
+    function get(key, shape) {
+      var item = a[key];
+      if (!item || JSON.stringify(item.shape) !== JSON.stringify(shape)) {
+        fail('weights: ' + agent + ' ' + key + ' should have shape ' + JSON.stringify(shape));
       }
-      return Float64Array.from(entry.data);
+      return Float64Array.from(item.data);
     }
-    var width = a.embed.shape[1];
-    var net = {
-      iterations: exported.iterations,
-      width: width,
-      embed: get('embed', [3, width]),
-      wSelf: get('w_self', [width, width]),
-      wNbr: get('w_nbr', [width, width]),
-      wIn: get('w_in', [3, width]),
-      bias: get('bias', [width]),
-      dense: []
-    };
-    var inSize = 5 * width;
-    for (var i = 0; a['dense.' + i + '.weight']; i++) {
-      var out = a['dense.' + i + '.weight'].shape[0];
-      net.dense.push({w: get('dense.' + i + '.weight', [out, inSize]),
-                      b: get('dense.' + i + '.bias', [out]), in: inSize, out: out});
-      inSize = out;
+    function dense(inSize) {  // the fully connected layers (ReLU) of the value or both heads
+      var layers = [];
+      for (var i = 0; a['dense.' + i + '.weight']; i++) {
+        var out = a['dense.' + i + '.weight'].shape[0];
+        layers.push({w: get('dense.' + i + '.weight', [out, inSize]),
+                     b: get('dense.' + i + '.bias', [out]), in: inSize, out: out});
+        inSize = out;
+      }
+      return {layers: layers, out: inSize};
     }
-    net.policy = {w: get('policy.weight', [4, inSize]), b: get('policy.bias', [4]),
-                  in: inSize, out: 4};
-    net.value = {w: get('value.weight', [1, inSize]), b: get('value.bias', [1]),
-                 in: inSize, out: 1};
+    var width = a.embed.shape[1], net, torso;
+    if (entry.network === 'value_iteration') {
+      var hidden = a['policy_hidden.weight'].shape[0];
+      net = {
+        kind: 'planning', name: agent, width: width,
+        embed: get('embed', [2, width]),
+        cost: get('log_cost', [width]).map(Math.exp),
+        policyHidden: {w: get('policy_hidden.weight', [hidden, width]),
+                       b: get('policy_hidden.bias', [hidden]), in: width, out: hidden},
+        policyOut: {w: get('policy_out.weight', [1, hidden]), b: get('policy_out.bias', [1]),
+                    in: hidden, out: 1},
+        cache: {key: null, values: null}
+      };
+    } else if (entry.network === 'propagation') {
+      net = {
+        kind: 'propagation', name: agent, width: width, iterations: entry.iterations,
+        embed: get('embed', [3, width]),
+        wSelf: get('w_self', [width, width]),
+        wNbr: get('w_nbr', [width, width]),
+        wIn: get('w_in', [3, width]),
+        bias: get('bias', [width])
+      };
+    } else {
+      fail('weights: unknown network ' + JSON.stringify(entry.network));
+    }
+    torso = dense(5 * width);
+    net.dense = torso.layers;
+    if (net.kind === 'propagation') {
+      net.policy = {w: get('policy.weight', [4, torso.out]), b: get('policy.bias', [4]),
+                    in: torso.out, out: 4};
+    }
+    net.value = {w: get('value.weight', [1, torso.out]), b: get('value.bias', [1]),
+                 in: torso.out, out: 1};
     return net;
   }
 
@@ -106,16 +142,11 @@
     return y;
   }
 
-  /** The network's {logits: 4 numbers, value} for one maze (PropagationActorCritic). */
-  function forward(net, maze) {
-    var R = maze.rows, C = maze.cols, N = R * C, W = net.width, d, k, j, cell;
-    var x = new Float64Array(N * 3);
-    for (cell = 0; cell < N; cell++) x[cell * 3] = maze.walls[cell] ? 1 : 0;
-    x[(maze.agent[0] * C + maze.agent[1]) * 3 + 1] = 1;
-    x[(maze.target[0] * C + maze.target[1]) * 3 + 2] = 1;
-    // nbr[d][cell]: the neighbour in direction d if both cells are free (open_to), else -1.
-    var nbr = MOVES.map(function (m) {
-      var out = new Int32Array(N);
+  /** nbr[d][cell]: the neighbour in direction d if both cells are free (open_to), else -1. */
+  function openNeighbours(maze) {
+    var R = maze.rows, C = maze.cols;
+    return MOVES.map(function (m) {
+      var out = new Int32Array(R * C);
       for (var r = 0; r < R; r++) {
         for (var c = 0; c < C; c++) {
           var ok = isFree(maze, r, c) && isFree(maze, r + m[0], c + m[1]);
@@ -124,6 +155,117 @@
       }
       return out;
     });
+  }
+
+  /**
+   * The planning agent's value iteration, one backup at a time: returns {values (rows * cols
+   * * width, row-major, then channel), backups: 0, width}. planning.py's v_0: log of the
+   * positive source score of each cell (wall and target channels through embed), UNREACHED
+   * where it is 0.
+   */
+  function startBackups(net, maze) {
+    if (net.kind !== 'planning') fail('startBackups: the ' + net.name + ' agent does not plan');
+    var N = maze.rows * maze.cols, W = net.width, v = new Float64Array(N * W);
+    var goal = maze.target[0] * maze.cols + maze.target[1];
+    for (var cell = 0; cell < N; cell++) {
+      var wall = maze.walls[cell] ? 1 : 0, target = cell === goal ? 1 : 0;
+      for (var k = 0; k < W; k++) {
+        var source = wall * net.embed[k] + target * net.embed[W + k];
+        v[cell * W + k] = source > 0 ? Math.log(Math.max(source, 1e-30)) : UNREACHED;
+      }
+    }
+    return {values: v, next: new Float64Array(N * W), nbr: openNeighbours(maze), width: W,
+            cost: net.cost, walls: Array.prototype.slice.call(maze.walls), backups: 0,
+            settled: N <= 1};
+  }
+
+  /**
+   * One max-plus backup, v(s) <- max(v(s), max over open neighbours s' of v(s') - cost),
+   * in place. Returns true if a value changed (false: the values have settled).
+   */
+  function backup(state) {
+    var v = state.values, out = state.next, W = state.width, N = v.length / W, changed = false;
+    for (var cell = 0; cell < N; cell++) {
+      for (var k = 0; k < W; k++) {
+        var best = v[cell * W + k];
+        for (var d = 0; d < 4; d++) {
+          var n = state.nbr[d][cell];
+          if (n >= 0) {
+            var moved = v[n * W + k] - state.cost[k];
+            if (moved > best) best = moved;
+          }
+        }
+        if (best !== v[cell * W + k]) changed = true;
+        out[cell * W + k] = best;
+      }
+    }
+    state.next = v;
+    state.values = out;
+    if (changed) state.backups += 1;
+    else state.settled = true;
+    return changed;
+  }
+
+  /** The settled values of the planning agent (at most rows * cols - 1 backups, as JAX's). */
+  function planningValues(net, maze) {
+    var key = maze.rows + 'x' + maze.cols + ':' + maze.target + ':' +
+      Array.prototype.map.call(maze.walls, function (w) { return w ? 1 : 0; }).join('');
+    if (net.cache.key === key) return net.cache.state;
+    var state = startBackups(net, maze), limit = maze.rows * maze.cols - 1;
+    while (!state.settled && state.backups < limit) backup(state);
+    net.cache = {key: key, state: state};
+    return state;
+  }
+
+  /**
+   * The value map to draw: per cell the mean over the value channels, or null for a wall
+   * or a cell that no value has reached. state is startBackups() after some backups.
+   */
+  function valueMap(state) {
+    var W = state.width, N = state.values.length / W, out = [];
+    for (var cell = 0; cell < N; cell++) {
+      var total = 0, reached = true;
+      for (var k = 0; k < W; k++) {
+        var x = state.values[cell * W + k];
+        if (x <= UNREACHED) reached = false;
+        total += x;
+      }
+      out.push(reached && !state.walls[cell] ? total / W : null);
+    }
+    return out;
+  }
+
+  function clip(x, lo, hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+  /** {logits, value} of ValueIterationActorCritic.__call__ from the settled values. */
+  function forwardPlanning(net, maze) {
+    var state = planningValues(net, maze), v = state.values, W = net.width, k, d;
+    var a = maze.agent[0] * maze.cols + maze.agent[1];
+    var logits = [], z = new Float64Array(5 * W);
+    for (k = 0; k < W; k++) z[k] = clip(v[a * W + k] / 10, -10, 10);
+    for (d = 0; d < 4; d++) {
+      var n = state.nbr[d][a], row = new Float64Array(W);
+      if (n >= 0) for (k = 0; k < W; k++) row[k] = clip(v[n * W + k] - v[a * W + k], -10, 10);
+      for (k = 0; k < W; k++) z[(d + 1) * W + k] = row[k];
+      logits.push(linear(net.policyOut, linear(net.policyHidden, row, true), false)[0]);
+    }
+    for (var l = 0; l < net.dense.length; l++) z = linear(net.dense[l], z, true);
+    return {logits: logits, value: linear(net.value, z, false)[0]};
+  }
+
+  /** The network's {logits: 4 numbers, value} for one maze, by the net's kind. */
+  function forward(net, maze) {
+    return net.kind === 'planning' ? forwardPlanning(net, maze) : forwardPropagation(net, maze);
+  }
+
+  /** {logits, value} of PropagationActorCritic.__call__. */
+  function forwardPropagation(net, maze) {
+    var R = maze.rows, C = maze.cols, N = R * C, W = net.width, d, k, j, cell;
+    var x = new Float64Array(N * 3);
+    for (cell = 0; cell < N; cell++) x[cell * 3] = maze.walls[cell] ? 1 : 0;
+    x[(maze.agent[0] * C + maze.agent[1]) * 3 + 1] = 1;
+    x[(maze.target[0] * C + maze.target[1]) * 3 + 2] = 1;
+    var nbr = openNeighbours(maze);
     var injected = new Float64Array(N * W), h = new Float64Array(N * W);
     for (cell = 0; cell < N; cell++) {
       for (k = 0; k < W; k++) {
@@ -268,12 +410,12 @@
   }
 
   /**
-   * For the tests: the policy in many mazes at once. batch = {rows, cols, walls: one string of
-   * '0'/'1' per maze, states: [[mazeIndex, agentRow, agentCol, targetRow, targetCol], ...]}.
-   * Returns {probs: [[4 numbers], ...], greedy: [...], value: [...]}.
+   * For the tests: the policy of agent name in many mazes at once. batch = {rows, cols, walls:
+   * one string of '0'/'1' per maze, states: [[mazeIndex, agentRow, agentCol, targetRow,
+   * targetCol], ...]}. Returns {probs: [[4 numbers], ...], greedy, value, logits}.
    */
-  function policyBatch(exported, batch) {
-    var net = loadWeights(exported), out = {probs: [], greedy: [], value: []};
+  function policyBatch(exported, batch, name) {
+    var net = loadWeights(exported, name), out = {probs: [], greedy: [], value: [], logits: []};
     var grids = batch.walls.map(function (s) {
       return s.split('').map(function (ch) { return ch === '1'; });
     });
@@ -283,13 +425,16 @@
       out.probs.push(p.probs);
       out.greedy.push(p.greedy);
       out.value.push(p.value);
+      out.logits.push(p.logits);
     });
     return out;
   }
 
   root.MazeAgent = {
-    MOVES: MOVES, ACTION_NAMES: ACTION_NAMES, checkMaze: checkMaze, actionMask: actionMask,
-    loadWeights: loadWeights, forward: forward, policy: policy, shortestPath: shortestPath,
-    step: step, randomWalls: randomWalls, seededRandom: seededRandom, policyBatch: policyBatch
+    MOVES: MOVES, ACTION_NAMES: ACTION_NAMES, AGENTS: AGENTS, UNREACHED: UNREACHED,
+    checkMaze: checkMaze, actionMask: actionMask, loadWeights: loadWeights, forward: forward,
+    policy: policy, startBackups: startBackups, backup: backup, planningValues: planningValues,
+    valueMap: valueMap, shortestPath: shortestPath, step: step, randomWalls: randomWalls,
+    seededRandom: seededRandom, policyBatch: policyBatch
   };
 })(typeof globalThis !== 'undefined' ? globalThis : this);

@@ -1,18 +1,43 @@
 /*
- * The maze playground page: a 10 x 10 grid the reader edits, the agent of agent.js walking it.
+ * The maze playground page: a grid the reader edits (5 x 5 to 30 x 30), one of two agents of
+ * agent.js walking it, and the planning agent's value map drawn under the maze.
  * Needs agent.js (MazeAgent) and weights.js (MAZE_PLAYGROUND_WEIGHTS) loaded first, and an
- * element with id "playground-app". With "?selftest=1" in the address it draws a maze by
- * clicking, runs the agent and writes the outcome to data-selftest (for .ci/check_site.py).
+ * element with id "playground-app".
+ *
+ * The address may set the start: ?agent=propagation&rows=9&cols=24&seed=3&speed=4.
+ * With ?selftest=1 it tests itself (a maze drawn by clicks, random mazes of three sizes solved
+ * along shortest paths, the agent, size and speed controls, the value map) and writes the
+ * outcome to data-selftest and data-selftest-report (for .ci/check_site.py).
  */
 (function () {
   'use strict';
-  var A = window.MazeAgent, ROWS = 10, COLS = 10;
+  var A = window.MazeAgent;
   var root = document.getElementById('playground-app');
   if (!root || !A || !window.MAZE_PLAYGROUND_WEIGHTS) return;
-  var net = A.loadWeights(window.MAZE_PLAYGROUND_WEIGHTS);
-  var selftest = /[?&]selftest=1/.test(window.location.search);
-  var ui = {mode: 'wall', timer: null, delay: selftest ? 10 : 250};
-  var s = {walls: [], start: [0, 0], target: [8, 8], agent: [0, 0], steps: 0, done: '', trail: []};
+  var MIN_SIZE = 5, MAX_SIZE = 30;
+  // Steps per second of Run, slowest to fastest; the slider picks one.
+  var SPEEDS = [2, 4, 8, 16, 32, 64];
+  var nets = {};
+  A.AGENTS.forEach(function (name) { nets[name] = A.loadWeights(window.MAZE_PLAYGROUND_WEIGHTS, name); });
+  var params = {};
+  window.location.search.replace(/^\?/, '').split('&').forEach(function (kv) {
+    var p = kv.split('=');
+    if (p[0]) params[decodeURIComponent(p[0])] = decodeURIComponent(p[1] || '');
+  });
+  var selftest = params.selftest === '1';
+  function sizeParam(name) {
+    var n = parseInt(params[name], 10);
+    return n >= MIN_SIZE && n <= MAX_SIZE ? n : 10;
+  }
+  var speedParam = parseInt(params.speed, 10);
+  var ui = {
+    mode: 'wall', timer: null, anim: null, frame: null, showMap: true,
+    agent: A.AGENTS.indexOf(params.agent) >= 0 ? params.agent : 'planning',
+    speed: speedParam >= 0 && speedParam < SPEEDS.length ? speedParam : 3,
+    random: params.seed ? A.seededRandom(parseInt(params.seed, 10) || 0) : Math.random
+  };
+  var s = {rows: sizeParam('rows'), cols: sizeParam('cols'), walls: [], start: [0, 0],
+           target: [0, 1], agent: [0, 0], steps: 0, done: '', trail: []};
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -26,15 +51,54 @@
     b.addEventListener('click', onClick);
     return b;
   }
+  function select(cls, options, value, onChange) {
+    var e = el('select', 'pg-select ' + cls);
+    options.forEach(function (o) {
+      var opt = el('option', null, o[1]);
+      opt.value = String(o[0]);
+      e.appendChild(opt);
+    });
+    e.value = String(value);
+    e.addEventListener('change', function () { onChange(e.value); });
+    return e;
+  }
   function same(a, b) { return a[0] === b[0] && a[1] === b[1]; }
   function maze() {
-    return {rows: ROWS, cols: COLS, walls: s.walls, agent: s.agent, target: s.target};
+    return {rows: s.rows, cols: s.cols, walls: s.walls, agent: s.agent, target: s.target};
   }
+  function net() { return nets[ui.agent]; }
 
   // --- layout ------------------------------------------------------------------------------
   root.textContent = '';
+  var setup = el('div', 'pg-row');
+  setup.appendChild(el('span', 'pg-label', 'Agent:'));
+  var agentSelect = select('pg-agent', [['planning', 'planning (value iteration)'],
+                                        ['propagation', 'propagation']], ui.agent, setAgent);
+  setup.appendChild(agentSelect);
+  var sizes = [];
+  for (var n = MIN_SIZE; n <= MAX_SIZE; n++) sizes.push([n, String(n)]);
+  setup.appendChild(el('span', 'pg-label', 'Size:'));
+  var rowsSelect = select('pg-rows', sizes, s.rows, function (v) { resize(+v, s.cols); });
+  var colsSelect = select('pg-cols', sizes, s.cols, function (v) { resize(s.rows, +v); });
+  rowsSelect.setAttribute('aria-label', 'rows');
+  colsSelect.setAttribute('aria-label', 'columns');
+  setup.appendChild(rowsSelect);
+  setup.appendChild(el('span', null, '×'));
+  setup.appendChild(colsSelect);
+  setup.appendChild(el('span', 'pg-label', 'Speed:'));
+  var speedInput = el('input', 'pg-speed');
+  speedInput.type = 'range';
+  speedInput.min = '0';
+  speedInput.max = String(SPEEDS.length - 1);
+  speedInput.value = String(ui.speed);
+  speedInput.setAttribute('aria-label', 'speed');
+  var speedText = el('span', 'pg-small pg-speed-text');
+  speedInput.addEventListener('input', function () { setSpeed(+speedInput.value); });
+  setup.appendChild(speedInput);
+  setup.appendChild(speedText);
+
   var modes = el('div', 'pg-row');
-  modes.appendChild(el('span', 'pg-label', 'Click a cell to: '));
+  modes.appendChild(el('span', 'pg-label', 'Click a cell to:'));
   var modeButtons = {};
   [['wall', 'toggle a wall'], ['start', 'place the start'], ['target', 'place the target']]
     .forEach(function (m) {
@@ -47,23 +111,21 @@
   controls.appendChild(button('Step', function () { stop(); advance(); }, 'pg-step'));
   controls.appendChild(runButton);
   controls.appendChild(button('Reset', function () { stop(); restart(); }, 'pg-reset'));
-  controls.appendChild(button('Random maze', function () { randomMaze(Math.random); },
+  controls.appendChild(button('Random maze', function () { randomMaze(ui.random); },
                               'pg-random'));
   controls.appendChild(button('Clear walls', function () { clearWalls(); }, 'pg-clear'));
+  var mapToggle = el('label', 'pg-small pg-map-toggle');
+  var mapBox = el('input');
+  mapBox.type = 'checkbox';
+  mapBox.checked = true;
+  mapBox.addEventListener('change', function () { ui.showMap = mapBox.checked; draw(); });
+  mapToggle.appendChild(mapBox);
+  mapToggle.appendChild(document.createTextNode(' value map'));
+  controls.appendChild(mapToggle);
+
   var board = el('div', 'pg-board');
   board.setAttribute('role', 'grid');
   var cells = [];
-  for (var r = 0; r < ROWS; r++) {
-    for (var c = 0; c < COLS; c++) {
-      var cell = el('button', 'pg-cell');
-      cell.type = 'button';
-      cell.setAttribute('data-row', r);
-      cell.setAttribute('data-col', c);
-      cell.addEventListener('click', onCell.bind(null, r, c));
-      board.appendChild(cell);
-      cells.push(cell);
-    }
-  }
   var side = el('div', 'pg-side');
   side.appendChild(el('div', 'pg-heading', 'Policy in this state'));
   var bars = A.ACTION_NAMES.map(function (name) {
@@ -78,15 +140,43 @@
   });
   var valueLine = el('div', 'pg-small');
   side.appendChild(valueLine);
-  var legend = el('div', 'pg-small', 'Green: agent (outlined: its start). Red: target. Dots: a ' +
-                  'shortest path (breadth-first search). Shaded: cells the agent has visited.');
-  side.appendChild(legend);
+  var mapHeading = el('div', 'pg-heading pg-map-heading', 'Value map');
+  var mapScale = el('div', 'pg-map-scale');
+  var mapEnds = el('div', 'pg-map-ends');
+  mapEnds.appendChild(el('span', null, 'low'));
+  mapEnds.appendChild(el('span', null, 'high (target)'));
+  var mapLine = el('div', 'pg-small pg-map-line');
+  [mapHeading, mapScale, mapEnds, mapLine].forEach(function (e) { side.appendChild(e); });
+  side.appendChild(el('div', 'pg-small', 'Green: agent (ringed: its start). Red: target. ' +
+                      'Dots: a shortest path (breadth-first search). Green rings: cells the ' +
+                      'agent has visited.'));
   var status = el('p', 'pg-status');
   status.setAttribute('aria-live', 'polite');
   var main = el('div', 'pg-main');
   main.appendChild(board);
   main.appendChild(side);
-  [modes, controls, main, status].forEach(function (e) { root.appendChild(e); });
+  [setup, modes, controls, main, status].forEach(function (e) { root.appendChild(e); });
+
+  function buildBoard() {
+    board.textContent = '';
+    cells = [];
+    var size = Math.max(14, Math.min(34, Math.floor(520 / Math.max(s.rows, s.cols))));
+    board.style.gridTemplateColumns = 'repeat(' + s.cols + ', ' + size + 'px)';
+    board.style.gridTemplateRows = 'repeat(' + s.rows + ', ' + size + 'px)';
+    for (var r = 0; r < s.rows; r++) {
+      for (var c = 0; c < s.cols; c++) {
+        var cell = el('button', 'pg-cell');
+        cell.type = 'button';
+        cell.setAttribute('data-row', r);
+        cell.setAttribute('data-col', c);
+        cell.addEventListener('click', onCell.bind(null, r, c));
+        board.appendChild(cell);
+        cells.push(cell);
+      }
+    }
+    root.setAttribute('data-rows', s.rows);
+    root.setAttribute('data-cols', s.cols);
+  }
 
   // --- state changes -----------------------------------------------------------------------
   function setMode(mode) {
@@ -95,8 +185,22 @@
       modeButtons[k].classList.toggle('pg-active', k === mode);
     });
   }
+  function setAgent(name) {
+    stop();
+    ui.agent = name;
+    agentSelect.value = name;
+    root.setAttribute('data-agent', name);
+    mazeChanged();
+  }
+  function setSpeed(index) {
+    ui.speed = index;
+    speedInput.value = String(index);
+    speedText.textContent = SPEEDS[index] + ' steps/s';
+    root.setAttribute('data-delay', Math.round(1000 / SPEEDS[index]));
+    if (ui.timer !== null) { stop(); toggleRun(); }
+  }
   function onCell(r, c) {
-    var i = r * COLS + c, at = [r, c];
+    var i = r * s.cols + c, at = [r, c];
     stop();
     if (ui.mode === 'wall') {
       if (same(at, s.start) || same(at, s.target)) return;
@@ -105,7 +209,7 @@
       if (ui.mode === 'start' && !same(at, s.target)) s.start = at;
       if (ui.mode === 'target' && !same(at, s.start)) s.target = at;
     }
-    restart();
+    mazeChanged();
   }
   function restart() {
     s.agent = s.start.slice();
@@ -114,26 +218,40 @@
     s.trail = [s.agent];
     draw();
   }
+  /** The walls or the target changed: restart the episode and show the backups spreading. */
+  function mazeChanged() {
+    animateBackups();
+    restart();
+  }
   function clearWalls() {
     stop();
-    for (var i = 0; i < ROWS * COLS; i++) s.walls[i] = false;
-    restart();
+    for (var i = 0; i < s.rows * s.cols; i++) s.walls[i] = false;
+    mazeChanged();
+  }
+  function resize(rows, cols) {
+    stop();
+    s.rows = rows;
+    s.cols = cols;
+    rowsSelect.value = String(rows);
+    colsSelect.value = String(cols);
+    buildBoard();
+    randomMaze(ui.random);
   }
   function randomMaze(random) {
     stop();
-    s.walls = A.randomWalls(ROWS, COLS, random);
+    s.walls = A.randomWalls(s.rows, s.cols, random);
     var free = [];
-    for (var i = 0; i < ROWS * COLS; i++) {
-      if (!s.walls[i]) free.push([Math.floor(i / COLS), i % COLS]);
+    for (var i = 0; i < s.rows * s.cols; i++) {
+      if (!s.walls[i]) free.push([Math.floor(i / s.cols), i % s.cols]);
     }
     s.start = free[Math.floor(random() * free.length)];
     do { s.target = free[Math.floor(random() * free.length)]; } while (same(s.target, s.start));
-    restart();
+    mazeChanged();
   }
   function advance() {
     if (s.done || same(s.agent, s.target)) return false;
     if (A.actionMask(maze()).indexOf(true) < 0) { s.done = 'no legal move'; draw(); return false; }
-    var result = A.step(maze(), A.policy(net, maze()).greedy, s.steps);
+    var result = A.step(maze(), A.policy(net(), maze()).greedy, s.steps);
     s.agent = result.agent;
     s.steps = result.stepCount;
     s.done = result.reason;
@@ -150,16 +268,91 @@
     if (ui.timer !== null) { stop(); return; }
     if (s.done) restart();
     runButton.textContent = 'Pause';
-    ui.timer = setInterval(function () { if (!advance()) stop(); }, ui.delay);
+    ui.timer = setInterval(function () { if (!advance()) stop(); }, 1000 / SPEEDS[ui.speed]);
+  }
+
+  // --- the value map -----------------------------------------------------------------------
+  // Backups shown one frame at a time, from v_0 (only the target) to the settled values; the
+  // agent always acts on the settled values (agent.js computes them at once).
+  function animateBackups() {
+    if (ui.anim !== null) clearTimeout(ui.anim);
+    ui.anim = null;
+    ui.frame = null;
+    if (net().kind !== 'planning') return;
+    var settled = A.planningValues(net(), maze());
+    var frame = {state: A.startBackups(net(), maze()), total: settled.backups,
+                 top: null, bottom: null};
+    var finalMap = A.valueMap(settled);
+    finalMap.forEach(function (v) {
+      if (v === null) return;
+      frame.top = frame.top === null ? v : Math.max(frame.top, v);
+      frame.bottom = frame.bottom === null ? v : Math.min(frame.bottom, v);
+    });
+    ui.frame = frame;
+    var perTick = Math.max(1, Math.ceil(frame.total / 30));
+    root.setAttribute('data-backups', frame.total);
+    function tick() {
+      for (var i = 0; i < perTick && !frame.state.settled; i++) A.backup(frame.state);
+      drawMap();
+      ui.anim = frame.state.settled ? null : setTimeout(tick, 60);
+    }
+    ui.anim = setTimeout(tick, 60);
+  }
+  // A light-to-dark blue-green scale (low value to high).
+  var STOPS = [[255, 255, 217], [199, 233, 180], [127, 205, 187], [65, 182, 196],
+               [29, 145, 192], [34, 94, 168]];
+  function colour(t) {
+    var x = Math.max(0, Math.min(1, t)) * (STOPS.length - 1), i = Math.min(STOPS.length - 2,
+      Math.floor(x)), f = x - i, c = [0, 1, 2].map(function (k) {
+        return Math.round(STOPS[i][k] + f * (STOPS[i + 1][k] - STOPS[i][k]));
+      });
+    return 'rgb(' + c.join(', ') + ')';
+  }
+  mapScale.style.background = 'linear-gradient(to right, ' +
+    [0, 0.2, 0.4, 0.6, 0.8, 1].map(colour).join(', ') + ')';
+  function drawMap() {
+    var frame = ui.frame, show = ui.showMap && frame !== null, coloured = 0;
+    var values = show ? A.valueMap(frame.state) : null;
+    var span = show ? Math.max(frame.top - frame.bottom, 1e-9) : 1;
+    cells.forEach(function (cell, i) {
+      var v = values ? values[i] : null;
+      if (v === null || s.walls[i]) {
+        cell.style.backgroundColor = '';
+        cell.removeAttribute('data-value');
+      } else {
+        cell.style.backgroundColor = colour((v - frame.bottom) / span);
+        cell.setAttribute('data-value', v.toFixed(4));
+        coloured += 1;
+      }
+    });
+    root.setAttribute('data-coloured', coloured);
+    root.setAttribute('data-backup', frame ? frame.state.backups : 0);
+    var planning = net().kind === 'planning';
+    [mapHeading, mapScale, mapEnds].forEach(function (e) {
+      e.style.display = planning && ui.showMap ? '' : 'none';
+    });
+    mapToggle.style.display = planning ? '' : 'none';
+    if (!planning) {
+      mapLine.textContent = 'The propagation agent has no value map: its 8 features per ' +
+        'cell are learned, not values.';
+    } else if (!ui.showMap) {
+      mapLine.textContent = '';
+    } else if (frame === null) {
+      mapLine.textContent = 'No value map: the target has no free neighbour to back up to.';
+    } else {
+      mapLine.textContent = 'After ' + frame.state.backups + ' of ' + frame.total +
+        ' backups (the mean of the ' + frame.state.width + ' value channels; uncoloured ' +
+        'cells have no value yet).' + (frame.state.settled ? ' Settled.' : '');
+    }
   }
 
   // --- drawing -----------------------------------------------------------------------------
   function draw() {
     var path = A.shortestPath(maze(), s.agent, s.target), onPath = {}, seen = {};
-    (path || []).forEach(function (p) { onPath[p[0] * COLS + p[1]] = true; });
-    s.trail.forEach(function (p) { seen[p[0] * COLS + p[1]] = true; });
+    (path || []).forEach(function (p) { onPath[p[0] * s.cols + p[1]] = true; });
+    s.trail.forEach(function (p) { seen[p[0] * s.cols + p[1]] = true; });
     cells.forEach(function (cell, i) {
-      var at = [Math.floor(i / COLS), i % COLS], cls = 'pg-cell', label = 'free';
+      var at = [Math.floor(i / s.cols), i % s.cols], cls = 'pg-cell', label = 'free';
       if (s.walls[i]) { cls += ' pg-wall'; label = 'wall'; }
       if (seen[i]) cls += ' pg-visited';
       if (same(at, s.start)) cls += ' pg-start';
@@ -169,9 +362,10 @@
       cell.className = cls;
       cell.setAttribute('aria-label', 'row ' + at[0] + ', column ' + at[1] + ': ' + label);
     });
+    drawMap();
     var shortest = A.shortestPath(maze(), s.start, s.target);
     var stuck = A.actionMask(maze()).indexOf(true) < 0, p = null;
-    if (!same(s.agent, s.target) && !stuck) p = A.policy(net, maze());
+    if (!same(s.agent, s.target) && !stuck) p = A.policy(net(), maze());
     bars.forEach(function (b, a) {
       var prob = p ? p.probs[a] : 0;
       b.bar.style.width = (100 * prob).toFixed(1) + '%';
@@ -181,7 +375,7 @@
     });
     valueLine.textContent = p ? 'Value estimate V(s): ' + p.value.toFixed(3) +
       '. The agent takes the most probable move (greedy).' : '';
-    var limit = ROWS * COLS, best = shortest ? shortest.length - 1 : null, text;
+    var limit = s.rows * s.cols, best = shortest ? shortest.length - 1 : null, text;
     if (s.done === 'target' || same(s.agent, s.target)) {
       text = 'Reached the target in ' + s.steps + ' steps (shortest path: ' + best + ').';
     } else if (s.done === 'time limit') {
@@ -199,39 +393,122 @@
     status.textContent = text;
     root.setAttribute('data-outcome', s.done || 'running');
     root.setAttribute('data-steps', s.steps);
+    root.setAttribute('data-shortest', best === null ? -1 : best);
   }
 
-  // --- the default maze, and the self-test -------------------------------------------------
-  s.walls = A.randomWalls(ROWS, COLS, A.seededRandom(4));  // one the agent solves, (0, 0) to (8, 8)
+  // --- the first maze, and the self-test ---------------------------------------------------
+  buildBoard();
   setMode('wall');
-  restart();
+  setSpeed(ui.speed);
+  root.setAttribute('data-agent', ui.agent);
+  if (params.seed || s.rows !== 10 || s.cols !== 10) {
+    randomMaze(ui.random);
+  } else {  // one the propagation agent also solves, (0, 0) to (8, 8)
+    s.walls = A.randomWalls(10, 10, A.seededRandom(4));
+    s.target = [8, 8];
+    mazeChanged();
+  }
 
-  if (selftest) {
-    // A maze drawn by clicks ('#' wall), then the start (S) and the target (T), then Run.
-    var layout = ['.#.#...#..', '.#.#.#.#.#', '.....#....', '.#.#####.#', '.#.#...#S.',
-                  '.#.#.#.#.#', '.#..T#.#..', '.#.#######', '.#........', '.#.#.#.#.#'];
-    var click = function (r, c) { cells[r * COLS + c].click(); };
-    root.querySelector('.pg-clear').click();
-    layout.forEach(function (row, r) {
-      var c = row.indexOf('S');
-      if (c >= 0) { modeButtons.start.click(); click(r, c); }
+  if (selftest) runSelfTest();
+
+  function runSelfTest() {
+    var report = {}, failures = [];
+    function check(ok, message) { if (!ok) failures.push(message); }
+    function change(e, value) {
+      e.value = String(value);
+      e.dispatchEvent(new Event(e.tagName === 'INPUT' ? 'input' : 'change'));
+    }
+    function finish() {
+      root.setAttribute('data-selftest-report', JSON.stringify(report));
+      root.setAttribute('data-selftest', failures.length ? 'failed: ' + failures.join('; ')
+                                                         : 'passed');
+    }
+    function stepToEnd() {
+      var guard = s.rows * s.cols + 1;
+      while (guard-- > 0 && advance()) { /* the Step button's action, without the timer */ }
+    }
+    // 1. Random mazes of three sizes: the planning agent walks a shortest path every time.
+    ui.random = A.seededRandom(2026);
+    setAgent('planning');
+    [[10, 10], [20, 20], [9, 24]].forEach(function (size) {
+      change(rowsSelect, size[0]);
+      change(colsSelect, size[1]);
+      check(cells.length === size[0] * size[1], 'the board has ' + cells.length + ' cells at ' +
+            size.join('x'));
+      var solved = 0;
+      for (var k = 0; k < 100; k++) {
+        if (k > 0) root.querySelector('.pg-random').click();
+        var best = +root.getAttribute('data-shortest');
+        stepToEnd();
+        if (s.done === 'target' && s.steps === best) solved += 1;
+      }
+      report[size.join('x')] = solved + '/100';
+      check(solved === 100, size.join('x') + ': ' + solved + ' of 100 along a shortest path');
     });
-    layout.forEach(function (row, r) {
-      var c = row.indexOf('T');
-      if (c >= 0) { modeButtons.target.click(); click(r, c); }
-    });
-    modeButtons.wall.click();
-    layout.forEach(function (row, r) {
-      row.split('').forEach(function (ch, c) { if (ch === '#') click(r, c); });
-    });
-    runButton.click();
+    // 2. The value map: one coloured cell (the target) before the backups, every free cell
+    //    once they settle, and nothing for the propagation agent.
+    change(rowsSelect, 10);
+    change(colsSelect, 10);
+    check(+root.getAttribute('data-coloured') === 1 && +root.getAttribute('data-backup') === 0,
+          'the value map before any backup colours ' + root.getAttribute('data-coloured') +
+          ' cells');
+    var freeCells = s.walls.filter(function (w) { return !w; }).length;
     var waited = 0, poll = setInterval(function () {
       waited += 1;
-      if (ui.timer === null || waited > 400) {
-        clearInterval(poll);
-        var ok = root.getAttribute('data-outcome') === 'target';
-        root.setAttribute('data-selftest', ok ? 'passed' : 'failed: ' + status.textContent);
-      }
-    }, 20);
+      if (ui.anim !== null && waited < 200) return;
+      clearInterval(poll);
+      report.valueMap = root.getAttribute('data-coloured') + '/' + freeCells;
+      report.backups = root.getAttribute('data-backups');
+      check(+root.getAttribute('data-coloured') === freeCells, 'the settled value map colours ' +
+            report.valueMap + ' free cells');
+      check(+root.getAttribute('data-backup') === +root.getAttribute('data-backups') &&
+            +report.backups > 5, 'the backups stopped at ' + root.getAttribute('data-backup'));
+      change(agentSelect, 'propagation');
+      check(+root.getAttribute('data-coloured') === 0 && root.getAttribute('data-agent') ===
+            'propagation', 'the propagation agent shows a value map');
+      change(agentSelect, 'planning');
+      drawnMaze();
+    }, 50);
+    // 3. A maze drawn by clicks ('#' wall, S start, T target), run by each agent in turn at two
+    //    speeds: both reach the target, and a step takes the speed's time.
+    function drawnMaze() {
+      var layout = ['.#.#...#..', '.#.#.#.#.#', '.....#....', '.#.#####.#', '.#.#...#S.',
+                    '.#.#.#.#.#', '.#..T#.#..', '.#.#######', '.#........', '.#.#.#.#.#'];
+      var click = function (r, c) { cells[r * s.cols + c].click(); };
+      root.querySelector('.pg-clear').click();
+      layout.forEach(function (row, r) {
+        var c = row.indexOf('S');
+        if (c >= 0) { modeButtons.start.click(); click(r, c); }
+      });
+      layout.forEach(function (row, r) {
+        var c = row.indexOf('T');
+        if (c >= 0) { modeButtons.target.click(); click(r, c); }
+      });
+      modeButtons.wall.click();
+      layout.forEach(function (row, r) {
+        row.split('').forEach(function (ch, c) { if (ch === '#') click(r, c); });
+      });
+      var runs = [['planning', SPEEDS.length - 1], ['propagation', 2]];
+      report.runs = [];
+      (function next() {
+        if (!runs.length) { finish(); return; }
+        var run = runs.shift();
+        change(agentSelect, run[0]);
+        change(speedInput, run[1]);
+        var t0 = Date.now();
+        runButton.click();
+        var poll2 = setInterval(function () {
+          if (ui.timer !== null && Date.now() - t0 < 60000) return;
+          clearInterval(poll2);
+          var perStep = (Date.now() - t0) / Math.max(1, s.steps), delay = 1000 / SPEEDS[run[1]];
+          report.runs.push({agent: run[0], outcome: s.done, steps: s.steps,
+                            msPerStep: Math.round(perStep)});
+          check(s.done === 'target', run[0] + ' on the drawn maze: ' + status.textContent);
+          check(perStep >= 0.8 * delay && perStep <= 1.5 * delay + 20, run[0] + ' took ' +
+                Math.round(perStep) + ' ms a step at ' + SPEEDS[run[1]] + ' steps/s');
+          next();
+        }, 20);
+      })();
+    }
   }
 })();

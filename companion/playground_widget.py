@@ -1,0 +1,322 @@
+"""The maze playground as an ipywidgets widget, for Jupyter and Colab: the book's playground
+page (``book/playground.md``) with the JAX agents themselves in place of its JavaScript.
+
+The rules (jumanji's ``Maze.step``, the action mask, the agents' policies) are those of
+:mod:`companion.playground`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion._validate import one_of, positive_int
+from companion.agents import ppo
+from companion.agents.ppo.planning import UNREACHED
+from companion.envs import maze as maze_lib
+from companion.envs.autoreset import env_reset
+from companion.envs.maze import shortest_path
+from companion.playground import AGENTS, action_mask, agent_policy, load_agent, step
+from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
+
+#: Cell colours of the widget (as in :data:`companion.envs.maze.COLOURS`).
+_HEX = {
+    "free": "#ffffff",
+    "wall": "#29303d",
+    "agent": "#22882f",
+    "target": "#d9332a",
+    "visited": "#dcecd9",
+}
+#: The value map's colour scale, low value to high (the playground page's).
+_STOPS = np.array([[255, 255, 217], [199, 233, 180], [127, 205, 187], [65, 182, 196],
+                   [29, 145, 192], [34, 94, 168]], float)  # fmt: skip
+#: Grid sizes the widget offers (rows and columns apart), as the page does.
+SIZES = (5, 30)
+
+
+def _colour(t: float) -> str:
+    """``t`` in [0, 1] on the value map's scale, as ``#rrggbb``."""
+    x = float(np.clip(t, 0.0, 1.0)) * (len(_STOPS) - 1)
+    i = min(len(_STOPS) - 2, int(x))
+    rgb = np.round(_STOPS[i] + (x - i) * (_STOPS[i + 1] - _STOPS[i])).astype(int)
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+@eqx.filter_jit
+def _values(model, walls: jax.Array, target: jax.Array) -> jax.Array:
+    zeros = jnp.zeros(walls.shape, jnp.float32)
+    image = jnp.stack([walls.astype(jnp.float32), zeros, zeros.at[target[0], target[1]].set(1.0)])
+    return model.values(image)
+
+
+def value_map(model, walls: Any, target: Any) -> np.ndarray:
+    """The planning agent's settled value map, as the playground draws it.
+
+    Args:
+        model: a :class:`~companion.agents.ppo.ValueIterationActorCritic`.
+        walls: bool array-like ``(rows, cols)``.
+        target: ``(row, col)`` of a free cell.
+
+    Returns:
+        float ``(rows, cols)``: per cell the mean over the value channels of
+        ``model.values``; NaN on walls and on cells that no value reached.
+
+    Raises:
+        TypeError: if ``model`` does not plan (has no value map).
+        ValueError: for a bad grid or target.
+    """
+    if not isinstance(model, ppo.ValueIterationActorCritic):
+        raise TypeError(
+            f"model: expected a ValueIterationActorCritic (the planning agent has a value "
+            f"map), got {type(model).__name__}"
+        )
+    walls = maze_lib.check_walls(walls)
+    t = maze_lib.check_cell(target, "target", walls)
+    v = np.asarray(_values(model, jnp.asarray(walls), jnp.asarray(t)))
+    return np.where((v > UNREACHED).all(-1) & ~walls, v.mean(-1), np.nan)
+
+
+def _random_maze(rows: int, cols: int, key: jax.Array):
+    """A jumanji random maze of ``rows x cols``: ``(walls, start, target)``."""
+    env = maze_lib.make_maze(generator=RandomGenerator(num_rows=rows, num_cols=cols))
+    state, _ = env_reset(env, key)
+    walls = np.array(state.walls)
+    start = (int(state.agent_position.row), int(state.agent_position.col))
+    return walls, start, (int(state.target_position.row), int(state.target_position.col))
+
+
+class _Episode:
+    """The widget's state: walls, start, target, agent, steps, outcome, visited cells."""
+
+    def __init__(self, walls: np.ndarray, start: tuple, target: tuple, time_limit: int | None):
+        self.walls, self.start, self.target = walls, start, target
+        self.fixed_limit = time_limit
+        self.restart()
+
+    @property
+    def time_limit(self) -> int:
+        return self.walls.size if self.fixed_limit is None else self.fixed_limit
+
+    def restart(self) -> None:
+        self.agent, self.steps, self.reason, self.trail = self.start, 0, "", [self.start]
+
+    def status(self) -> str:
+        path = shortest_path(self.walls, self.start, self.target)
+        best = "none" if path is None else len(path) - 1
+        if self.agent == self.target:
+            return f"Reached the target in {self.steps} steps (shortest path: {best})."
+        if self.reason == "time limit":
+            return f"Time limit: {self.time_limit} steps (shortest path: {best})."
+        if not action_mask(self.walls, self.agent).any():
+            return "The agent has no legal move."
+        if path is None:
+            return "No path: walls separate the start from the target."
+        return f"Step {self.steps} of at most {self.time_limit}; shortest path: {best} steps."
+
+
+def maze_playground(
+    model=None,
+    walls: Any = None,
+    start: Any = None,
+    target: Any = None,
+    *,
+    agent: str | None = None,
+    key: jax.Array | None = None,
+    time_limit: int | None = None,
+    delay_s: float = 0.1,
+):
+    """An ipywidgets playground: choose an agent and a maze size, edit the maze, step or run
+    the agent, see its policy and (planning agent) its value map.
+
+    Click a cell to toggle a wall or, in the other modes, to place the start or the target;
+    Step takes the agent's greedy action (:func:`~companion.playground.agent_policy`), Run
+    steps until the episode ends (:func:`~companion.playground.step`: target, no legal move
+    or time limit) with ``delay`` seconds between steps, Reset puts the agent back on the
+    start, New maze draws a jumanji random maze of the chosen rows and columns (5 to 30).
+    With the planning agent the cells are coloured by its settled value map
+    (:func:`value_map`).
+
+    Args:
+        model: a network of your own (from ``ppo.make_model``), offered as ``"given model"``
+            beside the saved agents; ``None`` offers the saved agents only.
+        walls: bool array-like ``(rows, cols)``; ``None`` draws a jumanji random maze
+            (with its start and target) from ``key``.
+        start, target: ``(row, col)`` free cells; default the jumanji maze's, or
+            ``(0, 0)`` and ``(rows - 1, cols - 1)`` for given walls.
+        agent: the agent selected first: ``"planning"``, ``"propagation"`` (the saved agents
+            of :data:`companion.playground.AGENTS`) or ``"given model"``; default the given
+            model if there is one, else ``"planning"``.
+        key: PRNG key for the random mazes (default ``jax.random.key(0)``).
+        time_limit: steps per episode; default ``rows * cols`` (jumanji's).
+        delay_s: seconds between two steps of Run (so that the walk can be seen).
+
+    Returns:
+        ``ipywidgets.VBox``; the last expression of a cell displays it. Its attributes:
+        ``episode`` (the state), ``cells`` (the grid's buttons), ``controls`` (name to
+        widget: ``agent``, ``rows``, ``cols``, ``new_maze``, ``delay``, ``value_map``,
+        ``mode``, ``step``, ``run``, ``reset``), ``models`` (agent name to model).
+
+    Raises:
+        ValueError: for ``walls`` that are not a 2-D boolean grid (a bad shape), a start or
+            target outside it, on a wall, or both on the same cell, an unknown ``agent``, a
+            ``time_limit`` that is not a positive int or a negative ``delay_s``.
+    """
+    import ipywidgets as widgets
+
+    key = jax.random.key(0) if key is None else key
+    if walls is None:
+        key, maze_key = jax.random.split(key)
+        walls, first_start, first_target = _random_maze(10, 10, maze_key)
+        start = start or first_start
+        target = target or first_target
+    walls = np.array(maze_lib.check_walls(walls))
+    rows, cols = walls.shape
+    start = maze_lib.check_cell((0, 0) if start is None else start, "start", walls)
+    target = maze_lib.check_cell((rows - 1, cols - 1) if target is None else target, "target", walls)
+    if start == target:
+        raise ValueError(f"start, target: both are cell {start}; expected two different cells")
+    limit = None if time_limit is None else positive_int(time_limit, "time_limit")
+    if not delay_s >= 0:
+        raise ValueError(f"delay_s: expected a number of seconds >= 0, got {delay_s!r}")
+    names = list(AGENTS) + (["given model"] if model is not None else [])
+    agent = one_of(agent or ("given model" if model is not None else "planning"), names, "agent")
+    models = {"given model": model} if model is not None else {}
+    episode = _Episode(walls, start, target, limit)
+    state = {"key": key}
+
+    def current_model():
+        name = controls["agent"].value
+        if name not in models:
+            models[name] = load_agent(name)
+        return models[name]
+
+    controls = {
+        "agent": widgets.Dropdown(options=names, value=agent, description="agent:"),
+        "rows": widgets.IntSlider(value=min(max(rows, SIZES[0]), SIZES[1]), min=SIZES[0],
+                                  max=SIZES[1], description="rows:"),
+        "cols": widgets.IntSlider(value=min(max(cols, SIZES[0]), SIZES[1]), min=SIZES[0],
+                                  max=SIZES[1], description="columns:"),
+        "new_maze": widgets.Button(description="New maze"),
+        "delay": widgets.FloatSlider(value=delay_s, min=0.0, max=max(1.0, delay_s), step=0.05,
+                                     description="delay (s):"),
+        "value_map": widgets.Checkbox(value=True, description="value map"),
+        "mode": widgets.ToggleButtons(options=["wall", "start", "target"], description="click:"),
+        "step": widgets.Button(description="Step"),
+        "run": widgets.Button(description="Run"),
+        "reset": widgets.Button(description="Reset"),
+    }  # fmt: skip
+    grid_box = widgets.Box()
+    policy_html, status = widgets.HTML(), widgets.HTML()
+    box = widgets.VBox()
+
+    def build_grid():
+        r, c = episode.walls.shape
+        size = max(12, min(32, 480 // max(r, c)))
+        box.cells = [
+            widgets.Button(layout=widgets.Layout(width=f"{size}px", height=f"{size}px",
+                                                 padding="0"))
+            for _ in range(r * c)
+        ]  # fmt: skip
+        for i, button in enumerate(box.cells):
+            button.on_click(lambda b, i=i: on_cell(i))
+        grid_box.children = [
+            widgets.GridBox(box.cells, layout=widgets.Layout(
+                grid_template_columns=f"repeat({c}, {size}px)", grid_gap="0"))
+        ]  # fmt: skip
+
+    def draw():
+        walls_now, cols_now = episode.walls, episode.walls.shape[1]
+        path = shortest_path(walls_now, episode.agent, episode.target) or []
+        m = current_model()
+        values = None
+        if controls["value_map"].value and isinstance(m, ppo.ValueIterationActorCritic):
+            values = value_map(m, walls_now, episode.target)
+            low, high = np.nanmin(values), np.nanmax(values)
+        for i, button in enumerate(box.cells):
+            cell = divmod(i, cols_now)
+            kind = "wall" if walls_now[cell] else "visited" if cell in episode.trail else "free"
+            kind = {episode.agent: "agent", episode.target: "target"}.get(cell, kind)
+            colour = _HEX[kind]
+            if kind in ("free", "visited") and values is not None and np.isfinite(values[cell]):
+                colour = _colour((values[cell] - low) / max(high - low, 1e-9))
+            button.style.button_color = colour
+            mark = "·" if cell in path else "∘" if kind == "visited" else ""
+            button.description = "S" if cell == episode.start else mark
+        lines = []
+        if episode.agent != episode.target and action_mask(walls_now, episode.agent).any():
+            probs, greedy, value = agent_policy(m, walls_now, episode.agent, episode.target)
+            for a, name in enumerate(maze_lib.ACTION_NAMES):
+                bar = "█" * int(round(20 * probs[a]))
+                mark = "<b>{}</b>" if a == greedy else "{}"
+                lines.append(mark.format(f"{name:>5} {probs[a]:.3f} {bar}"))
+            lines.append(f"V(s) = {value:.3f}")
+        if values is not None:
+            lines.append("value map: light = low, dark = high")
+        policy_html.value = "<pre>" + "\n".join(lines) + "</pre>"
+        status.value = f"<b>{episode.status()}</b>"
+
+    def on_cell(i):
+        cell = divmod(i, episode.walls.shape[1])
+        mode = controls["mode"].value
+        if mode == "wall" and cell not in (episode.start, episode.target):
+            episode.walls[cell] = not episode.walls[cell]
+        elif mode == "start" and not episode.walls[cell] and cell != episode.target:
+            episode.start = cell
+        elif mode == "target" and not episode.walls[cell] and cell != episode.start:
+            episode.target = cell
+        episode.restart()
+        draw()
+
+    def on_step(_button=None):
+        if episode.reason or episode.agent == episode.target:
+            return False
+        if not action_mask(episode.walls, episode.agent).any():
+            episode.reason = "no legal move"
+            return False
+        _, greedy, _ = agent_policy(current_model(), episode.walls, episode.agent, episode.target)
+        result = step(episode.walls, episode.agent, episode.target, greedy, episode.steps,
+                      episode.time_limit)  # fmt: skip
+        episode.agent, episode.steps, episode.reason = result.agent, result.step_count, result.reason
+        episode.trail.append(result.agent)
+        draw()
+        return not result.done
+
+    def on_run(_button=None):
+        while on_step():
+            time.sleep(controls["delay"].value)
+
+    def on_reset(_button=None):
+        episode.restart()
+        draw()
+
+    def on_new_maze(_button=None):
+        state["key"], maze_key = jax.random.split(state["key"])
+        new = _random_maze(controls["rows"].value, controls["cols"].value, maze_key)
+        episode.walls, episode.start, episode.target = new
+        episode.restart()
+        build_grid()
+        draw()
+
+    controls["step"].on_click(on_step)
+    controls["run"].on_click(on_run)
+    controls["reset"].on_click(on_reset)
+    controls["new_maze"].on_click(on_new_maze)
+    controls["agent"].observe(lambda change: draw(), names="value")
+    controls["value_map"].observe(lambda change: draw(), names="value")
+    build_grid()
+    draw()
+    box.children = [
+        widgets.HBox([controls["agent"], controls["value_map"]]),
+        widgets.HBox([controls["rows"], controls["cols"], controls["new_maze"]]),
+        controls["mode"],
+        widgets.HBox([controls["step"], controls["run"], controls["reset"], controls["delay"]]),
+        widgets.HBox([grid_box, policy_html]),
+        status,
+    ]
+    box.episode, box.controls, box.models = episode, controls, models
+    return box
