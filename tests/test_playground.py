@@ -7,6 +7,7 @@ The JavaScript runs in V8 through mini-racer (a pip wheel, pinned in requirement
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import json
@@ -260,9 +261,8 @@ def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
 
 #: Maze sizes of the planning agent's comparison, square and not, 5 x 5 to 30 x 30:
 #: PLANNING_MAZES jumanji mazes of each.
-PLANNING_SIZES = ((5, 5), (6, 11), (10, 10), (13, 7), (15, 15), (9, 24), (20, 20), (24, 18),
-                  (30, 17), (30, 30))  # fmt: skip
-PLANNING_MAZES = 100
+PLANNING_SIZES = ((5, 5), (13, 7), (10, 10), (9, 24), (20, 20), (30, 30))
+PLANNING_MAZES = 167
 
 
 def _to_float64(model):
@@ -280,15 +280,19 @@ def _images(walls, rows):
     return images
 
 
+@functools.cache
+def _reset_many(size):
+    """Jitted: keys ``(n,)`` to the first states of n random jumanji mazes of ``size``."""
+    env = maze_lib.make_maze(generator=RandomGenerator(num_rows=size[0], num_cols=size[1]))
+    return jax.jit(jax.vmap(lambda key: env_reset(env, key)[0]))
+
+
 def _planning_states(size, seed):
     """PLANNING_MAZES random jumanji mazes of ``size``; three states in each: the start and
     two other free cells (not the target) with the same target."""
-    rows_, cols_ = size
-    env = maze_lib.make_maze(generator=RandomGenerator(num_rows=rows_, num_cols=cols_))
-    state, _ = jax.vmap(env_reset, in_axes=(None, 0))(
-        env, jax.random.split(jax.random.key(seed), PLANNING_MAZES)
-    )
-    walls = np.asarray(state.walls)
+    keys = jax.random.split(jax.random.key(seed), PLANNING_MAZES)
+    state = jax.tree.map(np.asarray, _reset_many(size)(keys))
+    walls = state.walls
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(PLANNING_MAZES):
@@ -324,7 +328,7 @@ def planning_comparison(js, planner):
 
 
 def test_javascript_planning_agent_equals_jax_in_float64(planning_comparison):
-    """On 1,000 jumanji mazes from 5 x 5 to 30 x 30: the same logits and value as JAX in
+    """On 1,002 jumanji mazes from 5 x 5 to 30 x 30: the same logits and value as JAX in
     float64, to 1e-9."""
     for size, (walls, rows, logits64, value64, _, _, js_out) in planning_comparison.items():
         assert len(walls) == PLANNING_MAZES and walls.shape[1:] == size
@@ -357,42 +361,43 @@ def test_javascript_value_map_is_jax_values_after_each_backup(js, planner):
     values settle after as many backups as the farthest cell is from the target, and the
     settled map falls by the mean cost per move of breadth-first distance."""
     cost = float(np.mean(np.exp(np.asarray(planner.log_cost, np.float64))))
-    for k, size in enumerate(((7, 9), (10, 10), (16, 12))):
+    for k, size in enumerate(((13, 7), (10, 10), (9, 24))):
         walls, rows = _planning_states(size, 900 + k)
-        for i in range(3):
-            w, target = walls[i], tuple(int(x) for x in rows[3 * i, 3:5])
-            maze = _js_maze(w, rows[3 * i, 1:3].tolist(), target)
-            out = js(
-                f"(function () {{ var net = MazeAgent.loadWeights(MAZE_PLAYGROUND_WEIGHTS); "
-                f"var s = MazeAgent.startBackups(net, {maze}), maps = [MazeAgent.valueMap(s)]; "
-                f"while (MazeAgent.backup(s)) maps.push(MazeAgent.valueMap(s)); "
-                f"return {{maps: maps, backups: s.backups}}; }})()"
-            )
-            dist = np.full(w.shape, -1)
-            for cell in np.argwhere(~w):
-                dist[tuple(cell)] = maze_lib.shortest_path_length(w, tuple(cell), target)
-            assert out["backups"] == dist.max() and len(out["maps"]) == dist.max() + 1
-            image = _images(w[None], np.asarray([[0, *rows[3 * i, 1:3], *target]]))[0]
-            goal = target[0] * w.shape[1] + target[1]
-            with jax.enable_x64(True):
-                leaves = jax.tree.leaves(_to_float64(planner))
-                for step_i in (0, 1, dist.max() // 2, dist.max()):
-                    shown = np.asarray([np.nan if x is None else x for x in out["maps"][step_i]])
-                    if step_i == 0:  # v_0: only the target has a value, the log of its score
-                        expected = np.full(w.size, np.nan)
-                        expected[goal] = np.mean(np.log(np.asarray(planner.embed[1], float)))
-                        np.testing.assert_allclose(shown, expected, atol=1e-7, rtol=0)
-                        continue
-                    like = ppo.ValueIterationActorCritic(jax.random.key(0), 4,
-                                                         iterations=int(step_i))
-                    staged = jax.tree.unflatten(jax.tree.structure(like), leaves)
-                    v = np.asarray(staged.values(jnp.asarray(image)))
-                    expected = np.where((v > -1e4).all(-1) & ~w, v.mean(-1), np.nan)
-                    np.testing.assert_allclose(shown, expected.ravel(), atol=1e-9, rtol=0)
-            settled = np.asarray(out["maps"][-1], dtype=float)
-            top = settled[target[0] * w.shape[1] + target[1]]
-            np.testing.assert_allclose(settled[~w.ravel()], top - cost * dist[~w], atol=1e-9)
-            assert all(x is None for x, wall in zip(out["maps"][-1], w.ravel()) if wall)
+        w, agent, target = walls[0], rows[0, 1:3], tuple(int(x) for x in rows[0, 3:5])
+        maze = _js_maze(w, agent.tolist(), target)
+        out = js(
+            f"(function () {{ var net = MazeAgent.loadWeights(MAZE_PLAYGROUND_WEIGHTS); "
+            f"var s = MazeAgent.startBackups(net, {maze}), maps = [MazeAgent.valueMap(s)]; "
+            f"while (MazeAgent.backup(s)) maps.push(MazeAgent.valueMap(s)); "
+            f"return {{maps: maps, backups: s.backups}}; }})()"
+        )
+        dist = np.full(w.shape, -1)
+        for cell in np.argwhere(~w):
+            dist[tuple(cell)] = maze_lib.shortest_path_length(w, tuple(cell), target)
+        assert out["backups"] == dist.max() and len(out["maps"]) == dist.max() + 1
+        image = _images(w[None], np.asarray([[0, *agent, *target]]))[0]
+        goal = target[0] * w.shape[1] + target[1]
+        with jax.enable_x64(True):
+            leaves = jax.tree.leaves(_to_float64(planner))
+            # every size: the first and the settled map; one size also a backup in between
+            for step_i in (0, dist.max() // 2, dist.max()) if k == 0 else (0, dist.max()):
+                shown = np.asarray([np.nan if x is None else x for x in out["maps"][step_i]])
+                if step_i == 0:  # v_0: only the target has a value, the log of its score
+                    expected = np.full(w.size, np.nan)
+                    expected[goal] = np.mean(np.log(np.asarray(planner.embed[1], float)))
+                    np.testing.assert_allclose(shown, expected, atol=1e-7, rtol=0)
+                    continue
+                like = ppo.ValueIterationActorCritic(jax.random.key(0), 4, iterations=int(step_i))
+                staged = jax.tree.unflatten(jax.tree.structure(like), leaves)
+                v = np.asarray(staged.values(jnp.asarray(image)))
+                expected = np.where((v > -1e4).all(-1) & ~w, v.mean(-1), np.nan)
+                np.testing.assert_allclose(shown, expected.ravel(), atol=1e-9, rtol=0)
+        settled = np.asarray(out["maps"][-1], dtype=float)
+        top = settled[target[0] * w.shape[1] + target[1]]
+        np.testing.assert_allclose(settled[~w.ravel()], top - cost * dist[~w], atol=1e-9)
+        assert all(x is None for x, wall in zip(out["maps"][-1], w.ravel()) if wall)
+
+
 
 
 def test_step_equals_jumanji_and_javascript(js):
@@ -593,7 +598,7 @@ def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
     box = playground_widget.maze_playground(key=jax.random.key(5), delay_s=0)
     controls, status = box.controls, box.children[-1]
     assert controls["agent"].value == "planning" and "given model" not in controls["agent"].options
-    for rows, cols in ((9, 24), (20, 20), (30, 30)):
+    for rows, cols in ((9, 24), (30, 30)):
         controls["rows"].value, controls["cols"].value = rows, cols
         controls["new_maze"].click()
         episode = box.episode
