@@ -67,12 +67,20 @@
     return {rows: s.rows, cols: s.cols, walls: s.walls, agent: s.agent, target: s.target};
   }
   function net() { return nets[ui.agent]; }
+  var policyMemo = {key: null, value: null};
+  /** The agent's policy in the current state, computed once per state (Step then draws it). */
+  function currentPolicy() {
+    var key = ui.agent + ':' + s.rows + 'x' + s.cols + ':' + s.agent + ':' + s.target + ':' +
+      s.walls.map(function (w) { return w ? 1 : 0; }).join('');
+    if (policyMemo.key !== key) policyMemo = {key: key, value: A.policy(net(), maze())};
+    return policyMemo.value;
+  }
 
   // --- layout ------------------------------------------------------------------------------
   root.textContent = '';
   var setup = el('div', 'pg-row');
   setup.appendChild(el('span', 'pg-label', 'Agent:'));
-  var agentSelect = select('pg-agent', [['planning', 'planning (value iteration)'],
+  var agentSelect = select('pg-agent-select', [['planning', 'planning (value iteration)'],
                                         ['propagation', 'propagation']], ui.agent, setAgent);
   setup.appendChild(agentSelect);
   var sizes = [];
@@ -82,9 +90,12 @@
   var colsSelect = select('pg-cols', sizes, s.cols, function (v) { resize(s.rows, +v); });
   rowsSelect.setAttribute('aria-label', 'rows');
   colsSelect.setAttribute('aria-label', 'columns');
-  setup.appendChild(rowsSelect);
-  setup.appendChild(el('span', null, '×'));
-  setup.appendChild(colsSelect);
+  var sizeBox = el('span', 'pg-size');
+  sizeBox.appendChild(rowsSelect);
+  sizeBox.appendChild(el('span', 'pg-small pg-unit', 'rows ×'));
+  sizeBox.appendChild(colsSelect);
+  sizeBox.appendChild(el('span', 'pg-small pg-unit', 'columns'));
+  setup.appendChild(sizeBox);
   setup.appendChild(el('span', 'pg-label', 'Speed:'));
   var speedInput = el('input', 'pg-speed');
   speedInput.type = 'range';
@@ -147,9 +158,10 @@
   mapEnds.appendChild(el('span', null, 'high (target)'));
   var mapLine = el('div', 'pg-small pg-map-line');
   [mapHeading, mapScale, mapEnds, mapLine].forEach(function (e) { side.appendChild(e); });
-  side.appendChild(el('div', 'pg-small', 'Green: agent (ringed: its start). Red: target. ' +
-                      'Dots: a shortest path (breadth-first search). Green rings: cells the ' +
-                      'agent has visited.'));
+  side.appendChild(el('div', 'pg-small', 'Green: the agent. Red: the target (ringed red once ' +
+                      'the agent stands on it). Black ring: the start. Dots: a shortest path ' +
+                      'from the start (breadth-first search). Orange rings: cells the agent ' +
+                      'has visited.'));
   var status = el('p', 'pg-status');
   status.setAttribute('aria-live', 'polite');
   var main = el('div', 'pg-main');
@@ -160,7 +172,8 @@
   function buildBoard() {
     board.textContent = '';
     cells = [];
-    var size = Math.max(14, Math.min(34, Math.floor(520 / Math.max(s.rows, s.cols))));
+    var room = Math.min(520, (root.getBoundingClientRect().width || 536) - 16);  // narrow screens
+    var size = Math.max(9, Math.min(34, Math.floor(room / Math.max(s.rows, s.cols))));
     board.style.gridTemplateColumns = 'repeat(' + s.cols + ', ' + size + 'px)';
     board.style.gridTemplateRows = 'repeat(' + s.rows + ', ' + size + 'px)';
     for (var r = 0; r < s.rows; r++) {
@@ -201,15 +214,21 @@
   }
   function onCell(r, c) {
     var i = r * s.cols + c, at = [r, c];
-    stop();
     if (ui.mode === 'wall') {
       if (same(at, s.start) || same(at, s.target)) return;
+      stop();
       s.walls[i] = !s.walls[i];
-    } else if (!s.walls[i]) {
-      if (ui.mode === 'start' && !same(at, s.target)) s.start = at;
-      if (ui.mode === 'target' && !same(at, s.start)) s.target = at;
+      mazeChanged();
+    } else if (!s.walls[i] && !same(at, s.start) && !same(at, s.target)) {
+      stop();
+      if (ui.mode === 'start') {
+        s.start = at;
+        restart();  // the values do not depend on the start
+      } else {
+        s.target = at;
+        mazeChanged();
+      }
     }
-    mazeChanged();
   }
   function restart() {
     s.agent = s.start.slice();
@@ -251,7 +270,7 @@
   function advance() {
     if (s.done || same(s.agent, s.target)) return false;
     if (A.actionMask(maze()).indexOf(true) < 0) { s.done = 'no legal move'; draw(); return false; }
-    var result = A.step(maze(), A.policy(net(), maze()).greedy, s.steps);
+    var result = A.step(maze(), currentPolicy().greedy, s.steps);
     s.agent = result.agent;
     s.steps = result.stepCount;
     s.done = result.reason;
@@ -289,6 +308,7 @@
       frame.bottom = frame.bottom === null ? v : Math.min(frame.bottom, v);
     });
     ui.frame = frame;
+    if (frame.total === 0) A.backup(frame.state);  // nothing to back up: settled at once
     var perTick = Math.max(1, Math.ceil(frame.total / 30));
     root.setAttribute('data-backups', frame.total);
     function tick() {
@@ -331,25 +351,24 @@
     [mapHeading, mapScale, mapEnds].forEach(function (e) {
       e.style.display = planning && ui.showMap ? '' : 'none';
     });
-    mapToggle.style.display = planning ? '' : 'none';
+    mapToggle.style.visibility = planning ? 'visible' : 'hidden';
     if (!planning) {
       mapLine.textContent = 'The propagation agent has no value map: its 8 features per ' +
         'cell are learned, not values.';
     } else if (!ui.showMap) {
       mapLine.textContent = '';
-    } else if (frame === null) {
-      mapLine.textContent = 'No value map: the target has no free neighbour to back up to.';
-    } else {
+    } else if (frame !== null) {
       mapLine.textContent = 'After ' + frame.state.backups + ' of ' + frame.total +
-        ' backups (the mean of the ' + frame.state.width + ' value channels; uncoloured ' +
-        'cells have no value yet).' + (frame.state.settled ? ' Settled.' : '');
+        ' backups: the mean of the ' + frame.state.width + ' value channels. ' +
+        (frame.state.settled ? 'Settled: a free cell left uncoloured has no way to the ' +
+         'target.' : 'Uncoloured cells have no value yet.');
     }
   }
 
   // --- drawing -----------------------------------------------------------------------------
   function draw() {
-    var path = A.shortestPath(maze(), s.agent, s.target), onPath = {}, seen = {};
-    (path || []).forEach(function (p) { onPath[p[0] * s.cols + p[1]] = true; });
+    var shortest = A.shortestPath(maze(), s.start, s.target), onPath = {}, seen = {};
+    (shortest || []).forEach(function (p) { onPath[p[0] * s.cols + p[1]] = true; });
     s.trail.forEach(function (p) { seen[p[0] * s.cols + p[1]] = true; });
     cells.forEach(function (cell, i) {
       var at = [Math.floor(i / s.cols), i % s.cols], cls = 'pg-cell', label = 'free';
@@ -363,9 +382,8 @@
       cell.setAttribute('aria-label', 'row ' + at[0] + ', column ' + at[1] + ': ' + label);
     });
     drawMap();
-    var shortest = A.shortestPath(maze(), s.start, s.target);
     var stuck = A.actionMask(maze()).indexOf(true) < 0, p = null;
-    if (!same(s.agent, s.target) && !stuck) p = A.policy(net(), maze());
+    if (!same(s.agent, s.target) && !stuck) p = currentPolicy();
     bars.forEach(function (b, a) {
       var prob = p ? p.probs[a] : 0;
       b.bar.style.width = (100 * prob).toFixed(1) + '%';
@@ -379,8 +397,8 @@
     if (s.done === 'target' || same(s.agent, s.target)) {
       text = 'Reached the target in ' + s.steps + ' steps (shortest path: ' + best + ').';
     } else if (s.done === 'time limit') {
-      text = 'Time limit: ' + limit + ' steps without reaching the target (shortest path: ' +
-        best + ').';
+      text = 'Time limit: ' + limit + ' steps without reaching the target (' +
+        (best === null ? 'no path from the start' : 'shortest path: ' + best + ' steps') + ').';
     } else if (s.done === 'no legal move' || stuck) {
       text = 'The agent has no legal move: every neighbour is a wall or off the grid.';
     } else if (best === null) {
