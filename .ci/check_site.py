@@ -38,6 +38,38 @@ def rendered_questions(page: Path) -> int:
     return len(re.findall(r'class="Quiz"', dom))
 
 
+#: Run in each page by Chromium: the code boxes (``pre``) whose text is wider than the box
+#: (a reader would scroll sideways), each as its longest line, cut to 60 characters.
+MEASURE = """<script>window.addEventListener('load', function () {
+  var clipped = [];
+  document.querySelectorAll('pre').forEach(function (p) {
+    if (p.scrollWidth > p.clientWidth + 1) {
+      var lines = p.textContent.split('\\n');
+      clipped.push(lines.reduce(function (a, b) { return a.length >= b.length ? a : b; }, '')
+                   .slice(0, 60));
+    }
+  });
+  document.body.setAttribute('data-clipped', JSON.stringify(clipped));
+});</script>"""
+
+
+def clipped_code(page: Path) -> list[str]:
+    """The code boxes of ``page`` that Chromium, 1280 px wide, draws narrower than their text."""
+    probe = page.with_name(f"__clipped_{page.name}")
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    try:
+        dom = subprocess.run(
+            [BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--window-size=1280,1000",
+             "--virtual-time-budget=5000", "--dump-dom", probe.resolve().as_uri()],
+            capture_output=True, text=True, timeout=120,
+        ).stdout
+    finally:
+        probe.unlink()
+    found = re.findall(r'data-clipped="([^"]*)"', dom)
+    return json.loads(html_lib.unescape(found[0])) if found else ["(the page did not load)"]
+
+
 def playground_selftest(page: Path) -> str:
     """The DOM Chromium leaves after the playground's self-test (``?selftest=1``: random mazes
     of three sizes solved step by step, the value map's backups watched, the agent switched,
@@ -76,11 +108,29 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         drawn = rendered_questions(page)
         if drawn != expected:
             problems.append(f"{page.name}: Chromium draws {drawn} quiz questions, not {expected}")
+    # After the quiz come only "What you learned" and the exercises: the quiz's section holds
+    # its heading, one sentence and the quiz, and "What you learned" follows it.
+    quiz_at = html.find('<section id="quiz">')
+    if quiz_at >= 0:
+        learned_at = html.find('<section id="what-you-learned">', quiz_at)
+        between = html[quiz_at:learned_at]
+        if learned_at < 0 or between.count("<h2>") != 1 or between.count("<p>") != 1:
+            after = re.findall(r"<h2>(.*?)<a", html[quiz_at:])[1:2]
+            problems.append(f"{page.name}: more than the quiz between the quiz and What you "
+                            f"learned (next heading: {after})")
     for img in re.findall(r'<img[^>]+src="([^"]+)"', html):
         if img.startswith(("data:", "http://", "https://")):
             continue
         if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
+
+# Code fits its box at 1280 px: no page makes its reader scroll a code box sideways.
+if BROWSER is not None:
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or page.name in ("search.html", "genindex.html"):
+            continue
+        for line in clipped_code(page):
+            problems.append(f"{page.relative_to(site)}: code wider than its box: {line!r}")
 
 # Pages stay light: a reader on a slow connection loads every page in full.
 PAGE_LIMIT = 1_500_000  # bytes

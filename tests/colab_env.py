@@ -82,11 +82,22 @@ def setup_cell() -> str:
     return sources.pop()
 
 
+def pip_install_line(cell: str) -> str:
+    """The cell's ``%pip install`` command as one line: the lines it continues with a
+    backslash joined, as IPython joins them."""
+    lines = [l.strip() for l in cell.splitlines()]
+    (start,) = [i for i, l in enumerate(lines) if l.startswith("%pip install")]
+    command = lines[start]
+    while command.endswith("\\"):
+        start += 1
+        command = command[:-1] + " " + lines[start]
+    return command
+
+
 def setup_cell_requirements(cell: str, companion: str) -> list[str]:
-    """The requirements on the cell's ``%pip install`` line, with the companion package taken
-    from ``companion`` (a ``file:`` URL of a folder, say) instead of the repository."""
-    (line,) = [l.strip() for l in cell.splitlines() if l.strip().startswith("%pip install")]
-    words = [w for w in shlex.split(line)[2:] if not w.startswith("-")]
+    """The requirements of the cell's ``%pip install`` command, with the companion package
+    taken from ``companion`` (a ``file:`` URL of a folder, say) instead of the repository."""
+    words = [w for w in shlex.split(pip_install_line(cell))[2:] if not w.startswith("-")]
     return [f"drl-jax-companion @ {companion}" if w.startswith("drl-jax-companion") else w
             for w in words]
 

@@ -70,3 +70,31 @@ def test_a_card_says_when_its_notebook_shared_the_machine(tmp_path):
     assert _sharing(app, "notebooks/08_ppo_maze", 250.0) == ""  # another execution's time
     assert _sharing(app, "notebooks/01_jax_essentials", 8.0) == ""  # ran alone
     assert _sharing(app, "notebooks/02_neural_networks", 21.0) == ""
+
+
+def test_study_time_counts_prose_code_and_exercises(tmp_path):
+    """Reading time from the prose (180 words a minute) and the shown code (8 lines a minute),
+    neither counting the exercises, which are counted apart; hidden and setup cells are not
+    read."""
+    import json
+
+    from chapter_cards import study_time
+
+    def cell(kind, text, tags=()):
+        return {"cell_type": kind, "metadata": {"tags": list(tags)}, "source": text}
+
+    cells = [
+        cell("markdown", "word " * 1800),  # 10 min
+        cell("code", "x = 1\n\ny = 2\n" * 40),  # 80 lines: 10 min
+        cell("code", "hidden = 1\n" * 500, ["remove-input"]),
+        cell("code", "%pip install x\n" * 50, ["colab-setup"]),
+        cell("markdown", "## Exercises\n\n1. **One.** Do it.\n2. **Two.** " + "word " * 900),
+        cell("markdown", "3. **Find the bug.** Here."),
+        cell("code", "solution = 1\n" * 300),
+    ]
+    path = tmp_path / "chapter.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    assert study_time(path) == (
+        "about 20 min to read (1,800 words, 80 lines of code), then 3 exercises")
+    path.write_text(json.dumps({"cells": cells[:1]}))
+    assert study_time(path) == "about 10 min to read (1,800 words, 0 lines of code), then 0 exercises"

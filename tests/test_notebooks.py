@@ -46,6 +46,11 @@ def test_notebook_structure(path):
     text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "In this chapter you will" in text
     assert "## What you learned" in text and "## Exercises" in text
+    # The quiz comes last before "What you learned": nothing of the chapter after it.
+    (quiz,) = [i for i, c in enumerate(nb.cells) if "show_quiz(" in c.source]
+    assert "## Quiz" in nb.cells[quiz - 1].source, "the quiz has its heading"
+    after = nb.cells[quiz + 1].source
+    assert after.startswith("## What you learned"), f"after the quiz comes: {after[:60]!r}"
 
 
 @pytest.fixture

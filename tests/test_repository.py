@@ -7,7 +7,7 @@ import nbformat
 import yaml
 from packaging.requirements import Requirement
 
-from colab_env import SPECS, read_spec, setup_cell
+from colab_env import SPECS, pip_install_line, read_spec, setup_cell
 from notebook_runner import NOTEBOOKS, ROOT
 
 #: Pins of the setup cell that differ from requirements.txt on purpose. chex 0.1.91 and later
@@ -71,7 +71,7 @@ def test_setup_cells_install_from_the_configured_repository():
 
 
 def _setup_cell_requirements():
-    line = next(l for l in setup_cell().splitlines() if "%pip install" in l)
+    line = pip_install_line(setup_cell())
     words = re.findall(r'"[^"]+"|\S+', line.split("%pip install", 1)[1])
     return [Requirement(w.strip('"')) for w in words if not w.startswith("-")]
 

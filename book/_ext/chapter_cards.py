@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -95,6 +96,44 @@ def _sharing(app, docname: str, runtime: float) -> str:
     return f", with {entry['jobs']} notebooks executing at a time"
 
 
+#: Reading speeds of the study-time estimate: prose in words a minute, code in lines a minute
+#: (code is read slowly, line by line).
+WORDS_PER_MINUTE = 180
+EXERCISE = re.compile(r"^\d+\.\s", re.MULTILINE)  # "3. **Double DQN.** ..." numbers an exercise
+CODE_LINES_PER_MINUTE = 8
+
+
+def study_time(path) -> str:
+    """The chapter's reading time, estimated from its notebook: its prose at
+    ``WORDS_PER_MINUTE`` and its shown code at ``CODE_LINES_PER_MINUTE``, and its number of
+    exercises (the cells of the "Exercises" section are not counted as reading)."""
+    nb = json.loads(Path(path).read_text())
+    words = code = exercises = 0
+    in_exercises = False
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "markdown":
+            if "## Exercises" in text:
+                in_exercises = True
+                head, tail = text.split("## Exercises", 1)
+                words += len(head.split())
+                exercises += len(EXERCISE.findall(tail))
+                continue
+            if in_exercises:
+                exercises += len(EXERCISE.findall(text))
+            else:
+                words += len(text.split())
+        elif not in_exercises and not {"remove-input", "remove-cell", "colab-setup"} & set(tags):
+            code += sum(1 for line in text.splitlines() if line.strip())
+    minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
+    reading = f"about {5 * round(minutes / 5):.0f} min" if minutes >= 7.5 else "under 10 min"
+    return (
+        f"{reading} to read ({words:,} words, {code:,} lines of code), then "
+        f"{exercises} exercise{'s' if exercises != 1 else ''}"
+    )
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
@@ -109,18 +148,18 @@ def card_node(env, docname: str) -> nodes.Element:
     card = app.config.chapter_cards[docname]
     fields = nodes.field_list()
     fields += _field("You build", nodes.paragraph(text=card["builds"]))
-    before = nodes.paragraph()
-    for i, target in enumerate(card["prerequisites"]):
-        if i:
-            before += nodes.Text(", ")
+    # One link per line: chapter titles hold commas.
+    before = nodes.bullet_list(classes=["chapter-card-prerequisites"])
+    for target in card["prerequisites"]:
         link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
                             refdomain="std", refexplicit=False, refwarn=True)
         link += nodes.inline(text=target.split("/")[-1])
-        before += link
+        before += nodes.list_item("", nodes.paragraph("", "", link))
     if not card["prerequisites"]:
-        before += nodes.Text("none: Python and NumPy")
+        before = nodes.paragraph(text="none: Python and NumPy")
     fields += _field("Read first", before)
     fields += _field("Difficulty", nodes.paragraph(text=card["difficulty"]))
+    fields += _field("Study time", nodes.paragraph(text=study_time(env.doc2path(docname))))
     exec_data = NbMetadataCollector.get_doc_data(env).get(docname, {}).get("exec_data") or {}
     runtime = exec_data.get("runtime")
     timing = (
@@ -133,7 +172,7 @@ def card_node(env, docname: str) -> nodes.Element:
         timing += f"; {_duration(card['gpu_seconds'])} on a Colab GPU"
     else:
         timing += "; not measured on a GPU"
-    fields += _field("Time", nodes.paragraph(text=timing))
+    fields += _field("Run time", nodes.paragraph(text=timing))
     options = app.config.html_theme_options
     repo = options.get("repository_url", "").removeprefix("https://github.com/")
     colab = COLAB.format(
