@@ -129,8 +129,27 @@ if BROWSER is not None:
     for page in sorted(site.rglob("*.html")):
         if "_static" in page.parts or page.name in ("search.html", "genindex.html"):
             continue
+        if 'http-equiv="Refresh"' in page.read_text()[:500]:  # index.html: a redirect
+            continue
         for line in clipped_code(page):
             problems.append(f"{page.relative_to(site)}: code wider than its box: {line!r}")
+
+# Formulas render offline: MathJax comes from the site, and Chromium (with no network) draws
+# the formulas of the foundations chapter.
+foundations = site / "notebooks" / "05_rl_foundations.html"
+if foundations.exists():
+    if '_static/mathjax/tex-chtml.js' not in foundations.read_text():
+        problems.append(f"{foundations.name}: MathJax is not loaded from the site's _static/mathjax")
+    if BROWSER is not None:
+        dom = subprocess.run(
+            [BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--virtual-time-budget=10000", "--dump-dom",
+             foundations.resolve().as_uri()],
+            capture_output=True, text=True, timeout=120,
+        ).stdout
+        if dom.count("<mjx-container") < 20:
+            problems.append(f"{foundations.name}: Chromium drew {dom.count('<mjx-container')} "
+                            "formulas offline")
 
 # Pages stay light: a reader on a slow connection loads every page in full.
 PAGE_LIMIT = 1_500_000  # bytes
