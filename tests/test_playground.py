@@ -87,16 +87,22 @@ def test_committed_weights_are_what_the_export_writes(model, planner):
     assert len(text.encode()) < 150_000  # the page's budget: 500 KB with its scripts
 
 
-def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
-    exported = playground.export_weights(planner)
-    assert exported["network"] == "value_iteration" and exported["iterations"] is None
+def _exported_arrays(exported, model) -> dict:
+    """The exported arrays as float32 JAX arrays, by name, after checking that together they
+    hold as many numbers as the model's arrays."""
     arrays = exported["arrays"]
-    leaves = [x for x in jax.tree.leaves(planner) if hasattr(x, "shape")]
+    leaves = [x for x in jax.tree.leaves(model) if hasattr(x, "shape")]
     assert sum(int(np.prod(a["shape"])) for a in arrays.values()) == sum(x.size for x in leaves)
-    get = {
+    return {
         k: jnp.asarray(np.array(v["data"], np.float32).reshape(v["shape"]))
         for k, v in arrays.items()
     }
+
+
+def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
+    exported = playground.export_weights(planner)
+    assert exported["network"] == "value_iteration" and exported["iterations"] is None
+    get = _exported_arrays(exported, planner)
     rebuilt = eqx.tree_at(
         lambda m: (m.embed, m.log_cost, m.policy_hidden.weight, m.policy_hidden.bias,
                    m.policy_out.weight, m.policy_out.bias, m.dense[0].weight, m.dense[0].bias,
@@ -114,14 +120,8 @@ def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
 
 
 def test_export_holds_every_array_of_the_model(model):
-    arrays = playground.export_weights(model)["arrays"]
-    leaves = [x for x in jax.tree.leaves(model) if hasattr(x, "shape")]
-    assert sum(int(np.prod(a["shape"])) for a in arrays.values()) == sum(x.size for x in leaves)
     # Rebuild the model from the exported lists: the same outputs, bit for bit.
-    get = {
-        k: jnp.asarray(np.array(v["data"], np.float32).reshape(v["shape"]))
-        for k, v in arrays.items()
-    }
+    get = _exported_arrays(playground.export_weights(model), model)
     rebuilt = eqx.tree_at(
         lambda m: (
             m.embed,
