@@ -114,7 +114,7 @@ def test_up_first_policy(capsys):
     for wrong, msg in [
         (_random_legal, "should always go up"),
         (lambda k, m: jnp.where(m[0], 0, jax.random.randint(k, (), 0, 4)), "illegal"),
-        (lambda k, m: jnp.where(m[0], 0, jnp.argmax(m)), "equally likely"),
+        (lambda k, m: jnp.where(m[0], 0, jnp.argmax(m)), "the fallback is not random"),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_up_first_policy(wrong)
@@ -236,8 +236,10 @@ def test_semi_implicit_step(capsys):
     _passes(check_semi_implicit_step, _semi_implicit, capsys)
     with pytest.raises(CheckFailed, match="explicit Euler"):
         check_semi_implicit_step(cartpole.dynamics)
-    with pytest.raises(CheckFailed, match="expected"):
+    with pytest.raises(CheckFailed, match="the push goes the wrong way"):
         check_semi_implicit_step(lambda p, a: _semi_implicit(p, 1 - a))
+    with pytest.raises(CheckFailed, match="differs from the reference"):
+        check_semi_implicit_step(lambda p, a: _semi_implicit(p, a) + 0.001)
 
 
 def test_balancing_policy(capsys):

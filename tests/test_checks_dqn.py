@@ -57,19 +57,18 @@ def test_n_step_target_reference_passes(capsys):
     assert capsys.readouterr().out.count("check passed") == 2
 
 
-NO_ENDING = jnp.zeros((7, 3), bool)
 
 
 @pytest.mark.parametrize(
     "wrong, message",
     [
-        (lambda r, te, tr, q, g: n_step_answer(r, NO_ENDING, tr, q, g),
+        (lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), tr, q, g),
          "does not stop at a termination"),
         (lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, boot_at_end=True),
          "after a termination the target bootstraps"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te | tr, NO_ENDING, q, g),
+        (lambda r, te, tr, q, g: n_step_answer(r, te | tr, jnp.zeros_like(tr), q, g),
          "a truncation is treated as a termination"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te, NO_ENDING, q, g),
+        (lambda r, te, tr, q, g: n_step_answer(r, te, jnp.zeros_like(tr), q, g),
          "runs through a truncation into the next episode"),
         (lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, from_last=True),
          "always comes from the window's last step"),

@@ -9,49 +9,62 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
     check_shape,
     close,
     fail,
-    name_mistake,
     passed,
-    require_function,
     run_answer,
+    self_check,
+    verdict,
 )
 
 
-def check_softplus_grad(grad_g: Callable) -> None:
-    """Check ``grad_g(w, x)``, the hand-derived gradient of ``g(w) = sum(log(1 + exp(w * x)))``.
-
-    The answer is ``x * sigmoid(w * x)``, shape ``w.shape``.
-
-    Raises:
-        CheckFailed: naming the mistake (missing factor x, softplus instead of
-            sigmoid, wrong sign, wrong shape).
-    """
-    require_function(grad_g, "grad_g")
-    w, x = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])
-    got = run_answer(grad_g, w, x, call="grad_g(w, x)")
-    got = check_shape(
-        got,
-        (3,),
-        "grad_g(w, x) with w, x of shape (3,)",
-        hint="One partial derivative per entry of w.",
-    )
+def _softplus_case(w, x) -> Case:
     expected = x * jax.nn.sigmoid(w * x)
-    if close(got, expected):
-        passed("grad_g matches x * sigmoid(w * x) (and jax.grad)")
-        return
-    name_mistake(
-        got,
+    return Case(
+        f"w and x of shape {w.shape}",
+        {"w": w, "x": x},
+        expected,
         {
             "the chain rule's factor x is missing": jax.nn.sigmoid(w * x),
             "that is softplus itself; its derivative is the sigmoid": x * jax.nn.softplus(w * x),
             "the sign is wrong": -expected,
             "the derivative is taken with respect to x, not w": w * jax.nn.sigmoid(w * x),
+            "the gradient is the sigmoid of w * x times w; the chain rule gives x": (
+                w * jax.nn.sigmoid(w * x)
+            ),
         },
-        "grad_g",
     )
-    fail(f"grad_g gives {np.asarray(got)}, jax.grad gives {np.asarray(expected)}")
+
+
+@self_check
+def check_softplus_grad(grad_g: Callable) -> None:
+    """Check ``grad_g(w, x)``, the hand-derived gradient of ``g(w) = sum(log(1 + exp(w * x)))``.
+
+    The answer is ``x * sigmoid(w * x)``, shape ``w.shape`` (here ``(3,)`` and ``(2, 3)``).
+
+    Raises:
+        CheckFailed: naming the mistake (missing factor x, softplus instead of
+            sigmoid, wrong sign, derivative in x, wrong shape).
+    """
+    cases = [
+        _softplus_case(jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])),
+        _softplus_case(
+            jnp.array([[0.3, -0.7, 1.5], [-2.0, 0.0, 0.8]]),
+            jnp.array([[-1.0, 0.5, 2.0], [1.5, -0.5, -2.5]]),
+        ),
+    ]
+    outputs = []
+    for case in cases:
+        w, x = case.inputs["w"], case.inputs["x"]
+        got = run_answer(grad_g, w, x, call=f"grad_g(w, x) with {case.label}")
+        outputs.append(
+            check_shape(got, w.shape, f"grad_g(w, x) with {case.label}",
+                        hint="One partial derivative per entry of w.")
+        )  # fmt: skip
+    verdict("grad_g", cases, outputs)
+    passed("grad_g matches x * sigmoid(w * x) (and jax.grad)")
 
 
 def _returns_reference(rewards, gamma):
@@ -63,6 +76,31 @@ def _returns_reference(rewards, gamma):
     return np.array(out[::-1])
 
 
+def _returns_case(rewards, gamma, label) -> Case:
+    expected = _returns_reference(rewards, gamma)
+    r = np.asarray(rewards, np.float64)
+    mistakes = {
+        "the returns accumulate forwards in time; G_t sums the rewards from t on "
+        "(use lax.scan with reverse=True)": _returns_reference(r[::-1], gamma)[::-1],
+        "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not "
+        "gamma * r_t + ...": gamma * expected,
+        "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - r,
+        "the rewards are summed without discounting": np.cumsum(r[::-1], axis=0)[::-1],
+        "gamma is squared: G_t = r_t + gamma * G_{t+1}": _returns_reference(r, gamma**2),
+        "G_t is one step off: it is G_{t+1}. Emit the carry after adding r_t (the "
+        "scan's body returns (g, g) with g = r + gamma * g)": np.concatenate(
+            [expected[1:], np.zeros_like(expected[:1])]
+        ),
+    }
+    if r.ndim == 2:
+        mistakes[
+            "the returns run along the last axis (the environments); time is axis 0 of "
+            "(T, N): scan over the rows"
+        ] = _returns_reference(r.T, gamma).T
+    return Case(label, {"rewards": rewards, "gamma": gamma}, expected, mistakes)
+
+
+@self_check
 def check_discounted_returns(discounted_returns: Callable) -> None:
     """Check ``discounted_returns(rewards, gamma)``: ``G_t = r_t + gamma * G_{t+1}``, ``G_T = 0``.
 
@@ -74,48 +112,32 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (accumulated forwards instead of
             backwards, gamma on the current reward, the current reward left out,
-            no discount, the (T, N) returns run along the environment axis, a
-            scan that cannot take (T, N), a Python loop unrolled into the program).
+            no discount, gamma squared, the returns one step late, the (T, N)
+            returns run along the environment axis, a scan that cannot take
+            (T, N), a Python loop unrolled into the program).
     """
-    require_function(discounted_returns, "discounted_returns")
-    gamma = 0.9
     single = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5])
     batched = jnp.stack([single, jnp.array([0.0, 0.0, 0.0, 0.0, 1.0]), single[::-1]], axis=1)
-    for rewards, label in ((single, "5 rewards"), (batched, "rewards of shape (5, 3)")):
-        call = f"discounted_returns(rewards, 0.9) for {label}"
+    cases = [
+        _returns_case(single, 0.9, "5 rewards and gamma 0.9"),
+        _returns_case(batched, 0.9, "rewards of shape (5, 3) and gamma 0.9"),
+        _returns_case(-batched[:4], 0.5, "rewards of shape (4, 3) and gamma 0.5"),
+    ]
+    outputs = []
+    for case in cases:
+        rewards = case.inputs["rewards"]
+        call = f"discounted_returns(rewards, gamma) for {case.label}"
         got = run_answer(
-            discounted_returns,
-            rewards,
-            gamma,
-            call=call,
+            discounted_returns, rewards, case.inputs["gamma"], call=call,
             hint="rewards is (T,) or (T, N), time first: start the scan from "
             "jnp.zeros_like(rewards[0]), one return per environment",
+        )  # fmt: skip
+        outputs.append(
+            check_shape(got, rewards.shape, call, hint="One return per step (and environment).")
         )
-        got = check_shape(
-            got, rewards.shape, call, hint="One return per time step (and environment)."
-        )
-        expected = _returns_reference(rewards, gamma)
-        if close(got, expected):
-            continue
-        mistakes = {
-            "the returns accumulate forwards in time; G_t sums the rewards from t on "
-            "(use lax.scan with reverse=True)": _returns_reference(rewards[::-1], gamma)[::-1],
-            "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not "
-            "gamma * r_t + ...": gamma * expected,
-            "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - np.asarray(rewards),
-            "the rewards are summed without discounting": np.cumsum(
-                np.asarray(rewards)[::-1], axis=0
-            )[::-1],
-        }
-        if rewards.ndim == 2:
-            mistakes[
-                "the returns run along the last axis (the environments); time is axis 0 of "
-                "(T, N): scan over the rows"
-            ] = _returns_reference(rewards.T, gamma).T
-        name_mistake(got, mistakes, "discounted_returns")
-        fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    verdict("discounted_returns", cases, outputs)
     sizes = [
-        len(jax.make_jaxpr(discounted_returns, static_argnums=1)(jnp.ones(n), gamma).jaxpr.eqns)
+        len(jax.make_jaxpr(discounted_returns, static_argnums=1)(jnp.ones(n), 0.9).jaxpr.eqns)
         for n in (20, 40)
     ]
     if sizes[1] > sizes[0]:
@@ -127,6 +149,7 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
     passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} for (T,) and (T, N)")
 
 
+@self_check
 def check_noisy_batch(noisy_batch: Callable) -> None:
     """Check ``noisy_batch(key, n) -> (samples, next_key)``: ``n`` standard normals and a fresh key.
 
@@ -135,20 +158,23 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
             caller), the returned key is the one passed in, calls repeat samples,
             or the shape is wrong.
     """
-    require_function(noisy_batch, "noisy_batch")
     key = jax.random.key(0)
-    try:
-        first, key2 = noisy_batch(key, 4)
-        second, _ = noisy_batch(key2, 4)
-    except Exception as exc:
-        fail(f"noisy_batch(key, 4) raised {type(exc).__name__}: {exc}. It returns (samples, key).")
-    first = check_shape(first, (4,), "the samples of noisy_batch(key, 4)")
-    second = check_shape(second, (4,), "the samples of noisy_batch(next_key, 4)")
+    call = "noisy_batch(key, 4)"
+    out = run_answer(noisy_batch, key, 4, call=call, hint="It returns (samples, key)")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        fail(f"{call} should return a pair (samples, next_key), got {type(out).__name__}")
+    first, key2 = out
+    if not (isinstance(key2, jax.Array) and jnp.issubdtype(key2.dtype, jax.dtypes.prng_key)):
+        fail(f"the second result of {call} should be a key (from jax.random.split), got "
+             f"{key2!r:.60}")  # fmt: skip
     if np.array_equal(jax.random.key_data(key2), jax.random.key_data(key)):
         fail(
             "noisy_batch returns the key it was given: the next call would repeat its samples. "
             "Split the key and return one half"
         )
+    second, _ = run_answer(noisy_batch, key2, 4, call="noisy_batch(next_key, 4)")
+    first = check_shape(first, (4,), "the samples of noisy_batch(key, 4)")
+    second = check_shape(second, (4,), "the samples of noisy_batch(next_key, 4)")
     if close(first, second):
         fail("two consecutive calls give the same samples: use the returned key for the next call")
     if close(first, jax.random.normal(jax.random.key(0), (4,))):  # the same key, made anew
@@ -156,7 +182,7 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
             "noisy_batch draws with the key it was given and may hand it back to be used again; "
             "split it first and draw with a subkey"
         )
-    big, _ = noisy_batch(jax.random.key(1), 20_000)
+    big, _ = run_answer(noisy_batch, jax.random.key(1), 20_000, call="noisy_batch(key, 20_000)")
     big = np.asarray(big)
     if abs(big.mean()) > 0.05 or abs(big.std() - 1) > 0.05:
         fail(f"the samples have mean {big.mean():.3f} and std {big.std():.3f}, expected 0 and 1")

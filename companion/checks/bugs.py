@@ -17,6 +17,7 @@ it measured and the kind of fault that produces it:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import equinox as eqx
@@ -24,7 +25,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed, require_function, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+)
 from companion.envs import cartpole
 
 #: The learning-rate schedule of the networks chapter's exercise: 0.1 * 0.97**step.
@@ -67,6 +76,7 @@ def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float) -> np.nda
     return np.array(losses)
 
 
+@self_check
 def check_decayed_training(train_decayed: Callable) -> None:
     """Check ``train_decayed(model, x, y, num_steps)``: SGD with a decaying learning rate that
     compiles its step once.
@@ -98,6 +108,7 @@ def check_decayed_training(train_decayed: Callable) -> None:
         y,
         num_steps,
         call="train_decayed(model, x, y, 8)",
+        jit=False,
         hint="Arguments: an equinox model, x and y float32 (16, 1), num_steps",
     )
     traces = _model_calls[0]
@@ -144,6 +155,39 @@ def _fallen(next_obs: np.ndarray, params: Any = cartpole.DEFAULT_PARAMS) -> np.n
     )
 
 
+#: The time limit check_collector gives CartPole, so that random episodes also truncate.
+_COLLECTOR_MAX_STEPS = 30
+
+
+@contextlib.contextmanager
+def _short_episodes(traces: list):
+    """``cartpole.step_autoreset`` with a time limit of ``_COLLECTOR_MAX_STEPS`` steps while
+    the block runs; each trace of it appends to ``traces``."""
+    original = cartpole.step_autoreset
+    params = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS)
+
+    def step_autoreset(state, action, params=params):
+        traces.append(1)
+        return original(state, action, params)
+
+    cartpole.step_autoreset = step_autoreset
+    try:
+        yield
+    finally:
+        cartpole.step_autoreset = original
+
+
+def _truncations(fell: np.ndarray, max_steps: int) -> np.ndarray:
+    """Where the time limit ends an episode, given where the pole fell (bool (T,))."""
+    out, length = np.zeros_like(fell), 0
+    for t, f in enumerate(fell):
+        length += 1
+        out[t] = length >= max_steps and not f
+        length = 0 if (f or out[t]) else length
+    return out
+
+
+@self_check
 def check_collector(collect: Callable) -> None:
     """Check ``collect(key, num_steps)``: the transitions of one auto-resetting CartPole
     under a uniformly random policy.
@@ -151,23 +195,27 @@ def check_collector(collect: Callable) -> None:
     The answer is a :class:`companion.agents.dqn.Transition` whose leaves have a leading
     axis of ``num_steps`` in time order: ``obs`` and ``next_obs`` float32 ``(T, 4)``,
     ``action`` int32 ``(T,)``, ``reward`` float32 ``(T,)`` and ``terminated`` bool
-    ``(T,)``. The check runs 300 steps and tests every transition against CartPole's own
-    physics (:func:`companion.envs.cartpole.dynamics`, gymnasium's CartPole-v1): ``next_obs``
-    is the state after ``action`` from ``obs``, also on the step that ends an episode;
+    ``(T,)``. The check runs 300 steps with a time limit of 30 steps (it gives
+    ``cartpole.step_autoreset`` that limit while it runs, so that episodes also end by
+    truncation) and tests every transition against CartPole's own physics
+    (:func:`companion.envs.cartpole.dynamics`, gymnasium's CartPole-v1): ``next_obs`` is the
+    state after ``action`` from ``obs``, also on the step that ends an episode;
     ``terminated`` is True exactly where that state is past the limits (pole beyond 12
-    degrees, cart beyond 2.4 m); and each episode's next ``obs`` continues from
-    ``next_obs``, or starts afresh after a termination.
+    degrees, cart beyond 2.4 m), not at a truncation; and each episode's next ``obs``
+    continues from ``next_obs``, or starts afresh after a termination or a truncation.
 
     Raises:
-        CheckFailed: naming the mistake (``terminated`` one step late, or missing;
-            ``next_obs`` taken from the next episode; ``obs`` that does not continue from
-            ``next_obs``; illegal actions or rewards; wrong shapes).
+        CheckFailed: naming the mistake (``terminated`` one step late, missing, or set at
+            truncations too (``done``); ``next_obs`` taken from the next episode; ``obs``
+            that does not continue from ``next_obs``; illegal actions or rewards; wrong
+            shapes).
     """
-    require_function(collect, "collect")
     num_steps = 300
-    answer = run_answer(
-        collect, jax.random.key(11), num_steps, call=f"collect(key, {num_steps})"
-    )
+    traces: list = []
+    with _short_episodes(traces):
+        call = f"collect(key, {num_steps})"
+        answer = run_answer(collect, jax.random.key(11), num_steps, call=call)
+    limit = _COLLECTOR_MAX_STEPS if traces else cartpole.DEFAULT_PARAMS.max_steps
     fields = ("obs", "action", "reward", "next_obs", "terminated")
     if not all(hasattr(answer, f) for f in fields):
         fail(f"collect should return a dqn.Transition (fields {fields}), got {type(answer)}")
@@ -182,15 +230,16 @@ def check_collector(collect: Callable) -> None:
         fail("every action should be 0 or 1 and every reward 1.0")
     after = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(obs), jnp.asarray(action)))
     fell = _fallen(after)
+    truncated = _truncations(fell, limit)
     if not fell.any():
         fail(f"no episode ended in {num_steps} steps of random actions (about 14 should)")
     # float32 rounding differs between compiled programs: compare to a tolerance
     wrong = ~np.all(np.isclose(next_obs, after, rtol=1e-5, atol=1e-6), axis=1)
     if wrong.any():
-        if wrong[fell].all() and not wrong[~fell].any():
+        if wrong[fell | truncated].all() and not wrong[~(fell | truncated)].any():
             fail(
-                "collect: at every termination next_obs is the first observation of the next "
-                "episode, not the state the pole fell into; store timestep.next_obs, which "
+                "collect: at every episode end next_obs is the first observation of the next "
+                "episode, not the state the episode ended in; store timestep.next_obs, which "
                 "step_autoreset keeps, not timestep.obs"
             )
         fail(
@@ -207,6 +256,19 @@ def check_collector(collect: Callable) -> None:
                 "so the TD target bootstraps from a fallen pole and cuts a healthy step. "
                 "Take terminated from this step's timestep, not from the previous one"
             )
+        if truncated.any() and np.array_equal(terminated, fell | truncated):
+            fail(
+                f"collect: terminated is also True at the {int(truncated.sum())} truncations "
+                f"(the time limit, {limit} steps here): that is timestep.done. A truncated "
+                "episode could have gone on, so its TD target must still bootstrap: store "
+                "timestep.terminated"
+            )
+        ended = fell | truncated
+        if truncated.any() and np.array_equal(terminated, np.concatenate([[False], ended[:-1]])):
+            fail(
+                "collect: terminated is one step late, and it is set at truncations too "
+                "(timestep.done): take timestep.terminated of this step"
+            )
         if not terminated.any():
             fail(
                 f"collect: no transition is marked terminated, though {int(fell.sum())} end "
@@ -218,15 +280,17 @@ def check_collector(collect: Callable) -> None:
         )
     continues = np.all(np.isclose(obs[1:], next_obs[:-1], rtol=1e-5, atol=1e-6), axis=1)
     fresh = np.all(np.abs(obs[1:]) <= cartpole.DEFAULT_PARAMS.reset_bound, axis=1)
-    if not np.all(np.where(fell[:-1], fresh, continues)):
-        bad = np.flatnonzero(~np.where(fell[:-1], fresh, continues))[:5] + 1
+    ended = (fell | truncated)[:-1]
+    if not np.all(np.where(ended, fresh, continues)):
+        bad = np.flatnonzero(~np.where(ended, fresh, continues))[:5] + 1
         fail(
             f"collect: obs at steps {bad.tolist()} neither continues from the previous "
-            "next_obs nor starts a new episode after a termination; carry timestep.obs"
+            "next_obs nor starts a new episode after a termination or truncation; carry "
+            "timestep.obs"
         )
     passed(
         f"collect: {num_steps} transitions, {int(fell.sum())} terminations, each flagged "
-        "where the pole fell"
+        f"where the pole fell, and {int(truncated.sum())} truncations, not flagged"
     )
 
 
@@ -248,6 +312,7 @@ def _z_score(observed: float, expected: float, variance: float) -> float:
     return (observed - expected) / np.sqrt(max(variance, 1e-12))
 
 
+@self_check
 def check_rollout_keys(rollout: Callable) -> None:
     """Check ``rollout(model, env, pool, env_state, timestep, key, num_steps)``: a rollout of
     the PPO chapter (section 4's ``rollout_in_view``) that draws every action with a fresh
@@ -276,18 +341,15 @@ def check_rollout_keys(rollout: Callable) -> None:
     run = jax.jit(rollout, static_argnums=(1, 6))
     args = (model, env, pool, env_state, timestep, jax.random.key(3), num_steps)
     call = "rollout(model, env, pool, env_state, timestep, key, 32)"
-    require_function(rollout, call)
     try:
         with jax.debug_key_reuse(True):
-            answer = run(*args)
+            answer = run_answer(run, *args, call=call, jit=False, reraise=jax.errors.KeyReuseError)
     except jax.errors.KeyReuseError as err:
         fail(
             "rollout: JAX's key-reuse checker finds a key used twice ("
             f"{str(err).splitlines()[0].rstrip(':')}). A key that is consumed at one step and "
             "carried to the next draws the same noise again: split it, and carry the new key"
         )
-    except Exception as exc:
-        fail(f"{call} raised {type(exc).__name__}: {exc}")
     if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
         fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
     transitions = answer[2]
@@ -303,6 +365,16 @@ def check_rollout_keys(rollout: Callable) -> None:
     if not close(transitions.log_prob, expected_log_prob, rtol=1e-4, atol=1e-5):
         fail("rollout: log_prob is not the log-probability of the action under the policy")
 
+    if np.array_equal(action, np.argmax(probs, -1)):
+        fail(
+            "rollout: every action is the policy's most probable one (an argmax): the agent "
+            "does not explore, and its log_prob is not that of a sample. Draw each action "
+            "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
+        )
+    with jax.debug_key_reuse(False):
+        other = run(*args[:5], jax.random.key(4), num_steps)[2]
+    if np.array_equal(np.asarray(other.action), action):
+        fail("rollout ignores its key: another key gave the same actions")
     taken = np.eye(4)[action.astype(int)]  # (T, N, 4) one-hot
     counts_z = [
         _z_score(taken[..., a].sum(), p.sum(), (p * (1 - p)).sum())

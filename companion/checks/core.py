@@ -1,9 +1,22 @@
-"""Shared pieces of the exercise self-checks."""
+"""Shared pieces of the exercise self-checks.
+
+A check runs the student's function as the book runs it (under ``jit``, through
+:func:`run_answer`), on cases (:class:`Case`) that hold the expected result and the results
+of the usual mistakes; :func:`verdict` then names a mistake only when the answer matches it
+on every case, and otherwise reports the first case that differs with its inputs. Public
+checks are wrapped in :func:`self_check`, so that a failure shows the student's error and
+the check's message, not the check's source (its catalogue of mistakes).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import os
+import traceback
+from typing import Any, Callable, NamedTuple
 
+import equinox as eqx
+import jax
 import numpy as np
 
 
@@ -14,6 +27,31 @@ class CheckFailed(AssertionError):
 def fail(message: str) -> None:
     """Raise :class:`CheckFailed` with ``message``."""
     raise CheckFailed(message)
+
+
+def self_check(check: Callable) -> Callable:
+    """Wrap a public check: a failure is raised again from here, without the chain.
+
+    The traceback a student sees then ends in this wrapper (pytest hides it, by
+    ``__tracebackhide__``), so it never prints the check's own lines (the expected
+    answer's expressions, the catalogue of mistakes).
+
+    Raises:
+        TypeError: if ``check`` is not callable.
+    """
+    if not callable(check):
+        raise TypeError(f"check: expected a function, got {type(check).__name__}")
+
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 (read by pytest)
+        try:
+            return check(*args, **kwargs)
+        except CheckFailed as failure:
+            message = str(failure)
+        raise CheckFailed(message) from None
+
+    return wrapper
 
 
 def require_function(fn: Any, name: str) -> None:
@@ -29,17 +67,58 @@ def require_function(fn: Any, name: str) -> None:
         )
 
 
-def run_answer(fn: Any, *args: Any, call: str, hint: str = "") -> Any:
-    """Return ``fn(*args)``; if it raises, fail saying which ``call`` raised what, and ``hint``.
+_TRACER_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError,
+)
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.dirname(module.__file__)) for module in (jax, np, eqx)
+) + (os.path.dirname(os.path.dirname(__file__)),)
+
+
+def _where_raised(exc: BaseException) -> str:
+    """`` (at `line`)``: the innermost line of the student's own code in ``exc``'s traceback."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(_LIBRARY_DIRS) and frame.line
+    ]
+    return f" (at `{frames[-1].line.strip()}`)" if frames else ""
+
+
+def run_answer(
+    fn: Any, *args: Any, call: str, hint: str = "", jit: bool = True, reraise: tuple = ()
+) -> Any:
+    """Return ``fn(*args)``, run as the book runs it: under ``eqx.filter_jit`` when ``jit``
+    (arrays traced, Python numbers and other non-arrays static). Exceptions of the types in
+    ``reraise`` propagate unchanged, for the check to name.
 
     Raises:
-        CheckFailed: if ``fn`` is not callable (naming what was passed instead) or raises.
+        CheckFailed: if ``fn`` is not callable (naming what was passed instead) or raises:
+            naming ``call``, the student's line and the error, and ``hint``; an answer that
+            turns a traced array into a Python value (``int(x)``, ``if x > 0:``) is told so.
     """
     require_function(fn, call.split("(")[0])
     try:
-        return fn(*args)
+        return (eqx.filter_jit(fn) if jit else fn)(*args)
+    except reraise:
+        raise
+    except _TRACER_ERRORS as exc:
+        first = str(exc).strip().splitlines()[0]
+        fail(
+            f"{call} turns a traced array into a Python value{_where_raised(exc)}: {first} "
+            "The book runs this function under jax.jit, where arrays have no values yet: "
+            "use jnp.where or jax.lax.cond instead of `if`, and keep arrays as arrays "
+            "(no int(), float() or bool() of one)"
+        )
     except Exception as exc:
-        fail(f"{call} raised {type(exc).__name__}: {exc}" + (f". {hint}" if hint else ""))
+        text = str(exc).strip().splitlines()
+        fail(
+            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: "
+            f"{text[0] if text else ''}" + (f". {hint}" if hint else "")
+        )
 
 
 def passed(what: str) -> None:
@@ -47,18 +126,36 @@ def passed(what: str) -> None:
     print(f"check passed: {what}")
 
 
+def _broadcast(shape: tuple, expected: tuple) -> bool:
+    """Whether ``shape`` is what an array of ``expected + (1,)`` broadcast against one of
+    ``expected`` gives (values of shape (B, 1) against targets (B,) give (B, B))."""
+    return len(shape) == len(expected) + 1 and len(expected) > 0 and all(
+        d in expected for d in shape
+    )
+
+
 def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndarray:
-    """Return ``got`` as a NumPy array after checking its shape."""
+    """Return ``got`` as a NumPy array after checking its shape and that it is finite.
+
+    Raises:
+        CheckFailed: naming ``what``, for a non-array, a wrong shape (saying so when it is
+            the shape a ``(..., 1)`` array broadcast against a ``(...)`` one gives), or a
+            NaN or inf.
+    """
     try:
         arr = np.asarray(got)
     except Exception as exc:  # a tracer, a list of mixed things...
         fail(f"{what} should be an array of shape {expected}, got {type(got).__name__} ({exc})")
-    if arr.shape != tuple(expected):
-        fail(
-            f"{what} has shape {arr.shape}, expected {tuple(expected)}."
-            + (f" {hint}" if hint else "")
-        )
-    if not np.all(np.isfinite(arr)):
+    expected = tuple(expected)
+    if arr.shape != expected:
+        if _broadcast(arr.shape, expected):
+            hint = (
+                f"An array with a trailing axis of 1 (such as values of shape {expected + (1,)}) "
+                f"was broadcast against one of shape {expected}: drop that axis "
+                "(v[..., 0] or jnp.squeeze(v, -1)) before combining them"
+            )
+        fail(f"{what} has shape {arr.shape}, expected {expected}." + (f" {hint}" if hint else ""))
+    if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         fail(f"{what} contains NaN or inf values")
     return arr
 
@@ -78,20 +175,58 @@ def close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
-def name_mistake(got: Any, mistakes: dict, name: str) -> None:
-    """Fail with ``"name: message."`` for the first known mistake whose result ``got`` matches.
+class Case(NamedTuple):
+    """One input of a check: ``label`` names it in messages, ``inputs`` (name -> value) are
+    printed when the answer differs on it, ``expected`` is the right result and
+    ``mistakes`` maps a message to what an answer with that mistake returns (a list: any
+    of its items; a mistake missing from a case is taken to give the right result there)."""
 
-    ``mistakes`` maps a message to what a function with that mistake returns on
-    the check's inputs; nothing happens when none matches.
+    label: str
+    inputs: dict
+    expected: Any
+    mistakes: dict
+
+
+def _show(value: Any, prefix: str) -> str:
+    """``prefix`` and ``value`` printed to 4 decimals, rows aligned under the first."""
+    arr = np.asarray(value)
+    if arr.dtype == bool:
+        arr = arr.astype(int)
+    elif arr.dtype.kind == "f":
+        arr = np.round(arr.astype(np.float64), 4)
+    text = np.array2string(arr, separator=", ", max_line_width=88, threshold=60, prefix=prefix)
+    return prefix + text
+
+
+def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Return True when every output is close to its case's expected result; otherwise fail.
+
+    A mistake is named only when the answer matches that mistake's result on every case;
+    when none matches, the message shows the first case that differs: its inputs, the
+    answer's result and the expected one, so the student can work it by hand.
 
     Raises:
-        CheckFailed: for the first matching mistake.
-        TypeError: if ``mistakes`` is not a dict.
+        CheckFailed: ``"name: <mistake>."``, or the first differing case.
+        ValueError: if ``cases`` and ``outputs`` differ in length or are empty.
     """
-    if not isinstance(mistakes, dict):
-        raise TypeError(
-            f"mistakes: expected a dict of message -> result, got {type(mistakes).__name__}"
+    if len(cases) != len(outputs) or not cases:
+        raise ValueError(
+            f"outputs: expected one output per case ({len(cases)} cases), got {len(outputs)}"
         )
-    for message, wrong in mistakes.items():
-        if close(got, wrong):
+    right = [close(out, case.expected, rtol, atol) for case, out in zip(cases, outputs)]
+    if all(right):
+        return True
+    def matches(out, case, message):
+        wrong = case.mistakes.get(message, case.expected)
+        alternatives = wrong if isinstance(wrong, list) else [wrong]
+        return any(close(out, alt, rtol, atol) for alt in alternatives)
+
+    for message in dict.fromkeys(m for case in cases for m in case.mistakes):
+        if all(matches(out, case, message) for case, out in zip(cases, outputs)):
             fail(f"{name}: {message}.")
+    i = right.index(False)
+    case, got = cases[i], outputs[i]
+    lines = [f"{name} differs from the reference on {cases[i].label}, with"]
+    lines += [_show(value, f"  {key} = ") for key, value in case.inputs.items()]
+    lines += [_show(got, "it gives "), _show(case.expected, "expected ")]
+    fail("\n".join(lines))

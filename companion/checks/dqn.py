@@ -9,88 +9,107 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
     check_shape,
-    close,
     fail,
-    name_mistake,
     passed,
     require_function,
     run_answer,
+    self_check,
+    verdict,
 )
 from companion.replay import replay_add, replay_init
 
 
-def _filled_buffer(num_added: int, capacity: int):
-    example = {"obs": jnp.zeros(2), "action": jnp.int32(0)}
-    buffer = replay_init(example, capacity)
-    for i in range(1, num_added + 1):
-        buffer = replay_add(buffer, {"obs": jnp.full(2, float(i)), "action": jnp.int32(i)})
-    return buffer
+def _gather(q, action):
+    return np.take_along_axis(q, action[:, None], -1)[:, 0]
 
 
+def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Case:
+    reward, q_online, q_target = (np.asarray(a, np.float64) for a in (reward, q_online, q_target))
+    keep = gamma * (1.0 - np.asarray(terminated))
+    chosen = _gather(q_target, q_online.argmax(-1))
+    one_hot = np.eye(q_online.shape[-1])[q_online.argmax(-1)]
+    return Case(
+        label,
+        {"reward": reward, "terminated": terminated, "q_next_online": q_online,
+         "q_next_target": q_target, "gamma": gamma},
+        reward + keep * chosen,
+        {
+            "this is the plain DQN target: choose the action with the ONLINE network's "
+            "argmax": reward + keep * q_target.max(-1),
+            "the chosen action is evaluated with the online network; evaluate it with the "
+            "target network": reward + keep * q_online.max(-1),
+            "the roles are swapped: the target network chooses and the online network "
+            "evaluates": reward + keep * _gather(q_online, q_target.argmax(-1)),
+            "termination is ignored: after it the target is the reward alone": reward
+            + gamma * chosen,
+            "the target network's values are masked by a one-hot product and then maxed: "
+            "with negative values the 0 of the other actions wins. Gather the chosen "
+            "action's value (jnp.take_along_axis) or sum the product": reward
+            + keep * (q_target * one_hot).max(-1),
+        },
+    )  # fmt: skip
+
+
+@self_check
 def check_double_dqn_target(double_dqn_target: Callable) -> None:
     """Check ``double_dqn_target(reward, terminated, q_next_online, q_next_target, gamma)``.
 
     Double DQN (van Hasselt et al., 2016): the online network chooses the next
     action, the target network evaluates it:
-    ``reward + gamma * (1 - terminated) * q_next_target[argmax(q_next_online)]``.
+    ``reward + gamma * (1 - terminated) * q_next_target[argmax(q_next_online)]``;
+    ``reward`` float32 ``(B,)``, ``terminated`` bool ``(B,)``, the Q-values float32
+    ``(B, num_actions)``. The cases hold negative values, a tie in the online values
+    (``argmax`` takes the first) and two discounts.
 
     Raises:
-        CheckFailed: for the plain DQN target (max of the target network), the
-            online network's values, or termination ignored.
+        CheckFailed: naming the mistake (the plain DQN target, the online network's
+            values, the roles swapped, termination ignored, a one-hot product maxed).
     """
-    require_function(double_dqn_target, "double_dqn_target")
-    reward = jnp.array([1.0, 1.0, 1.0])
-    terminated = jnp.array([False, False, True])
-    q_online = jnp.array([[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]])
-    q_target = jnp.array([[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]])
-    gamma = 0.5
-    got = run_answer(
-        double_dqn_target, reward, terminated, q_online, q_target, gamma, call="double_dqn_target"
-    )
-    got = check_shape(got, (3,), "double_dqn_target(...) for a batch of 3")
-    chosen = jnp.take_along_axis(q_target, jnp.argmax(q_online, -1)[:, None], -1)[:, 0]
-    expected = reward + gamma * (1 - terminated) * chosen
-    if close(got, expected):
-        passed("double_dqn_target: the online network chooses, the target network evaluates")
-        return
-    name_mistake(
-        got,
-        {
-            "this is the plain DQN target: choose the action with the ONLINE network's argmax": reward
-            + gamma * (1 - terminated) * q_target.max(-1),
-            "the chosen action is evaluated with the online network; evaluate it with the target network": reward
-            + gamma * (1 - terminated) * q_online.max(-1),
-            "the roles are swapped: the target network chooses and the online network evaluates": reward
-            + gamma
-            * (1 - terminated)
-            * jnp.take_along_axis(q_online, jnp.argmax(q_target, -1)[:, None], -1)[:, 0],
-            "termination is ignored: after it the target is the reward alone": reward
-            + gamma * chosen,
-        },
-        "double_dqn_target",
-    )
-    fail(f"double_dqn_target gives {np.asarray(got)}, expected {np.asarray(expected)}")
+    cases = [
+        _double_dqn_case(
+            [1.0, 1.0, 1.0], [False, False, True],
+            [[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]], [[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]],
+            0.5, "a batch of 3 with 2 actions, gamma 0.5",
+        ),
+        _double_dqn_case(
+            [0.0, -1.0, 1.0, 0.5], [False, False, False, True],
+            [[-1.0, -3.0, -2.0], [2.0, 2.0, 0.0], [0.5, -0.5, 1.5], [1.0, 0.0, 0.0]],
+            [[-4.0, -0.5, -1.0], [-2.0, 3.0, 1.0], [-3.0, -2.0, -6.0], [2.0, 5.0, 1.0]],
+            0.99, "a batch of 4 with 3 actions, negative values and a tie, gamma 0.99",
+        ),
+    ]  # fmt: skip
+    outputs = []
+    for case in cases:
+        args = [jnp.asarray(case.inputs[k], jnp.float32 if k != "terminated" else bool)
+                for k in ("reward", "terminated", "q_next_online", "q_next_target")]  # fmt: skip
+        call = f"double_dqn_target(...) for {case.label}"
+        got = run_answer(double_dqn_target, *args, case.inputs["gamma"], call=call)
+        outputs.append(check_shape(got, args[0].shape, call, hint="One target per transition."))
+    verdict("double_dqn_target", cases, outputs)
+    passed("double_dqn_target: the online network chooses, the target network evaluates")
 
 
-def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistake=None):
-    """The n-step target by a plain loop; ``mistake`` plants one known error."""
+def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=()):
+    """The n-step target by a plain loop; each name in ``mistakes`` plants a known error."""
     reward, terminated, truncated = (np.asarray(a) for a in (reward, terminated, truncated))
-    best = np.asarray(q_next).max(axis=-1)
+    best = np.asarray(q_next, np.float64).max(axis=-1)
     batch, n = reward.shape
     out = np.zeros(batch)
     for b in range(batch):
         total, discount = 0.0, 1.0
         for k in range(n):
-            total += (1.0 if mistake == "undiscounted" else discount) * reward[b, k]
+            total += (1.0 if "undiscounted" in mistakes else discount) * reward[b, k]
             discount *= gamma
-            term = terminated[b, k] and mistake != "through_termination"
-            trunc = truncated[b, k] and mistake != "through_truncation"
+            term = terminated[b, k] and "through_termination" not in mistakes
+            trunc = truncated[b, k] and "through_truncation" not in mistakes
             if term or trunc or k == n - 1:
-                boot = best[b, n - 1] if mistake == "last_step" else best[b, k]
-                power = gamma**n if mistake == "gamma_n" else discount
-                bootstraps = not term or mistake == "boot_termination"
-                if trunc and mistake == "truncation_as_termination":
+                boot = best[b, n - 1] if "last_step" in mistakes else best[b, k]
+                power = {"gamma_n": gamma**n, "gamma_m": discount / gamma}
+                power = next((power[m] for m in mistakes if m in power), discount)
+                bootstraps = not term or "boot_termination" in mistakes
+                if trunc and "truncation_as_termination" in mistakes:
                     bootstraps = False
                 total += power * boot * bootstraps
                 break
@@ -98,6 +117,45 @@ def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistake=None
     return out
 
 
+_N_STEP_MISTAKES = {
+    ("through_termination", "through_truncation"): "the n-step target runs through every "
+    "episode end: stop the sum at the first termination or truncation of the window",
+    ("through_termination",): "the n-step target does not stop at a termination: the rewards "
+    "after it belong to the next episode, and nothing is bootstrapped",
+    ("boot_termination",): "after a termination the target bootstraps: it must be the "
+    "discounted rewards up to the termination alone",
+    ("truncation_as_termination",): "a truncation is treated as a termination: a truncated "
+    "episode still has a future, bootstrap from q_next_target of the truncated step",
+    ("through_truncation",): "the sum runs through a truncation into the next episode: stop "
+    "at the truncated step and bootstrap from its true next observation",
+    ("last_step",): "the bootstrap always comes from the window's last step; take it from "
+    "the step where the episode ended (q_next_target[:, m])",
+    ("last_step", "gamma_n"): "the bootstrap is gamma ** n times the last step's value even "
+    "when the window stops early at step m: take q_next_target[:, m] with gamma ** (m + 1)",
+    ("gamma_n",): "the bootstrap is discounted by gamma ** n even when the window stops "
+    "early; a stop at step m gives gamma ** (m + 1)",
+    ("gamma_m",): "the bootstrap's discount is one power short: after the rewards r_0..r_m "
+    "it is gamma ** (m + 1), not gamma ** m",
+    ("undiscounted",): "the rewards are not discounted: r_0 + gamma * r_1 + gamma**2 * r_2 ...",
+}
+
+
+def _n_step_case(terminated, truncated, gamma, seed, label) -> Case:
+    rng = np.random.default_rng(seed)
+    terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
+    reward = rng.uniform(-0.5, 1.5, terminated.shape).astype(np.float32)
+    q_next = rng.uniform(-5.0, 15.0, terminated.shape + (2,)).astype(np.float32)
+    args = (reward, terminated, truncated, q_next, gamma)
+    mistakes = {message: _n_step_reference(*args, names) for names, message in
+                _N_STEP_MISTAKES.items()}  # fmt: skip
+    mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = (
+        reward[:, 0] + gamma * (1 - terminated[:, 0]) * q_next[:, 0].max(-1)
+    )
+    inputs = dict(zip(("reward", "terminated", "truncated", "q_next_target", "gamma"), args))
+    return Case(label, inputs, _n_step_reference(*args), mistakes)
+
+
+@self_check
 def check_n_step_target(n_step_target: Callable) -> None:
     """Check ``n_step_target(reward, terminated, truncated, q_next_target, gamma)``.
 
@@ -112,66 +170,41 @@ def check_n_step_target(n_step_target: Callable) -> None:
     episode's end).
 
     Raises:
-        CheckFailed: naming the mistake (the sum runs through a termination or a
-            truncation, a termination bootstraps, a truncation does not, the
-            bootstrap comes from the wrong step or with the wrong power of
+        CheckFailed: naming the mistake (the sum runs through a termination, a
+            truncation or both, a termination bootstraps, a truncation does not,
+            the bootstrap comes from the wrong step or with the wrong power of
             gamma, the rewards are not discounted, the one-step target, a max
             over the wrong axis).
     """
-    require_function(n_step_target, "n_step_target")
-    rng = np.random.default_rng(6)
-    reward = rng.uniform(0.5, 1.5, (7, 3)).astype(np.float32)
-    q_next = rng.uniform(5.0, 15.0, (7, 3, 2)).astype(np.float32)
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2
-    terminated = np.zeros((7, 3), bool)
-    truncated = np.zeros((7, 3), bool)
-    terminated[[1, 2, 3, 4], [0, 1, 2, 2]] = True
-    truncated[[4, 5, 6], [0, 1, 2]] = True
-    gamma = 0.9
-    args = (reward, terminated, truncated, q_next)
-    got = run_answer(
-        n_step_target,
-        *map(jnp.asarray, args),
-        gamma,
-        call="n_step_target",
-        hint="Shapes: reward, terminated, truncated (7, 3); q_next_target (7, 3, 2)",
-    )
-    got = check_shape(
-        got,
-        (7,),
-        "n_step_target(...) for 7 windows of 3 steps",
-        hint="One target per window: take the max over the action axis (the last one), "
-        "not over the window's steps.",
-    )
-    expected = _n_step_reference(*args, gamma)
-    if close(got, expected, rtol=1e-4, atol=1e-5):
-        passed("n_step_target stops at terminations and truncations and bootstraps correctly")
-        return
-    messages = {
-        "through_termination": "the n-step target does not stop at a termination: the rewards "
-        "after it belong to the next episode, and nothing is bootstrapped",
-        "boot_termination": "after a termination the target bootstraps: it must be the "
-        "discounted rewards up to the termination alone",
-        "truncation_as_termination": "a truncation is treated as a termination: a truncated "
-        "episode still has a future, bootstrap from q_next_target of the truncated step",
-        "through_truncation": "the sum runs through a truncation into the next episode: stop "
-        "at the truncated step and bootstrap from its true next observation",
-        "last_step": "the bootstrap always comes from the window's last step; take it from "
-        "the step where the episode ended (q_next_target[:, m])",
-        "gamma_n": "the bootstrap is discounted by gamma ** n even when the window stops "
-        "early; a stop at step m gives gamma ** (m + 1)",
-        "undiscounted": "the rewards are not discounted: r_0 + gamma * r_1 + gamma**2 * r_2 ...",
-    }
-    mistakes = {
-        message: _n_step_reference(*args, gamma, mistake=name) for name, message in messages.items()
-    }
-    best = q_next.max(-1)
-    mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = (
-        reward[:, 0] + gamma * (1 - terminated[:, 0]) * best[:, 0]
-    )
-    name_mistake(got, mistakes, "n_step_target")
-    fail(f"n_step_target gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    term_a, trunc_a = np.zeros((7, 3), bool), np.zeros((7, 3), bool)
+    term_a[[1, 2, 3, 4], [0, 1, 2, 2]] = True
+    trunc_a[[4, 5, 6], [0, 1, 2]] = True
+    # windows of 4: a termination then a truncation, a truncation at step 0, an ending at
+    # step 3, none, a termination at step 2
+    term_b, trunc_b = np.zeros((5, 4), bool), np.zeros((5, 4), bool)
+    term_b[[0, 2, 4], [1, 3, 2]] = True
+    trunc_b[[0, 1], [3, 0]] = True
+    cases = [
+        _n_step_case(term_a, trunc_a, 0.9, 6, "7 windows of 3 steps, gamma 0.9"),
+        _n_step_case(term_b, trunc_b, 0.5, 7, "5 windows of 4 steps, gamma 0.5"),
+    ]
+    outputs = []
+    for case in cases:
+        reward, terminated, truncated, q_next, gamma = case.inputs.values()
+        call = f"n_step_target(...) for {case.label}"
+        got = run_answer(
+            n_step_target, *map(jnp.asarray, (reward, terminated, truncated, q_next)), gamma,
+            call=call, hint=f"Shapes: reward, terminated, truncated {reward.shape}; "
+            f"q_next_target {q_next.shape}",
+        )  # fmt: skip
+        outputs.append(
+            check_shape(got, reward.shape[:1], call, hint="One target per window: take the "
+                        "max over the action axis (the last one), not over the window's steps.")
+        )  # fmt: skip
+    verdict("n_step_target", cases, outputs, rtol=1e-4, atol=1e-5)
+    passed("n_step_target stops at terminations and truncations and bootstraps correctly")
 
 
 def _time_buffer(num_added: int, capacity: int):
@@ -183,6 +216,7 @@ def _time_buffer(num_added: int, capacity: int):
     return buffer
 
 
+@self_check
 def check_sample_windows(sample_windows: Callable) -> None:
     """Check ``sample_windows(buffer, key, batch_size, n)`` for n-step windows.
 
@@ -256,13 +290,13 @@ def check_sample_windows(sample_windows: Callable) -> None:
         expected = batch_size / counts.size
         if np.max(np.abs(counts - expected)) > 0.25 * expected:
             fail(f"sample_windows is not uniform over the windows: counts {counts.tolist()}")
-    again = sample_windows(buffer, jax.random.key(added), batch_size, n)
+    again = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
     if not np.array_equal(np.asarray(again["t"]), steps):
         fail(
             "sample_windows is not a pure function of its key: the same key must give the "
             "same batch"
         )
-    other = sample_windows(buffer, jax.random.key(1), batch_size, n)
+    other = run_answer(sample_windows, buffer, jax.random.key(1), batch_size, n, call=call)
     if np.array_equal(np.asarray(other["t"]), steps):
         fail("sample_windows ignores its key: different keys should give different batches")
     passed("sample_windows draws n consecutive steps uniformly, never across the write position")

@@ -8,66 +8,106 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed, require_function, run_answer
+from companion.checks.core import (
+    Case,
+    check_shape,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+    verdict,
+)
 from companion.envs import cartpole
 
 
+@self_check
 def check_legal_fraction(legal_fraction: Callable) -> None:
     """Check ``legal_fraction(action_masks)``: bool (N, 4) -> float (4,), the fraction of
     masks in which each action is legal.
 
     Raises:
-        CheckFailed: for the wrong axis, counts instead of fractions, or a wrong shape.
+        CheckFailed: for the wrong axis, counts instead of fractions, the illegal
+            fraction, or a wrong shape.
     """
-    require_function(legal_fraction, "legal_fraction")
-    masks = jnp.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool)
-    got = run_answer(legal_fraction, masks, call="legal_fraction(masks)")
-    expected = np.array([0.8, 0.2, 0.6, 0.6])
-    arr = np.asarray(got)
-    if arr.shape == (5,):
-        fail("legal_fraction averages over the actions (axis 1); average over the masks (axis 0)")
-    got = check_shape(got, (4,), "legal_fraction(masks) for masks of shape (5, 4)")
-    if close(got, expected * 5):
-        fail("legal_fraction counts the masks; divide by their number for a fraction")
-    if not close(got, expected):
-        fail(f"legal_fraction gives {got}, expected {expected}")
+    rng = np.random.default_rng(3)
+    cases = []
+    for masks in (
+        np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool),
+        rng.uniform(size=(7, 4)) < 0.4,
+    ):
+        expected = masks.mean(axis=0)
+        cases.append(Case(f"masks of shape {masks.shape}", {"action_masks": masks}, expected, {
+            "legal_fraction counts the masks; divide by their number for a fraction": (
+                masks.sum(axis=0)
+            ),
+            "legal_fraction gives the fraction of masks in which each action is ILLEGAL": (
+                1.0 - expected
+            ),
+        }))  # fmt: skip
+    outputs = []
+    for case in cases:
+        masks = case.inputs["action_masks"]
+        call = f"legal_fraction(masks) for {case.label}"
+        got = run_answer(legal_fraction, jnp.asarray(masks), call=call)
+        if np.shape(got) == masks.shape[:1]:
+            fail("legal_fraction averages over the actions (axis 1); average over the masks "
+                 "(axis 0)")  # fmt: skip
+        outputs.append(check_shape(got, (4,), call, hint="One fraction per action."))
+    verdict("legal_fraction", cases, outputs)
     passed("legal_fraction gives the fraction of masks in which each action is legal")
 
 
+@self_check
 def check_up_first_policy(policy: Callable) -> None:
     """Check ``policy(key, action_mask) -> action``: "up" (0) when legal, else uniform among
-    the legal actions; never an illegal action.
+    the legal actions; never an illegal action. The check draws 600 actions per mask with
+    ``jax.vmap`` over keys, under ``jit``.
 
     Raises:
-        CheckFailed: for an illegal action, "up" not preferred, or a non-uniform fallback.
+        CheckFailed: for an illegal action, "up" not preferred, or a fallback that always
+            takes the same action (an argmax, a key of its own) or is not uniform.
     """
     require_function(policy, "policy")
-    for seed, mask in enumerate(([True, True, False, True], [True, False, False, False])):
+
+    def draw(seed, mask):
         keys = jax.random.split(jax.random.key(seed), 600)
-        actions = np.asarray(jax.vmap(policy, in_axes=(0, None))(keys, jnp.array(mask)))
+        call = f"jax.vmap(policy, in_axes=(0, None))(keys, {np.asarray(mask).tolist()})"
+        run = jax.vmap(policy, in_axes=(0, None))
+        actions = run_answer(run, keys, jnp.asarray(mask), call=call)
+        return check_shape(actions, (600,), call, hint="policy(key, mask) returns one action, "
+                           "shape ()")  # fmt: skip
+
+    for seed, mask in enumerate(([True, True, False, True], [True, False, False, False])):
+        actions = draw(seed, mask)
         if not np.all(actions == 0):
+            fail(f"with mask {mask} the policy should always go up (0); it chose "
+                 f"{sorted(set(actions.tolist()))}")  # fmt: skip
+    for seed, mask in ((2, [False, True, False, True]), (3, [False, True, True, True])):
+        actions = draw(seed, mask)
+        legal = np.flatnonzero(mask)
+        illegal = sorted(set(actions.tolist()) - set(legal.tolist()))
+        if illegal:
+            fail(f"with mask {mask} the policy chose illegal action(s) {illegal}")
+        if len(set(actions.tolist())) == 1:
             fail(
-                f"with mask {mask} the policy should always go up (0); it chose {set(actions.tolist())}"
+                f"with mask {mask} (up blocked) the policy always takes action "
+                f"{int(actions[0])}: the fallback is not random (an argmax of the mask, fixed "
+                "logits, or a key of its own instead of the one passed in?). Draw uniformly "
+                "among the legal actions with the key, for example "
+                "jax.random.choice(key, 4, p=mask / mask.sum())"
             )
-    mask = jnp.array([False, True, False, True])
-    keys = jax.random.split(jax.random.key(2), 600)
-    actions = np.asarray(jax.vmap(policy, in_axes=(0, None))(keys, mask))
-    if actions.shape != (600,):
-        fail(
-            f"policy(key, mask) should return one action of shape (), got shape {actions.shape[1:]}"
-        )
-    illegal = sorted(set(actions.tolist()) - {1, 3})
-    if illegal:
-        fail(f"with mask {np.asarray(mask).tolist()} the policy chose illegal action(s) {illegal}")
-    share = float(np.mean(actions == 1))
-    if not 0.4 < share < 0.6:
-        fail(
-            f"when up is blocked the legal actions should be equally likely; right was chosen "
-            f"{share:.0%} of the time between right and left"
-        )
+        shares = np.array([np.mean(actions == a) for a in legal])
+        if np.abs(shares - 1 / len(legal)).max() > 0.08:
+            fail(
+                f"when up is blocked the legal actions should be equally likely; with mask "
+                f"{mask} the legal actions {legal.tolist()} were chosen "
+                f"{', '.join(f'{x:.0%}' for x in shares)} of the time"
+            )
     passed("the policy goes up when it can and otherwise picks a legal action uniformly")
 
 
+@self_check
 def check_termination_and_truncation(classify: Callable) -> None:
     """Check ``classify(reward, last, next_mask) -> (terminated, truncated)`` for Maze steps.
 
@@ -125,32 +165,62 @@ def check_termination_and_truncation(classify: Callable) -> None:
     passed("terminations (target, no legal move) and truncations (time limit) are told apart")
 
 
-def check_semi_implicit_step(step: Callable) -> None:
-    """Check ``step(physics, action)``: CartPole with the semi-implicit Euler integrator
-    (velocities first, then positions with the *new* velocities).
-
-    Raises:
-        CheckFailed: for explicit Euler, or a step that disagrees with the reference.
-    """
-    require_function(step, "step")
+@self_check
+def _semi_implicit(physics: np.ndarray, action: int) -> tuple:
+    """Semi-implicit Euler from explicit Euler's accelerations, and explicit Euler itself."""
     p = cartpole.DEFAULT_PARAMS
-    physics = jnp.array([0.1, -0.3, 0.05, 0.8])
-    explicit = np.asarray(cartpole.dynamics(physics, 1))
+    explicit = np.asarray(cartpole.dynamics(jnp.asarray(physics), action), np.float64)
     # the accelerations are the same for both integrators
     acc = (explicit[1] - physics[1]) / p.tau, (explicit[3] - physics[3]) / p.tau
     x_dot, theta_dot = physics[1] + p.tau * acc[0], physics[3] + p.tau * acc[1]
-    expected = np.array(
-        [physics[0] + p.tau * x_dot, x_dot, physics[2] + p.tau * theta_dot, theta_dot]
-    )
-    got = run_answer(step, physics, 1, call="step(physics, 1)")
-    got = check_shape(got, (4,), "step(physics, action)")
-    if close(got, explicit) and not close(explicit, expected):
-        fail("this is explicit Euler: update the velocities first, then the positions with them")
-    if not close(got, expected, rtol=1e-5, atol=1e-6):
-        fail(f"step gives {got}, expected {expected} (pushing right from {np.asarray(physics)})")
+    semi = np.array([physics[0] + p.tau * x_dot, x_dot, physics[2] + p.tau * theta_dot, theta_dot])
+    return semi, explicit
+
+
+def _euler_case(physics, action) -> Case:
+    p = cartpole.DEFAULT_PARAMS
+    physics = np.asarray(physics, np.float32)
+    expected, explicit = _semi_implicit(physics, action)
+    positions_first = expected.copy()
+    positions_first[[0, 2]] = physics[[0, 2]] + p.tau * physics[[1, 3]]
+    push = "pushing right" if action else "pushing left"
+    return Case(f"physics {physics.tolist()}, {push} (action {action})",
+                {"physics": physics, "action": action}, expected, {
+        "this is explicit Euler: update the velocities first, then the positions with "
+        "them": explicit,
+        "the positions move with the old velocities (explicit Euler for the positions); "
+        "semi-implicit Euler moves them with the new ones": positions_first,
+        "the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left": (
+            _semi_implicit(physics, 1 - action)[0]
+        ),
+    })  # fmt: skip
+
+
+@self_check
+def check_semi_implicit_step(step: Callable) -> None:
+    """Check ``step(physics, action)``: CartPole with the semi-implicit Euler integrator
+    (velocities first, then positions with the *new* velocities); ``physics`` float32
+    ``(4,)`` (x, x_dot, theta, theta_dot), ``action`` an int32 array of shape ``()``.
+
+    Raises:
+        CheckFailed: for explicit Euler, positions moved with the old velocities, the
+            push reversed, or a step that disagrees with the reference.
+    """
+    cases = [
+        _euler_case([0.1, -0.3, 0.05, 0.8], 1),
+        _euler_case([-1.2, 0.6, -0.15, -1.1], 0),
+        _euler_case([0.0, 1.5, 0.2, 0.3], 1),
+    ]
+    outputs = []
+    for case in cases:
+        call = f"step(physics, action) with {case.label}"
+        args = jnp.asarray(case.inputs["physics"]), jnp.int32(case.inputs["action"])
+        outputs.append(check_shape(run_answer(step, *args, call=call), (4,), call))
+    verdict("step", cases, outputs)
     passed("semi-implicit Euler: velocities first, positions with the new velocities")
 
 
+@self_check
 def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     """Check ``policy(obs) -> action`` (0 or 1): it must balance CartPole for 500 steps
     on average (mean return >= 475 over ``episodes`` episodes).
@@ -171,7 +241,9 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
         (_, _, _, total), _ = jax.lax.scan(body, (state, obs, jnp.array(True), 0.0), length=500)
         return total
 
-    returns = np.asarray(jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(0), episodes)))
+    keys = jax.random.split(jax.random.key(0), episodes)
+    call = f"policy(obs) in {episodes} episodes of CartPole"
+    returns = np.asarray(run_answer(jax.jit(jax.vmap(episode)), keys, call=call, jit=False))
     mean = float(returns.mean())
     if mean < 15:
         fail(

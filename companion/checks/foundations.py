@@ -16,12 +16,13 @@ import numpy as np
 
 from companion.checks.basics import _returns_reference
 from companion.checks.core import (
+    Case,
     check_shape,
-    close,
     fail,
-    name_mistake,
     passed,
     run_answer,
+    self_check,
+    verdict,
 )
 from companion.envs.maze import parse_maze
 from companion.tabular import (
@@ -46,43 +47,79 @@ def _mdp() -> MazeMDP:
     return maze_mdp(walls, target)
 
 
+def _action_values_case(mdp: MazeMDP, v: np.ndarray, gamma: float, label: str) -> Case:
+    expected = np.asarray(action_values(mdp, jnp.asarray(v), gamma), np.float64)
+    reward, terminal = np.asarray(mdp.reward, np.float64), np.asarray(mdp.terminal)
+    future = v[np.asarray(mdp.next_state)]
+    return Case(label, {"v": v, "gamma": gamma}, expected, {
+        "a move onto the target bootstraps from V(s'); the episode ends there, so "
+        "multiply the future by (1 - mdp.terminal)": reward + gamma * future,
+        "gamma discounts the reward too; the first reward is not discounted": gamma * expected,
+        "the future is V of the current state; it is V(s') = v[mdp.next_state]": reward
+        + gamma * (~terminal) * v[:, None],
+        "the reward r(s, a) is left out": expected - reward,
+        "the future is not discounted: r + gamma * (1 - d) * V(s')": reward
+        + (~terminal) * future,
+    })  # fmt: skip
+
+
+@self_check
 def check_action_values(answer: Callable) -> None:
     """Check ``action_values(mdp, v, gamma)``: ``r + gamma * (1 - terminal) * v[next_state]``.
 
     ``mdp`` a :class:`companion.tabular.MazeMDP` with ``S`` states, ``v`` float32 ``(S,)``;
-    the answer float32 ``(S, 4)``.
+    the answer float32 ``(S, 4)``. Two cases: positive values with gamma 0.8, values of
+    both signs with gamma 0.5.
 
     Raises:
         CheckFailed: naming the mistake (bootstrapping past the target, gamma on the reward,
-            V of the current state, the reward left out, a wrong shape).
+            V of the current state, the reward left out, no discount, a wrong shape).
     """
-    mdp, gamma = _mdp(), 0.8
-    v = jnp.linspace(0.1, 0.9, mdp.legal.shape[0])
-    call = "action_values(mdp, v, 0.8)"
-    got = run_answer(answer, mdp, v, gamma, call=call)
-    got = check_shape(got, mdp.legal.shape, call, hint="One value per (state, action).")
-    expected = action_values(mdp, v, gamma)
-    if close(got, expected):
-        passed("action_values is one Bellman backup: r + gamma * (1 - d) * V(s')")
-        return
-    future = v[mdp.next_state]
-    name_mistake(
-        got,
-        {
-            "a move onto the target bootstraps from V(s'); the episode ends there, so "
-            "multiply the future by (1 - mdp.terminal)": mdp.reward + gamma * future,
-            "gamma discounts the reward too; the first reward is not discounted": gamma
-            * expected,
-            "the future is V of the current state; it is V(s') = v[mdp.next_state]": mdp.reward
-            + gamma * (~mdp.terminal) * v[:, None],
-            "the reward r(s, a) is left out": expected - mdp.reward,
-        },
-        "action_values",
-    )
-    fail(f"{call} differs from r + gamma * (1 - d) * V(s') (largest difference "
-         f"{float(np.abs(np.asarray(got) - np.asarray(expected)).max()):.3g})")
+    mdp = _mdp()
+    num_states = mdp.legal.shape[0]
+    cases = [
+        _action_values_case(mdp, np.linspace(0.1, 0.9, num_states), 0.8, "v > 0, gamma 0.8"),
+        _action_values_case(mdp, np.random.default_rng(5).uniform(-1, 1, num_states), 0.5,
+                            "v of both signs, gamma 0.5"),
+    ]  # fmt: skip
+    outputs = []
+    for case in cases:
+        call = f"action_values(mdp, v, gamma) with {case.label}"
+        v = jnp.asarray(case.inputs["v"], jnp.float32)
+        got = run_answer(answer, mdp, v, case.inputs["gamma"], call=call)
+        hint = "One value per (state, action)."
+        outputs.append(check_shape(got, mdp.legal.shape, call, hint=hint))
+    verdict("action_values", cases, outputs)
+    passed("action_values is one Bellman backup: r + gamma * (1 - d) * V(s')")
 
 
+def _reinforce_case(rewards, baselines, gamma) -> Case:
+    rewards, baselines = np.asarray(rewards, np.float64), np.asarray(baselines, np.float64)
+    g = _returns_reference(rewards, gamma)
+    discount = gamma ** np.arange(len(rewards))
+    forwards = np.cumsum(rewards * discount) / discount
+    next_baseline = np.append(baselines[1:], 0.0)
+    label = f"T = {len(rewards)}, gamma {gamma}"
+    return Case(label, {"rewards": rewards, "baselines": baselines, "gamma": gamma},
+                discount * (g - baselines), {
+        "the return accumulates forwards in time; G_t sums the rewards from t on "
+        "(scan with reverse=True)": discount * (forwards - baselines),
+        "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
+        * (gamma * g - baselines),
+        "the baseline is not subtracted": discount * g,
+        "the baseline is added; subtract it": discount * (g + baselines),
+        "the baseline is the next step's; b(s_t) belongs to the same step as the "
+        "action": discount * (g - next_baseline),
+        "the factor gamma^t is missing (the gradient of J has it)": g - baselines,
+        "gamma^t multiplies only the return; it multiplies G_t - b(s_t)": discount * g
+        - baselines,
+        "the power of gamma is one step off: the first step's weight has gamma^0 = 1": (
+            gamma * discount * (g - baselines)
+        ),
+    })  # fmt: skip
+
+
+@self_check
 def check_reinforce_weights(answer: Callable) -> None:
     """Check ``reinforce_weights(rewards, baselines, gamma)``: ``gamma^t (G_t - b_t)``.
 
@@ -93,40 +130,27 @@ def check_reinforce_weights(answer: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (a return accumulated forwards, gamma applied to the
             first reward, the baseline left out, added or taken from the next step, a missing
-            gamma^t).
+            or misplaced gamma^t).
     """
-    gamma = 0.9
-    rewards = np.array([0.0, 1.0, 0.0, 0.5, 2.0], np.float32)
-    baselines = np.array([0.3, 0.7, 0.2, 0.4, 1.5], np.float32)
-    call = "reinforce_weights(rewards, baselines, 0.9) with T = 5"
-    got = run_answer(answer, jnp.asarray(rewards), jnp.asarray(baselines), gamma, call=call)
-    got = check_shape(got, rewards.shape, call, hint="One weight per step.")
-    g = _returns_reference(rewards, gamma)
-    discount = gamma ** np.arange(len(rewards))
-    expected = discount * (g - baselines)
-    if close(got, expected):
-        passed("reinforce_weights gives gamma^t * (G_t - b(s_t))")
-        return
-    forwards = np.cumsum(rewards * discount) / discount
-    next_baseline = np.append(baselines[1:], 0.0)
-    name_mistake(
-        got,
-        {
-            "the return accumulates forwards in time; G_t sums the rewards from t on "
-            "(scan with reverse=True)": discount * (forwards - baselines),
-            "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
-            * (gamma * g - baselines),
-            "the baseline is not subtracted": discount * g,
-            "the baseline is added; subtract it": discount * (g + baselines),
-            "the baseline is the next step's; b(s_t) belongs to the same step as the "
-            "action": discount * (g - next_baseline),
-            "the factor gamma^t is missing (the gradient of J has it)": g - baselines,
-        },
-        "reinforce_weights",
-    )
-    fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    cases = [
+        _reinforce_case([0.0, 1.0, 0.0, 0.5, 2.0], [0.3, 0.7, 0.2, 0.4, 1.5], 0.9),
+        _reinforce_case(
+            [1.0, -0.5, 0.0, 0.0, 1.0, 0.25, -1.0], [0.5, -0.2, 0.1, 0.8, 0.0, 0.3, -0.6], 0.6
+        ),
+    ]
+    outputs = []
+    for case in cases:
+        call = f"reinforce_weights(rewards, baselines, gamma) with {case.label}"
+        rewards, baselines = (
+            jnp.asarray(case.inputs[k], jnp.float32) for k in ("rewards", "baselines")
+        )
+        got = run_answer(answer, rewards, baselines, case.inputs["gamma"], call=call)
+        outputs.append(check_shape(got, rewards.shape, call, hint="One weight per step."))
+    verdict("reinforce_weights", cases, outputs)
+    passed("reinforce_weights gives gamma^t * (G_t - b(s_t))")
 
 
+@self_check
 def check_q_learning(q_learning: Callable) -> None:
     """Check ``q_learning(mdp, key, num_steps)`` on a maze of the check's own: after 60,000
     uniformly random steps its Q must match value iteration's Q* on the legal actions.

@@ -11,13 +11,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
+    CheckFailed,
     check_shape,
     close,
     fail,
-    name_mistake,
     passed,
     require_function,
     run_answer,
+    self_check,
+    verdict,
 )
 
 
@@ -45,6 +48,7 @@ def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle
     return x if output is None else output(x)
 
 
+@self_check
 def check_mlp_apply(mlp_apply: Callable) -> None:
     """Check ``mlp_apply(params, x)`` for a tanh MLP of any depth.
 
@@ -58,28 +62,20 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
             the output or nowhere, a bias missing, a hidden layer skipped,
             transposed weights, wrong shape).
     """
-    require_function(mlp_apply, "mlp_apply")
-    cases = [((3, 8, 8, 2), "three layers"), ((3, 8, 2), "two layers"), ((3, 2), "one layer")]
-    for sizes, label in cases:
+    cases, outputs = [], []
+    for sizes, label in (((3, 8, 8, 2), "three layers"), ((3, 8, 2), "two layers"),
+                         ((3, 2), "one layer"), ((3, 8, 8, 8, 2), "four layers")):  # fmt: skip
         params, x = _example_mlp(jax.random.key(len(sizes)), sizes)
         shapes = ", ".join(f"W{i + 1} {tuple(w.shape)}" for i, (w, _) in enumerate(params))
+        call = f"mlp_apply(params, x) with {label} and x of shape {tuple(x.shape)}"
         got = run_answer(
-            mlp_apply,
-            params,
-            x,
-            call=f"mlp_apply(params, x) with {label}",
-            hint=f"Shapes: x (5, 3), {shapes}. params may hold any number of (W, b) pairs: "
-            "loop over them",
-        )
-        got = check_shape(
-            got,
-            (5, 2),
-            f"mlp_apply(params, x) with {label} and x of shape (5, 3)",
-            hint="The output has one row per example and one column per output unit.",
-        )
+            mlp_apply, params, x, call=call,
+            hint=f"Shapes: x {tuple(x.shape)}, {shapes}. params may hold any number of (W, b) "
+            "pairs: loop over them",
+        )  # fmt: skip
+        outputs.append(check_shape(got, (5, 2), call, hint="The output has one row per "
+                                   "example and one column per output unit."))  # fmt: skip
         expected = _mlp_variant(params, x)
-        if close(got, expected, rtol=1e-5, atol=1e-5):
-            continue
         mistakes = {
             "tanh is applied to the output layer too; the last layer should stay linear": (
                 _mlp_variant(params, x, output=jnp.tanh)
@@ -89,19 +85,20 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
             ),
             "the biases are missing": _mlp_variant(params, x, bias=False),
             "the output has the wrong sign": -expected,
-        }
-        if len(params) > 2:
-            mistakes["a hidden layer is skipped: apply every (W, b) pair, in order"] = _mlp_variant(
+            "a hidden layer is skipped: apply every (W, b) pair, in order": _mlp_variant(
                 params, x, skip_middle=True
-            )
-        name_mistake(got, mistakes, f"mlp_apply with {label}")
-        fail(
-            f"mlp_apply with {label} returns the right shape but wrong values; compare with "
-            "x @ W + b for each layer in turn, tanh between the layers"
-        )
-    passed("mlp_apply applies every layer in order, tanh between them, for 1, 2 and 3 layers")
+            ),
+            "the activation is ReLU; the network asked for uses tanh": _mlp_variant(
+                params, x, hidden=jax.nn.relu
+            ),
+        }
+        inputs = {"x": x, **{f"W{i + 1}": w for i, (w, _) in enumerate(params)}}
+        cases.append(Case(label, inputs, expected, mistakes))
+    verdict("mlp_apply", cases, outputs, rtol=1e-5, atol=1e-5)
+    passed("mlp_apply applies every layer in order, tanh between them, for 1 to 4 layers")
 
 
+@self_check
 def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     """Check an equinox module that holds a trainable ``weight`` and a constant ``scale``.
 
@@ -115,8 +112,7 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
         CheckFailed: when ``scale`` gets a gradient (it is stored as a JAX array
             that equinox treats as trainable), or the call gives the wrong value.
     """
-    require_function(make_module, "make_module")
-    module = make_module(jax.random.key(2))
+    module = run_answer(make_module, jax.random.key(2), call="make_module(key)", jit=False)
     if not isinstance(module, eqx.Module):
         fail(f"make_module(key) should return an eqx.Module, got {type(module).__name__}")
     for field in ("weight", "scale"):
@@ -126,7 +122,8 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     if float(np.asarray(module.scale)) != 2.0:
         fail(f"module.scale is {module.scale!r}, expected 2.0")
     x = jnp.array([1.0, -2.0, 3.0, 0.5])
-    out = check_shape(module(x), (), "module(x) with x of shape (4,)")
+    out = run_answer(lambda m, x: m(x), module, x, call="module(x)")
+    out = check_shape(out, (), "module(x) with x of shape (4,)")
     if not close(out, 2.0 * np.sum(weight * np.asarray(x))):
         fail(
             f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
@@ -170,6 +167,7 @@ def _grad_norms_reference(model, x, y, mistake=None):
     return np.array(rows)
 
 
+@self_check
 def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     """Check ``per_example_grad_norms(model, x, y)``: one gradient norm per example.
 
@@ -193,17 +191,16 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     y = jax.random.normal(key_y, (6, 2))
     call = "per_example_grad_norms(model, x, y)"
     try:
-        got = per_example_grad_norms(model, x, y)
-    except TypeError as exc:
-        if "not a valid JAX type" in str(exc):
+        got = run_answer(per_example_grad_norms, model, x, y, call=call,
+                         hint="The model takes one example (3,)")  # fmt: skip
+    except CheckFailed as failure:
+        if "not a valid JAX type" in str(failure):
             fail(
                 f"{call}: jax.grad cannot differentiate the model: it holds a non-array "
                 "field (its activation function). Use eqx.filter_grad, which differentiates "
                 "the floating-point arrays only"
             )
-        fail(f"{call} raised TypeError: {exc}")
-    except Exception as exc:
-        fail(f"{call} raised {type(exc).__name__}: {exc}. The model takes one example (3,)")
+        raise
     expected = _grad_norms_reference(model, x, y)
     batch_loss = lambda m: jnp.sum((jax.vmap(m)(x) - y) ** 2)  # noqa: E731
     batch_norm = float(
@@ -215,9 +212,6 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
             "example (jax.vmap over the examples) and take each one's norm"
         )
     got = check_shape(got, (6,), f"{call} for a batch of 6", hint="One norm per example.")
-    if close(got, expected, rtol=1e-4, atol=1e-5):
-        passed("per_example_grad_norms: one gradient per example, its norm over every array")
-        return
     messages = {
         "squared": "these are squared norms: take the square root of the sum of squares",
         "weights_only": "only the weights count; the norm runs over every trainable array, "
@@ -230,5 +224,6 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     mistakes["every example gets the norm of the whole batch's gradient: vmap the gradient"] = (
         np.full(6, batch_norm)
     )
-    name_mistake(got, mistakes, "per_example_grad_norms")
-    fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    case = Case("a batch of 6", {"x": x, "y": y}, expected, mistakes)
+    verdict("per_example_grad_norms", [case], [got], rtol=1e-4, atol=1e-5)
+    passed("per_example_grad_norms: one gradient per example, its norm over every array")

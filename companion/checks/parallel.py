@@ -6,11 +6,20 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from companion.checks.core import close, fail, name_mistake, passed, require_function, run_answer
+from companion.checks.core import (
+    Case,
+    check_shape,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+    verdict,
+)
 
 
+@self_check
 def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
     """Check ``allreduce_bytes(num_params, num_devices) -> int``: the bytes each device
     sends in a ring all-reduce of ``num_params`` float32 gradients over ``num_devices``
@@ -21,28 +30,31 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
         CheckFailed: naming the mistake (the factor 2, the (n - 1) / n, bytes per
             float32, a non-zero cost on one device).
     """
-    require_function(allreduce_bytes, "allreduce_bytes")
+    cases, outputs = [], []
     for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
-        got = run_answer(
-            allreduce_bytes, params, n, call=f"allreduce_bytes({params}, {n})",
-            hint="num_params and num_devices are ints",
-        )  # fmt: skip
         right = 2 * (n - 1) / n * 4 * params
-        if close(got, right, rtol=1e-6, atol=0.5):
-            continue
-        where = f"allreduce_bytes({params}, {n}) = {got!r}, expected {right:g}"
-        if n == 1:
-            fail(f"{where}: one device has nothing to exchange; (n - 1) / n is 0")
-        name_mistake(float(got), {
+        call = f"allreduce_bytes({params}, {n})"
+        got = run_answer(allreduce_bytes, params, n, call=call, jit=False,
+                         hint="num_params and num_devices are ints")  # fmt: skip
+        try:
+            outputs.append(float(got))
+        except (TypeError, ValueError):
+            fail(f"{call} should return a number of bytes, got {got!r:.60}")
+        cases.append(Case(f"num_params {params} and num_devices {n}",
+                          {"num_params": params, "num_devices": n}, right, {
             "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
             "all-gather, each sending (n - 1) / n of the gradients": right / 2,
             "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
             "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
-            "gradients per phase": 8.0 * params,
+            "gradients per phase": [8.0 * params, right],
             "multiplies by n - 1 instead of (n - 1) / n: each device sends chunks of 1/n "
             "of the gradients, not whole copies": 8.0 * params * (n - 1),
-        }, where)  # fmt: skip
-        fail(f"{where} (2 (n - 1) / n x 4 bytes x num_params)")
+        }))  # fmt: skip
+    right = [abs(out - case.expected) <= 0.5 for case, out in zip(cases, outputs)]
+    if right == [True, True, True, False]:
+        fail(f"allreduce_bytes(10, 1) = {outputs[-1]!r}: one device has nothing to exchange; "
+             "(n - 1) / n is 0")  # fmt: skip
+    verdict("allreduce_bytes", cases, outputs, rtol=1e-6, atol=0.5)
     passed("allreduce_bytes gives a ring all-reduce's bytes per device")
 
 
@@ -50,6 +62,7 @@ def _mse_grad(w, x, y):
     return jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
 
 
+@self_check
 def check_data_parallel_grad(mean_gradient: Callable) -> None:
     """Check ``mean_gradient(w, x, y, mesh)``: the gradient of the mean squared error
     ``mean((x @ w - y) ** 2)`` with the rows of ``x`` (float32 ``(B, F)``) and ``y``
@@ -71,27 +84,23 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     w = jax.random.normal(kw, (3,))
     right = _mse_grad(w, x, y)
     sizes = [d for d in (1, 2, 4, 8) if d <= len(jax.devices())]
+    cases, outputs = [], []
     for d in sizes:
-        mesh = make_mesh(d)
+        call = f"mean_gradient(w, x, y, mesh of {d})"
         got = run_answer(
-            mean_gradient, w, x, y, mesh, call=f"mean_gradient(w, x, y, mesh of {d})",
+            mean_gradient, w, x, y, make_mesh(d), call=call,
             hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
             "(P(), P(axis), P(axis))",
         )  # fmt: skip
-        got = np.asarray(got)
-        if got.shape != (3,):
-            fail(f"mesh of {d}: the gradient has shape {got.shape}, expected (3,) like w")
-        if close(got, right, rtol=1e-5, atol=1e-5):
-            continue
-        where = f"mesh of {d} devices"
-        name_mistake(got, {
-            f"{d} times the gradient: the parts' gradients are summed, not averaged "
-            "(psum instead of pmean; or shard_map's check_vma is on, under which jax.grad "
-            "of a replicated w already sums over the devices: pass check_vma=False)":
-                d * right,
+        outputs.append(check_shape(got, (3,), f"{call}: the gradient", hint="Like w."))
+        cases.append(Case(f"a mesh of {d} devices", {"w": w, "x": x, "y": y}, right, {
+            "the parts' gradients are summed, not averaged: the result is (number of devices) "
+            "times the gradient (psum instead of pmean; or shard_map's check_vma is on, under "
+            "which jax.grad of a replicated w already sums over the devices: pass "
+            "check_vma=False)": d * right,
             "the gradient of the first device's rows only: the devices' gradients never "
             "meet; average them with jax.lax.pmean(grads, axis)":
                 _mse_grad(w, x[: 16 // d], y[: 16 // d]),
-        }, where)  # fmt: skip
-        fail(f"{where}: the gradient differs from jax.grad of the whole batch on one device")
+        }))  # fmt: skip
+    verdict("mean_gradient", cases, outputs, rtol=1e-5, atol=1e-5)
     passed(f"mean_gradient equals the whole batch's gradient on meshes of {sizes} devices")

@@ -8,7 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import check_shape, close, fail, passed, require_function, run_answer
+from companion.checks.core import (
+    check_shape,
+    close,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+)
 from companion.envs import cartpole
 
 
@@ -18,19 +26,6 @@ def _loop_reference(state, actions, step_fn):
         state, timestep = step_fn(state, jnp.int32(a))
         dones.append(bool(timestep.done))
     return state, np.array(dones)
-
-
-def _example_transition():
-    from companion.agents.dqn import Transition
-
-    obs = jnp.zeros((4,), jnp.float32)
-    return Transition(
-        obs=obs,
-        action=jnp.zeros((), jnp.int32),
-        reward=jnp.zeros((), jnp.float32),
-        next_obs=obs,
-        terminated=jnp.zeros((), bool),
-    )
 
 
 def _batched_loop_reference(make_states, actions, step_fn):
@@ -45,6 +40,7 @@ def _batched_loop_reference(make_states, actions, step_fn):
     return np.stack(finals), np.stack(dones, axis=1)
 
 
+@self_check
 def check_batched_rollout(batched_rollout: Callable) -> None:
     """Check ``batched_rollout(states, actions) -> (final_states, done_t)`` for N CartPoles.
 
@@ -133,6 +129,7 @@ def _rollout_bytes_per_step() -> int:
     return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
 
 
+@self_check
 def check_rollout_bytes(rollout_bytes: Callable) -> None:
     """Check ``rollout_bytes(num_steps, num_envs) -> int``: bytes of a PPO rollout's arrays.
 
@@ -159,7 +156,7 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     }
     for num_steps, num_envs in ((1, 1), (32, 64), (128, 16)):
         call = f"rollout_bytes({num_steps}, {num_envs})"
-        got = run_answer(rollout_bytes, num_steps, num_envs, call=call)
+        got = run_answer(rollout_bytes, num_steps, num_envs, call=call, jit=False)
         try:
             got = int(got)
         except (TypeError, ValueError):

@@ -9,26 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
+    CheckFailed,
     check_shape,
-    close,
     fail,
-    name_mistake,
     passed,
-    require_function,
     run_answer,
+    self_check,
+    verdict,
 )
-
-
-def _gae_reference(reward, value, value_tp1, terminated, done, gamma, lam, cut=True, boot=True):
-    """GAE by a loop; ``cut`` False (no cut) or "terminated" and ``boot`` False plant mistakes."""
-    adv, next_adv = np.zeros(len(reward)), 0.0
-    cut_by = terminated if cut == "terminated" else done
-    for t in reversed(range(len(reward))):
-        not_term = 1.0 - float(terminated[t]) if boot else 1.0 - float(done[t])
-        delta = reward[t] + gamma * not_term * value_tp1[t] - value[t]
-        next_adv = delta + gamma * lam * ((1.0 - float(cut_by[t])) if cut else 1.0) * next_adv
-        adv[t] = next_adv
-    return adv
 
 
 def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only=True, pick=min):
@@ -40,6 +29,40 @@ def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only
     return np.where((adv < 0) | (not negative_only), bounded, standard)
 
 
+def _dual_clip_case(ratio, adv, eps, c) -> Case:
+    ratio, adv = np.asarray(ratio, np.float32), np.asarray(adv, np.float32)
+    expected = _dual_clip_reference(ratio, adv, eps, c)
+    return Case(f"ratio and advantage of shape {ratio.shape}",
+                {"ratio": ratio, "advantage": adv, "clip_eps": eps, "dual_clip": c}, expected, {
+        "the sign is flipped: return the objective to maximise, not the loss (-objective)": (
+            -expected
+        ),
+        "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
+            _dual_clip_reference(ratio, adv, eps, c, low=eps)
+        ),
+        "it takes the max of ratio * A and the clipped term; PPO takes the min": (
+            _dual_clip_reference(ratio, adv, eps, c, pick=max)
+        ),
+        "this is PPO's clipped objective without the dual clip: where A < 0, take "
+        "max(objective, dual_clip * A)": _dual_clip_reference(ratio, adv, eps, np.inf),
+        "the dual clip is applied to positive advantages too; it bounds only A < 0": (
+            _dual_clip_reference(ratio, adv, eps, c, negative_only=False)
+        ),
+        "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
+            _dual_clip_reference(ratio, adv, eps, c, dual="min")
+        ),
+        "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": (
+            _dual_clip_reference(ratio, adv, np.inf, c)
+        ),
+        "nothing is clipped, and no dual clip either: this is ratio * A": ratio * adv,
+        "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
+        "not min(ratio, dual_clip) * A": np.where(
+            adv < 0, _dual_clip_reference(np.minimum(ratio, c), adv, eps, np.inf),
+            _dual_clip_reference(ratio, adv, eps, c)),
+    })  # fmt: skip
+
+
+@self_check
 def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     """Check ``dual_clip_objective(ratio, advantage, clip_eps, dual_clip)``, to be maximised.
 
@@ -55,53 +78,26 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
             1 + eps)``, max instead of min, no dual clip, the dual clip on
             positive advantages or with min, nothing clipped, wrong shape).
     """
-    require_function(dual_clip_objective, "dual_clip_objective")
-    ratio = np.array([[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]], np.float32)
-    adv = np.array(
-        [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]], np.float32
-    )
-    eps, c = 0.2, 3.0
-    got = run_answer(
-        dual_clip_objective,
-        jnp.asarray(ratio),
-        jnp.asarray(adv),
-        eps,
-        c,
-        call="dual_clip_objective(ratio, advantage, 0.2, 3.0)",
-        hint="ratio and advantage are float32 (3, 4); the answer is elementwise",
-    )
-    got = check_shape(
-        got, (3, 4), "dual_clip_objective(...) for ratio of shape (3, 4)", hint="Elementwise."
-    )
-    expected = _dual_clip_reference(ratio, adv, eps, c)
-    if close(got, expected):
-        passed("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0")
-        return
-    name_mistake(
-        got,
-        {
-            "the sign is flipped: return the objective to maximise, not the loss (-objective)": (
-                -expected
-            ),
-            "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
-                _dual_clip_reference(ratio, adv, eps, c, low=eps)
-            ),
-            "it takes the max of ratio * A and the clipped term; PPO takes the min": (
-                _dual_clip_reference(ratio, adv, eps, c, pick=max)
-            ),
-            "this is PPO's clipped objective without the dual clip: where A < 0, take "
-            "max(objective, dual_clip * A)": _dual_clip_reference(ratio, adv, eps, np.inf),
-            "the dual clip is applied to positive advantages too; it bounds only A < 0": (
-                _dual_clip_reference(ratio, adv, eps, c, negative_only=False)
-            ),
-            "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
-                _dual_clip_reference(ratio, adv, eps, c, dual="min")
-            ),
-            "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": ratio * adv,
-        },
-        "dual_clip_objective",
-    )
-    fail(f"dual_clip_objective gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    ratio = [[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]]
+    adv = [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]]
+    rng = np.random.default_rng(8)
+    cases = [
+        _dual_clip_case(ratio, adv, 0.2, 3.0),
+        _dual_clip_case(rng.uniform(0.0, 6.0, (2, 3, 5)), rng.normal(size=(2, 3, 5)), 0.1, 2.0),
+    ]
+    outputs = []
+    for case in cases:
+        shape = case.inputs["ratio"].shape
+        call = f"dual_clip_objective(ratio, advantage, clip_eps, dual_clip) for {case.label}"
+        got = run_answer(
+            dual_clip_objective, jnp.asarray(case.inputs["ratio"]),
+            jnp.asarray(case.inputs["advantage"]), case.inputs["clip_eps"],
+            case.inputs["dual_clip"], call=call,
+            hint=f"ratio and advantage are float32 {shape}; the answer is elementwise",
+        )  # fmt: skip
+        outputs.append(check_shape(got, shape, call, hint="Elementwise."))
+    verdict("dual_clip_objective", cases, outputs)
+    passed("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0")
 
 
 def _softmax(x, axis):
@@ -110,6 +106,66 @@ def _softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _epsilon_case(logits, mask, eps) -> Case:
+    logits = np.asarray(logits, np.float32)
+    count = mask.sum(-1, keepdims=True)
+    masked = np.where(mask, logits, -np.inf)
+
+    def mix(p, spread=None):
+        return (1 - eps) * p + eps * (mask / count if spread is None else spread)
+
+    mistakes = {
+        "illegal actions get logit 1.0, so they keep probability (the misplaced "
+        "parenthesis bug): use -inf": mix(_softmax(np.where(mask, logits, 1.0), -1)),
+        "illegal actions get logit 0.0, which still has probability exp(0) / Z: "
+        "use -inf": mix(_softmax(np.where(mask, logits, 0.0), -1)),
+        "epsilon is spread over all actions, illegal ones too: spread it over the "
+        "legal actions of each row only": mix(_softmax(masked, -1), 1 / 4),
+        "epsilon is divided by the number of actions; divide it by the number of "
+        "legal actions in each row (mask.sum(axis=-1, keepdims=True))": mix(
+            _softmax(masked, -1), mask / 4
+        ),
+        "the legal actions are counted over the whole batch; count them per row "
+        "(mask.sum(axis=-1, keepdims=True))": mix(_softmax(masked, -1), mask / mask.sum()),
+        "epsilon is ignored: mix in epsilon, spread uniformly over the legal actions": (
+            _softmax(masked, -1)
+        ),
+        "epsilon and 1 - epsilon are swapped: the softmax gets weight 1 - epsilon": (
+            eps * _softmax(masked, -1) + (1 - eps) * mask / count
+        ),
+        "the probabilities are multiplied by the mask but not renormalised": mix(
+            _softmax(logits, -1) * mask
+        ),
+    }
+    if logits.ndim > 1:
+        mistakes["the softmax runs over axis 0, not over the actions: normalise over "
+                 "axis=-1"] = mix(_softmax(masked, 0))  # fmt: skip
+    return Case(f"logits of shape {logits.shape} and epsilon {eps}",
+                {"logits": logits, "mask": mask, "epsilon": eps},
+                mix(_softmax(masked, -1)), mistakes)  # fmt: skip
+
+
+def _epsilon_verdict(cases: list, outputs: list) -> None:
+    """verdict, and for an unnamed difference the illegal mass or the row sums."""
+    try:
+        verdict("epsilon_masked_probs", cases, outputs)
+    except CheckFailed as failure:
+        if not str(failure).startswith("epsilon_masked_probs differs"):
+            raise
+        for case, got in zip(cases, outputs):
+            if np.any(got[~case.inputs["mask"]] != 0):
+                fail("epsilon_masked_probs gives illegal actions probability > 0; they must "
+                     "get exactly 0")  # fmt: skip
+            if not np.allclose(got.sum(-1), 1, atol=1e-5):
+                fail(
+                    f"epsilon_masked_probs: for {case.label} the rows (last axis) sum to "
+                    f"{np.round(got.sum(-1), 4).tolist()}, not 1; the softmax and the count "
+                    "of legal actions run over the last axis"
+                )
+        raise
+
+
+@self_check
 def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     """Check ``epsilon_masked_probs(logits, mask, epsilon)``: an ε-mixture over legal actions.
 
@@ -126,82 +182,31 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
             illegal actions or divided by the number of actions, epsilon
             ignored or swapped, no renormalisation, a nan gradient).
     """
-    require_function(epsilon_masked_probs, "epsilon_masked_probs")
-    logits = np.random.default_rng(7).normal(size=(2, 3, 4)).astype(np.float32)
-    mask = np.array(
-        [
-            [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]],
-            [[0, 1, 1, 1], [0, 0, 1, 1], [1, 0, 1, 0]],
-        ],
+    rng = np.random.default_rng(7)
+    mask_a = np.array(
+        [[[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]], [[0, 1, 1, 1], [0, 0, 1, 1], [1, 0, 1, 0]]],
         bool,
     )  # 1, 2, 4, 3, 2 and 2 legal actions
-    eps = 0.1
-    call = "epsilon_masked_probs(logits, mask, 0.1)"
-    got = run_answer(
-        epsilon_masked_probs,
-        jnp.asarray(logits),
-        jnp.asarray(mask),
-        eps,
-        call=call,
-        hint="logits float32 (2, 3, 4), mask bool (2, 3, 4): leading axes (T, N), actions last",
-    )
-    got = check_shape(got, (2, 3, 4), f"{call} for logits of shape (2, 3, 4)")
-    count = mask.sum(-1, keepdims=True)
-    masked = np.where(mask, logits, -np.inf)
-    expected = (1 - eps) * _softmax(masked, -1) + eps * mask / count
-    if not close(got, expected):
-
-        def mix(p, spread=None):
-            return (1 - eps) * p + eps * (mask / count if spread is None else spread)
-
-        name_mistake(
-            got,
-            {
-                "the softmax runs over axis 0 (time); normalise over the actions, axis=-1": mix(
-                    _softmax(masked, 0)
-                ),
-                "illegal actions get logit 1.0, so they keep probability (the misplaced "
-                "parenthesis bug): use -inf": mix(_softmax(np.where(mask, logits, 1.0), -1)),
-                "illegal actions get logit 0.0, which still has probability exp(0) / Z: "
-                "use -inf": mix(_softmax(np.where(mask, logits, 0.0), -1)),
-                "epsilon is spread over all actions, illegal ones too: spread it over the "
-                "legal actions of each row only": mix(_softmax(masked, -1), 1 / 4),
-                "epsilon is divided by the number of actions; divide it by the number of "
-                "legal actions in each row (mask.sum(axis=-1, keepdims=True))": mix(
-                    _softmax(masked, -1), mask / 4
-                ),
-                "the legal actions are counted over the whole batch; count them per row "
-                "(mask.sum(axis=-1, keepdims=True))": mix(_softmax(masked, -1), mask / mask.sum()),
-                "epsilon is ignored: mix in epsilon, spread uniformly over the legal actions": (
-                    _softmax(masked, -1)
-                ),
-                "epsilon and 1 - epsilon are swapped: the softmax gets weight 1 - epsilon": (
-                    eps * _softmax(masked, -1) + (1 - eps) * mask / count
-                ),
-                "the probabilities are multiplied by the mask but not renormalised": mix(
-                    _softmax(logits, -1) * mask
-                ),
-            },
-            "epsilon_masked_probs",
-        )
-        if np.any(got[~mask] != 0):
-            fail("epsilon_masked_probs gives illegal actions probability > 0; they must get 0")
-        if not np.allclose(got.sum(-1), 1, atol=1e-5):
-            fail(
-                f"epsilon_masked_probs: the rows (last axis) sum to {np.round(got.sum(-1), 4)}, "
-                "not 1; the softmax and the count of legal actions run over the last axis"
-            )
-        fail(f"{call} gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
-    one = run_answer(
-        epsilon_masked_probs,
-        jnp.asarray(logits[0, 1]),
-        jnp.asarray(mask[0, 1]),
-        eps,
-        call="epsilon_masked_probs on one row of shape (4,)",
-    )
-    one = check_shape(one, (4,), "epsilon_masked_probs for one row of shape (4,)")
-    if not close(one, expected[0, 1]):
-        fail("epsilon_masked_probs on one row (4,) differs from the same row inside a batch")
+    mask_b = rng.uniform(size=(5, 4)) < 0.5
+    mask_b[np.arange(5), rng.integers(0, 4, 5)] = True
+    cases = [
+        _epsilon_case(rng.normal(size=(2, 3, 4)), mask_a, 0.1),
+        _epsilon_case(3.0 * rng.normal(size=(5, 4)), mask_b, 0.3),
+        _epsilon_case(rng.normal(size=(4,)), np.array([False, True, True, False]), 0.2),
+    ]
+    outputs = []
+    for case in cases:
+        logits, mask, eps = case.inputs.values()
+        call = f"epsilon_masked_probs(logits, mask, epsilon) for {case.label}"
+        got = run_answer(
+            epsilon_masked_probs, jnp.asarray(logits), jnp.asarray(mask), eps, call=call,
+            hint="logits float32 (..., 4), mask bool (..., 4): actions last",
+        )  # fmt: skip
+        outputs.append(check_shape(got, logits.shape, call))
+        if len(outputs) == 2:  # the batched cases first, then a single row
+            _epsilon_verdict(cases[:2], outputs)
+    verdict("epsilon_masked_probs on one row", cases[2:], outputs[2:])
+    logits, mask, eps = cases[0].inputs.values()
     first_legal = jnp.asarray(np.argmax(mask, -1)[..., None])
 
     def log_p_first_legal(x):

@@ -12,39 +12,100 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
     check_shape,
     close,
     fail,
-    name_mistake,
     passed,
     require_function,
     run_answer,
+    self_check,
+    verdict,
 )
 
 
 def _gae_from_values_reference(
-    reward, value, value_last, value_final, terminated, truncated, gamma, lam, mistake=None
+    reward, value, value_last, value_final, terminated, truncated, gamma, lam, mistakes=()
 ):
-    """GAE by a plain loop over time, vectorised over environments; ``mistake`` plants one."""
+    """GAE by a plain loop over time, vectorised over environments; ``mistakes`` plant errors."""
     value_tp1 = np.concatenate([value[1:], value_last[None]], axis=0)
-    if mistake == "last_zero":
+    if "roll" in mistakes:
+        value_tp1 = np.roll(value, -1, axis=0)
+    if "last_zero" in mistakes:
         value_tp1[-1] = 0.0
-    if mistake != "through_truncation":
+    if "through_truncation" not in mistakes:
         value_tp1 = np.where(truncated, value_final, value_tp1)
     done = terminated | truncated
-    no_bootstrap = {"truncation_as_termination": done, "termination_bootstraps": 0 * done}
-    not_terminated = 1.0 - no_bootstrap.get(mistake, terminated)
-    cut = {"cut_terminated": terminated, "no_cut": 0 * done}.get(mistake, done)
-    lam = {"lam_one": 1.0, "lam_zero": 0.0}.get(mistake, lam)
+    not_terminated = 1.0 - terminated
+    if "truncation_as_termination" in mistakes:
+        not_terminated = 1.0 - done
+    if "termination_bootstraps" in mistakes:
+        not_terminated = np.ones_like(not_terminated)
+    cut = terminated if "cut_terminated" in mistakes else done
+    cut = 0 * done if "no_cut" in mistakes else cut
+    lam = 1.0 if "lam_one" in mistakes else 0.0 if "lam_zero" in mistakes else lam
+    decay = lam if "no_gamma" in mistakes else gamma * lam
     delta = reward + gamma * not_terminated * value_tp1 - value
     advantages, carried = np.zeros_like(delta), np.zeros(delta.shape[1])
-    steps = range(len(delta)) if mistake == "forwards" else reversed(range(len(delta)))
+    steps = range(len(delta)) if "forwards" in mistakes else reversed(range(len(delta)))
     for t in steps:
-        carried = delta[t] + gamma * lam * (1.0 - cut[t]) * carried
+        carried = delta[t] + decay * (1.0 - cut[t]) * carried
         advantages[t] = carried
     return advantages
 
 
+_GAE_MISTAKES = {
+    ("cut_terminated", "through_truncation"): "truncations are ignored: a truncated step "
+    "bootstraps from value_final[t], not from value[t + 1] of the next episode, and the "
+    "recursion is cut there too (done = terminated | truncated)",
+    ("no_cut", "termination_bootstraps", "through_truncation"): "the episode ends are "
+    "ignored: the recursion runs across them and every step bootstraps from value[t + 1]",
+    ("cut_terminated",): "the recursion is cut with `terminated` instead of `done`: a "
+    "truncation ends the episode too, so multiply gamma * lam * A_{t+1} by "
+    "(1 - done_t), done = terminated | truncated",
+    ("no_cut",): "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} "
+    "by (1 - done_t)",
+    ("through_truncation",): "a truncated step bootstraps from value[t + 1], the first "
+    "observation of the next episode; use value_final[t], its true final observation",
+    ("truncation_as_termination",): "a truncation is treated as a termination: a "
+    "truncated step still bootstraps, from value_final[t]",
+    ("termination_bootstraps",): "a terminated step bootstraps: after a termination "
+    "V(s_{t+1}) is 0",
+    ("roll",): "V(s_{t+1}) is jnp.roll(value, -1, axis=0), which wraps round: the last "
+    "step bootstraps from value[0]; it should use value_last",
+    ("last_zero",): "the last step does not bootstrap: the rollout's end is not an "
+    "episode's end, use value_last for V(s_T)",
+    ("lam_one",): "lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}",
+    ("lam_zero",): "with lam = 0 you get the one-step TD error; lam must weight the later "
+    "terms",
+    ("no_gamma",): "gamma is missing from the recursion: A_t = delta_t + gamma * lam * "
+    "A_{t+1}",
+    ("forwards",): "the advantages accumulate forwards in time; run the recursion backwards",
+}
+
+_GAE_NAMES = ("reward", "value", "value_last", "value_final", "terminated", "truncated")
+
+
+def _gae_case(T, N, ends, gamma, lam, seed) -> Case:
+    """A rollout of ``T`` steps of ``N`` environments; ``ends`` maps (t, n) to "term" or
+    "trunc"."""
+    rng = np.random.default_rng(seed)
+    reward = (rng.uniform(size=(T, N)) < 0.3).astype(np.float32)
+    value = rng.uniform(-0.9, 0.9, (T, N)).astype(np.float32)
+    value_last = rng.uniform(-0.9, 0.9, N).astype(np.float32)
+    terminated, truncated = np.zeros((T, N), bool), np.zeros((T, N), bool)
+    for (t, n), kind in ends.items():
+        (terminated if kind == "term" else truncated)[t, n] = True
+    value_final = np.where(truncated, rng.uniform(-0.9, 0.9, (T, N)), 0.0).astype(np.float32)
+    arrays = (reward, value, value_last, value_final, terminated, truncated)
+    mistakes = {message: _gae_from_values_reference(*arrays, gamma, lam, names)
+                for names, message in _GAE_MISTAKES.items()}  # fmt: skip
+    return Case(f"{T} steps of {N} environments, gamma {gamma}, lam {lam}",
+                {**dict(zip(_GAE_NAMES, arrays)), "gamma": gamma, "lam": lam},
+                _gae_from_values_reference(*arrays, gamma, lam), mistakes)  # fmt: skip
+
+
+@self_check
 def check_gae_from_values(gae_from_values: Callable) -> None:
     """Check ``gae_from_values(reward, value, value_last, value_final, terminated, truncated,
     gamma, lam)``: GAE over a rollout that stores values, not next values.
@@ -63,71 +124,35 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (the recursion cut with ``terminated``
             instead of ``done``, or not cut, a truncation bootstrapping from the
-            next episode or not at all, a termination bootstrapping,
-            ``value_last`` ignored, lambda missing or zero, the recursion run
-            forwards, wrong shape).
+            next episode or not at all, a termination bootstrapping, truncations or
+            all episode ends ignored, ``value_last`` ignored or replaced by a
+            wrap-round ``jnp.roll``, lambda or gamma missing, lambda zero, the
+            recursion run forwards, values of shape (T, N, 1), wrong shape).
     """
-    require_function(gae_from_values, "gae_from_values")
-    rng = np.random.default_rng(20)
-    T, N = 7, 3
-    reward = (rng.uniform(size=(T, N)) < 0.3).astype(np.float32)
-    value = rng.uniform(0.1, 0.9, (T, N)).astype(np.float32)
-    value_last = rng.uniform(0.1, 0.9, N).astype(np.float32)
-    terminated = np.zeros((T, N), bool)
-    truncated = np.zeros((T, N), bool)
-    # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2 and a
-    # termination at t=5; env 2: truncations at t=0 and at the last step, t=6
-    terminated[[1, 5], [0, 1]] = True
-    truncated[[4, 2, 0, 6], [0, 1, 2, 2]] = True
-    value_final = np.where(truncated, rng.uniform(0.1, 0.9, (T, N)), 0.0).astype(np.float32)
-    gamma, lam = 0.9, 0.8
-    arrays = (reward, value, value_last, value_final, terminated, truncated)
-    got = run_answer(
-        gae_from_values,
-        *map(jnp.asarray, arrays),
-        gamma,
-        lam,
-        call="gae_from_values",
-        hint="Arguments: reward, value (7, 3), value_last (3,), value_final (7, 3), "
-        "terminated, truncated (7, 3) bool, gamma, lam",
-    )
-    got = check_shape(
-        got,
-        (T, N),
-        "gae_from_values(...) for 7 steps of 3 environments",
-        hint="One advantage per step and environment, time first.",
-    )
-    expected = _gae_from_values_reference(*arrays, gamma, lam)
-    if close(got, expected, rtol=1e-4, atol=1e-5):
-        passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
-        return
-    messages = {
-        "cut_terminated": "the recursion is cut with `terminated` instead of `done`: a "
-        "truncation ends the episode too, so multiply gamma * lam * A_{t+1} by "
-        "(1 - done_t), done = terminated | truncated",
-        "no_cut": "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} "
-        "by (1 - done_t)",
-        "through_truncation": "a truncated step bootstraps from value[t + 1], the first "
-        "observation of the next episode; use value_final[t], its true final observation",
-        "truncation_as_termination": "a truncation is treated as a termination: a "
-        "truncated step still bootstraps, from value_final[t]",
-        "termination_bootstraps": "a terminated step bootstraps: after a termination "
-        "V(s_{t+1}) is 0",
-        "last_zero": "the last step does not bootstrap: the rollout's end is not an "
-        "episode's end, use value_last for V(s_T)",
-        "lam_one": "lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}",
-        "lam_zero": "with lam = 0 you get the one-step TD error; lam must weight the later terms",
-        "forwards": "the advantages accumulate forwards in time; run the recursion backwards",
-    }
-    name_mistake(
-        got,
-        {
-            message: _gae_from_values_reference(*arrays, gamma, lam, mistake=name)
-            for name, message in messages.items()
-        },
-        "gae_from_values",
-    )
-    fail(f"gae_from_values gives {np.round(got, 4)}, expected {np.round(expected, 4)}")
+    cases = [
+        # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2
+        # and a termination at t=5; env 2: truncations at t=0 and at the last step, t=6
+        _gae_case(7, 3, {(1, 0): "term", (4, 0): "trunc", (2, 1): "trunc", (5, 1): "term",
+                         (0, 2): "trunc", (6, 2): "trunc"}, 0.9, 0.8, 20),
+        # a termination at the last step, back-to-back episode ends, an env with none
+        _gae_case(5, 4, {(4, 0): "term", (1, 1): "term", (2, 1): "trunc", (3, 1): "term",
+                         (2, 3): "trunc"}, 0.5, 0.95, 21),
+    ]  # fmt: skip
+    outputs = []
+    for case in cases:
+        arrays = [jnp.asarray(case.inputs[k]) for k in _GAE_NAMES]
+        call = f"gae_from_values(...) for {case.label}"
+        got = run_answer(
+            gae_from_values, *arrays, case.inputs["gamma"], case.inputs["lam"], call=call,
+            hint=f"Arguments: reward, value {arrays[0].shape}, value_last {arrays[2].shape}, "
+            f"value_final {arrays[0].shape}, terminated, truncated bool, gamma, lam",
+        )  # fmt: skip
+        outputs.append(
+            check_shape(got, arrays[0].shape, call, hint="One advantage per step and "
+                        "environment, time first.")  # fmt: skip
+        )
+    verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
+    passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
 
 
 class _LinearActorCritic(eqx.Module):
@@ -167,14 +192,16 @@ def _fill_one_batch():
     return model, batch
 
 
-def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False):
-    """ppo.ppo_loss with the illegal logits filled with ``fill`` in the ratio."""
+def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False, cut=False):
+    """ppo.ppo_loss with the illegal logits filled with ``fill`` in the ratio; ``cut`` stops
+    the gradient of the ratio (a planted mistake)."""
     from companion.agents import ppo
 
     clip_eps, vf_coef, ent_coef = coefs
     logits, value = jax.vmap(model)(batch.image)
     filled = jnp.where(batch.action_mask, logits, fill)
     ratio = jnp.exp(ppo.log_prob(filled, batch.action) - batch.log_prob)
+    ratio = jax.lax.stop_gradient(ratio) if cut else ratio
     advantage = ppo.normalise(batch.advantage) if normalise else batch.advantage
     policy_loss = -jnp.mean(ppo.clipped_surrogate(ratio, advantage, clip_eps))
     value_loss = 0.5 * jnp.mean((value - batch.target) ** 2)
@@ -182,6 +209,12 @@ def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False):
     return policy_loss + vf_coef * value_loss - ent_coef * jnp.mean(ppo.entropy(for_entropy))
 
 
+def _flat_grad(loss, model) -> np.ndarray:
+    grads = eqx.filter_grad(loss)(model)
+    return np.concatenate([np.ravel(g) for g in jax.tree.leaves(grads)])
+
+
+@self_check
 def check_fill_one_loss(loss_fn: Callable) -> None:
     """Check ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages)``:
     :func:`companion.agents.ppo.ppo_loss` with the illegal logits filled with 1.0 (the
@@ -190,31 +223,31 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
 
     ``batch`` is a :class:`companion.agents.ppo.Batch` of 16 samples; the answer
     is ``(loss, metrics)``: a float32 scalar and a dict of float32 scalars, and
-    it must run under ``jit`` with a finite gradient. The entropy may use the
-    1.0-filled or the correctly masked logits.
+    it must run under ``jit``. Its value and its gradient with respect to the
+    model must be the reference's. The entropy may use the 1.0-filled or the
+    correctly masked logits.
 
     Raises:
         CheckFailed: naming the mistake (a bare loss, metrics that are not
             scalars, the correct -inf mask, a 0.0 fill, ``normalise_advantages``
-            or the coefficients ignored, a gradient that is not finite).
+            or the coefficients ignored, a gradient cut by ``stop_gradient``, a
+            gradient that differs or is not finite).
     """
     from companion.agents import ppo
 
     require_function(loss_fn, "loss_fn")
     model, batch = _fill_one_batch()
     names = ("clip_eps", "vf_coef", "ent_coef")
+    cases, outputs = [], []
     for coefs, normalise in (((0.2, 0.5, 0.01), True), ((0.1, 1.0, 0.05), False)):
         kwargs = {**dict(zip(names, coefs)), "normalise_advantages": normalise}
         call = "loss_fn(model, batch, " + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")"
         out = run_answer(
-            eqx.filter_jit(lambda model, batch, kwargs=kwargs: loss_fn(model, batch, **kwargs)),
-            model,
-            batch,
-            call=call,
-            hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword arguments "
-            "clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then calls "
-            "it inside jit",
-        )
+            lambda model, batch, kwargs=kwargs: loss_fn(model, batch, **kwargs), model, batch,
+            call=call, hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword "
+            "arguments clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then "
+            "calls it inside jit",
+        )  # fmt: skip
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
             fail(
                 f"{call} should return (loss, metrics), like ppo.ppo_loss: make_train needs "
@@ -224,34 +257,47 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
         loss = float(check_shape(loss, (), f"the loss of {call}", hint="A scalar."))
         for name, value in metrics.items():
             check_shape(value, (), f"metrics[{name!r}]", hint="make_train averages scalars.")
-        refs = [
-            float(_loss_with_fill(model, batch, coefs, normalise, 1.0, entropy_masked=masked))
-            for masked in (False, True)
-        ]
-        if any(close(loss, ref, rtol=1e-4, atol=1e-6) for ref in refs):
-            continue
-        name_mistake(
-            loss,
-            {
-                "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
-                "them with 1.0": ppo.ppo_loss(model, batch, *coefs, normalise)[0],
-                "illegal logits get 0.0; the bug to reproduce fills them with 1.0": (
-                    _loss_with_fill(model, batch, coefs, normalise, 0.0)
-                ),
-                "normalise_advantages is ignored: standardise the advantages only when it "
-                "is True (the fixed-maze configuration sets it False)": (
-                    _loss_with_fill(model, batch, coefs, not normalise, 1.0)
-                ),
-                "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
-                "make_train passes": _loss_with_fill(
-                    model, batch, (0.2, 0.5, 0.01), normalise, 1.0
-                ),
-            },
-            "loss_fn",
-        )
-        fail(f"{call} = {loss:.6f}, expected {refs[0]:.6f} (ppo_loss with the 1.0 fill)")
+        refs = [float(_loss_with_fill(model, batch, coefs, normalise, 1.0, masked))
+                for masked in (False, True)]  # fmt: skip
+        expected = next((r for r in refs if close(loss, r, 1e-4, 1e-6)), refs[0])
+        cases.append(Case(call, kwargs, expected, {
+            "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
+            "them with 1.0": float(ppo.ppo_loss(model, batch, *coefs, normalise)[0]),
+            "illegal logits get 0.0; the bug to reproduce fills them with 1.0": float(
+                _loss_with_fill(model, batch, coefs, normalise, 0.0)),
+            "normalise_advantages is ignored: the advantages are always standardised; do "
+            "it only when it is True (the fixed-maze configuration sets it False)": float(
+                _loss_with_fill(model, batch, coefs, True, 1.0)),
+            "normalise_advantages is ignored: the advantages are never standardised; do it "
+            "when it is True": float(_loss_with_fill(model, batch, coefs, False, 1.0)),
+            "normalise_advantages works the wrong way round: standardise the advantages "
+            "when it is True": float(_loss_with_fill(model, batch, coefs, not normalise, 1.0)),
+            "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
+            "make_train passes": float(_loss_with_fill(model, batch, (0.2, 0.5, 0.01),
+                                                       normalise, 1.0)),
+        }))  # fmt: skip
+        outputs.append(loss)
+    verdict("loss_fn", cases, outputs, rtol=1e-4)
     kwargs = {"clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.01, "normalise_advantages": True}
-    grads = eqx.filter_grad(lambda m: loss_fn(m, batch, **kwargs)[0])(model)
-    if not all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree.leaves(grads)):
+    got = _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], model)
+    if not np.all(np.isfinite(got)):
         fail("loss_fn: its gradient with respect to the model is not finite")
-    passed("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
+    coefs = (0.2, 0.5, 0.01)
+    refs = [_flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e), model)
+            for e in (False, True)]  # fmt: skip
+    if any(close(got, ref, 1e-4, 1e-6) for ref in refs):
+        passed("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
+        return
+    cut = [_flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e, True), model)
+           for e in (False, True)]  # fmt: skip
+    if any(close(got, ref, 1e-4, 1e-6) for ref in cut):
+        fail(
+            "loss_fn has the right value, but no policy gradient flows through the ratio: a "
+            "jax.lax.stop_gradient (or log-probabilities computed outside the loss) cuts it. "
+            "Only batch.log_prob, the old policy's, is a constant"
+        )
+    fail(
+        "loss_fn has the right value but the wrong gradient with respect to the model "
+        f"(largest difference {np.abs(got - refs[0]).max():.3g}): something in the loss is "
+        "held constant or computed from the wrong logits"
+    )
