@@ -452,6 +452,8 @@ def _rollout_argmax():
          "runs through every episode end"),
         ("check_double_dqn_target", _double_dqn_one_hot_max, "one-hot product"),
         ("check_fill_one_loss", _fill_loss_cut, "no policy gradient flows through the ratio"),
+        ("check_epsilon_masked_probs",
+         lambda x, m, e: eps_probs(jax.lax.stop_gradient(x), m, e), "the wrong gradient"),
         ("check_rollout_keys", _rollout_argmax(), "most probable one \\(an argmax\\)"),
         ("check_collector",
          _fixed("07_dqn", "collect", "terminated=terminated_t,", "terminated=timestep.done,",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -12,6 +13,7 @@ from companion.checks.core import (
     Case,
     CheckFailed,
     check_shape,
+    close,
     fail,
     passed,
     run_answer,
@@ -180,7 +182,7 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
         CheckFailed: naming the mistake (a softmax or a count over the wrong
             axis, illegal logits filled with 1.0 or 0.0, epsilon spread over
             illegal actions or divided by the number of actions, epsilon
-            ignored or swapped, no renormalisation, a nan gradient).
+            ignored or swapped, no renormalisation, a gradient that is nan or cut).
     """
     rng = np.random.default_rng(7)
     mask_a = np.array(
@@ -209,14 +211,27 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     logits, mask, eps = cases[0].inputs.values()
     first_legal = jnp.asarray(np.argmax(mask, -1)[..., None])
 
-    def log_p_first_legal(x):
-        p = epsilon_masked_probs(x, jnp.asarray(mask), eps)
+    def log_p_first_legal(probs_fn, x):
+        p = probs_fn(x, jnp.asarray(mask), eps)
         return jnp.sum(jnp.log(jnp.take_along_axis(p, first_legal, axis=-1)))
 
-    grad = np.asarray(jax.grad(log_p_first_legal)(jnp.asarray(logits)))
-    if not np.all(np.isfinite(grad)):
+    def reference(x, mask, eps):
+        count = jnp.sum(mask, axis=-1, keepdims=True)
+        return (1 - eps) * jax.nn.softmax(jnp.where(mask, x, -jnp.inf)) + eps * mask / count
+
+    call = "jax.grad of log epsilon_masked_probs(logits, mask, 0.1)[first legal action]"
+    grad = run_answer(jax.grad(functools.partial(log_p_first_legal, epsilon_masked_probs)),
+                      jnp.asarray(logits), call=call)  # fmt: skip
+    if not np.all(np.isfinite(np.asarray(grad))):
         fail(
             "epsilon_masked_probs: the gradient of log p(a legal action) is not finite; mask "
             "the logits with jnp.where before the softmax, not after"
+        )
+    expected = jax.grad(functools.partial(log_p_first_legal, reference))(jnp.asarray(logits))
+    if not close(grad, expected, rtol=1e-4, atol=1e-5):
+        fail(
+            "epsilon_masked_probs has the right values but the wrong gradient with respect to "
+            "the logits: something holds the probabilities constant (a stop_gradient, or "
+            "NumPy instead of jax.numpy), so the policy could not learn through them"
         )
     passed("epsilon_masked_probs: illegal actions 0, epsilon over the legal ones, per row")
