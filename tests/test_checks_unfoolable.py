@@ -446,7 +446,7 @@ def _rollout_argmax():
     [
         ("check_gae_from_values", _gae_roll, "jnp.roll.*wraps round"),
         ("check_gae_from_values", _gae_ignoring_truncations, "truncations are ignored"),
-        ("check_double_dqn_target", _double_dqn_column, r"broadcast against one of shape \(3,\)"),
+        ("check_double_dqn_target", _double_dqn_column, r"shape \(3, 3\), expected \(3,\)\. Two shapes were broadcast together"),
         ("check_n_step_target",
          lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), jnp.zeros_like(tr), q, g),
          "runs through every episode end"),
@@ -489,3 +489,83 @@ def test_an_error_names_the_students_line():
     with pytest.raises(CheckFailed, match=r"raised TypeError \(at `scale = x.reshape\(4\)"):
         checks.check_softplus_grad(answer)
 
+
+
+# --- wrong answers a fresh student tried first: each fails, named -------------------------
+
+def _classify_with(term_of):
+    def classify(reward, last, next_mask):
+        terminated = term_of(reward, last, next_mask)
+        return terminated, last & ~terminated
+
+    return classify
+
+
+def _noisy_returns_subkey(key, n):
+    key, sub = jax.random.split(key)
+    return jax.random.normal(sub, (n,)), sub
+
+
+def _eps_finite_fill(logits, mask, epsilon):
+    p = jax.nn.softmax(jnp.where(mask, logits, -30.0), -1)
+    return (1 - epsilon) * p + epsilon * mask / mask.sum(-1, keepdims=True)
+
+
+def _double_dqn_finite_fill(r, d, qo, qt, g):
+    chosen = jax.nn.one_hot(jnp.argmax(qo, -1), qo.shape[-1]).astype(bool)
+    return r + g * (1 - d) * jnp.max(jnp.where(chosen, qt, -10.0), -1)
+
+
+def _dual_clip_ratio_bound(r, a, e, c):
+    return jnp.minimum(jnp.minimum(r, c) * a, jnp.clip(r, 1 - e, 1 + e) * a)
+
+
+def _returns_wrong_carry(r, g):
+    def body(c, x):
+        return x + g * c, x + g * c
+
+    return jax.lax.scan(body, jnp.zeros(r.shape[-1]), r, reverse=True)[1]
+
+
+def _windows_without_wrap(buffer, key, batch_size, n):
+    oldest = (buffer.position - buffer.size) % buffer.capacity
+    start = jax.random.randint(key, (batch_size,), 0, buffer.size - n + 1)
+    slots = oldest + start[:, None] + jnp.arange(n)  # no % capacity
+    return jax.tree.map(lambda leaf: leaf[slots], buffer.data)
+
+
+def _reinforce_forward_scan(rewards, baselines, gamma):
+    g = _reverse_scan_returns(rewards, gamma, reverse=False)
+    return gamma ** jnp.arange(rewards.shape[0]) * (g - baselines)
+
+
+@pytest.mark.parametrize(
+    "name, wrong, message",
+    [
+        ("check_termination_and_truncation",
+         _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.all(m, -1))), "walls next to"),
+        ("check_termination_and_truncation",
+         _classify_with(lambda r, l, m: (r > 0) | ~jnp.any(m, -1)), "not LAST is flagged"),
+        ("check_termination_and_truncation",
+         lambda r, l, m: tuple(x.astype(jnp.float32) for x in _classify(r, l, m)),
+         "dtype float32"),
+        ("check_noisy_batch", _noisy_returns_subkey, "returns the key it drew the samples with"),
+        ("check_noisy_batch",
+         lambda k, n: (jax.random.uniform(jax.random.split(k)[1], (n,), minval=-3**0.5,
+                                          maxval=3**0.5), jax.random.split(k)[0]),
+         "kurtosis"),
+        ("check_epsilon_masked_probs", _eps_finite_fill, "not exactly 0"),
+        ("check_double_dqn_target", _double_dqn_finite_fill, "differs from the reference"),
+        ("check_dual_clip_objective", _dual_clip_ratio_bound, "bounds the ratio, not the"),
+        ("check_dual_clip_objective",
+         lambda r, a, e, c: jnp.where(a < 0, jnp.maximum(r * a, c * a), dual_clip(r, a, e, c)),
+         "differs from the reference"),
+        ("check_discounted_returns", _returns_wrong_carry, r"jnp.zeros_like\(rewards\[0\]\)"),
+        ("check_sample_windows", _windows_without_wrap, "% capacity"),
+        ("check_reinforce_weights", _reinforce_forward_scan, "accumulates forwards"),
+    ],
+)  # fmt: skip
+def test_a_fresh_students_wrong_answers_are_named(name, wrong, message):
+    with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message) as failure:
+        getattr(checks, name)(wrong)
+    assert "the ratio is clipped to [eps" not in str(failure.value)

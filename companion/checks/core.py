@@ -115,10 +115,9 @@ def run_answer(
         )
     except Exception as exc:
         text = str(exc).strip().splitlines()
-        fail(
-            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: "
-            f"{text[0] if text else ''}" + (f". {hint}" if hint else "")
-        )
+        first = text[0].rstrip(".") if text else ""
+        fail(f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {first}"
+             + (f". {hint}" if hint else ""))  # fmt: skip
 
 
 def passed(what: str) -> None:
@@ -150,13 +149,17 @@ def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndar
     if arr.shape != expected:
         if _broadcast(arr.shape, expected):
             hint = (
-                f"An array with a trailing axis of 1 (such as values of shape {expected + (1,)}) "
-                f"was broadcast against one of shape {expected}: drop that axis "
-                "(v[..., 0] or jnp.squeeze(v, -1)) before combining them"
-            )
+                "Two shapes were broadcast together: an array of shape "
+                f"{expected + (1,)} against one of {expected} (values against targets, say), "
+                f"or an array of shape {expected[-1:]} where a scalar belongs (a scan's "
+                "initial carry, say). " + hint
+            ).strip()
         fail(f"{what} has shape {arr.shape}, expected {expected}." + (f" {hint}" if hint else ""))
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-        fail(f"{what} contains NaN or inf values")
+        note = ""
+        if np.any(np.isneginf(arr)):
+            note = " (-inf: is something masked here? Mask only where an action is chosen)"
+        fail(f"{what} contains NaN or inf values{note}")
     return arr
 
 

@@ -79,6 +79,10 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
             [[-4.0, -0.5, -1.0], [-2.0, 3.0, 1.0], [-3.0, -2.0, -6.0], [2.0, 5.0, 1.0]],
             0.99, "a batch of 4 with 3 actions, negative values and a tie, gamma 0.99",
         ),
+        _double_dqn_case(
+            [-1.0, 2.0], [False, False], [[-300.0, -450.0], [-820.0, -610.0]],
+            [[-520.0, -130.0], [-240.0, -990.0]], 0.9, "large negative values, gamma 0.9",
+        ),
     ]  # fmt: skip
     outputs = []
     for case in cases:
@@ -136,7 +140,8 @@ _N_STEP_MISTAKES = {
     "early; a stop at step m gives gamma ** (m + 1)",
     ("gamma_m",): "the bootstrap's discount is one power short: after the rewards r_0..r_m "
     "it is gamma ** (m + 1), not gamma ** m",
-    ("undiscounted",): "the rewards are not discounted: r_0 + gamma * r_1 + gamma**2 * r_2 ...",
+    ("undiscounted",): "the rewards are not discounted: the sum is r_0 + gamma * r_1 + "
+    "gamma**2 * r_2 and so on",
 }
 
 
@@ -173,8 +178,8 @@ def check_n_step_target(n_step_target: Callable) -> None:
         CheckFailed: naming the mistake (the sum runs through a termination, a
             truncation or both, a termination bootstraps, a truncation does not,
             the bootstrap comes from the wrong step or with the wrong power of
-            gamma, the rewards are not discounted, the one-step target, a max
-            over the wrong axis).
+            gamma, the rewards are not discounted, the one-step target; a max
+            over the window's steps, by its shape).
     """
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2
@@ -257,7 +262,7 @@ def check_sample_windows(sample_windows: Callable) -> None:
         check_shape(got["obs"], (batch_size, n, 2), f"{where}: ['obs']")
         if np.any(steps == 0):
             fail(
-                f"sample_windows: {where}, some windows reach into empty slots; a window must "
+                f"{where}, some windows reach into empty slots; a window must "
                 "lie in the buffer.size filled slots"
             )
         if not np.array_equal(np.asarray(got["obs"])[..., 0], steps):
@@ -266,11 +271,18 @@ def check_sample_windows(sample_windows: Callable) -> None:
                 "every leaf with the same (batch_size, n) indices"
             )
         diffs = np.diff(steps, axis=1)
+        if np.any(diffs == 0):
+            fail(
+                f"{where}, some windows repeat a step (for example "
+                f"{steps[np.argmax(np.any(diffs == 0, axis=1))].tolist()}): an index past the "
+                "last slot, which JAX clamps to the last slot. Wrap the slot indices round "
+                "the ring with % capacity"
+            )
         if np.all(diffs == -1):
             fail("sample_windows returns the steps of each window in reverse time order")
         if not np.all(diffs == 1):
             fail(
-                f"sample_windows: {where}, some windows are not consecutive steps "
+                f"{where}, some windows are not consecutive steps "
                 f"(for example {steps[np.argmax(np.any(diffs != 1, axis=1))].tolist()}): a "
                 "window must not cross the write position, where the newest transition is "
                 "followed by the oldest. Count starts from the oldest slot, "
@@ -278,7 +290,7 @@ def check_sample_windows(sample_windows: Callable) -> None:
             )
         counts = np.bincount(steps[:, 0] - first, minlength=last - first + 1)
         if counts.size > last - first + 1:
-            fail(f"sample_windows: {where}, a window starts after step {last}")
+            fail(f"{where}, a window starts after step {last}")
         if counts[-1] == 0:
             fail(
                 f"sample_windows never draws the last window (steps {last}..{last + n - 1}): "

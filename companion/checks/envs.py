@@ -119,53 +119,80 @@ def check_termination_and_truncation(classify: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake: a time limit counted as termination, a walled-in
-            agent counted as truncation, flags on non-LAST steps or one step late, the
-            mask reduced over the wrong axis, or wrong shapes.
+            agent counted as truncation, an agent with some walls counted as walled in, flags
+            on non-LAST steps or one step late, the mask reduced over the wrong axis, flags
+            that are not bool, or wrong shapes.
     """
-    require_function(classify, "classify")
-    # Two environments over 6 steps. Env 0: the target at t=2, a time limit at t=5.
-    # Env 1: a walled-in agent at t=1, a time limit at t=4 (a time limit with nothing else).
-    reward = jnp.array([[0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0]], jnp.float32)
-    last = jnp.array([[0, 0], [0, 1], [1, 0], [0, 0], [0, 1], [1, 0]], bool)
-    next_mask = jnp.ones((6, 2, 4), bool).at[1, 1].set(False)
-    want_term = np.array([[0, 0], [0, 1], [1, 0], [0, 0], [0, 0], [0, 0]], bool)
-    want_trunc = np.array([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1], [1, 0]], bool)
-    got = run_answer(
-        classify,
-        reward,
-        last,
-        next_mask,
-        call="classify(reward, last, next_mask)",
-        hint="reward (T, N), last (T, N), next_mask (T, N, 4); it returns two arrays",
-    )
-    if not (isinstance(got, tuple) and len(got) == 2):
-        fail("classify should return a pair (terminated, truncated)")
-    terminated = check_shape(got[0], (6, 2), "terminated", hint="one flag per step and environment")
-    truncated = check_shape(got[1], (6, 2), "truncated", hint="one flag per step and environment")
-    terminated, truncated = terminated.astype(bool), truncated.astype(bool)
-    if np.array_equal(terminated, np.roll(want_term, 1, axis=0)) or np.array_equal(
-        truncated, np.roll(want_trunc, 1, axis=0)
-    ):
-        fail("a flag is applied one step late: it belongs to the step whose timestep is LAST")
-    if np.array_equal(terminated, np.asarray(last)):
-        fail("every LAST step is called a termination; the time limit is a truncation")
-    if np.any((terminated | truncated) & ~np.asarray(last)):
-        fail("a step that is not LAST is flagged; only the last step of an episode ends it")
-    if not terminated[1, 1]:
-        fail(
-            "the walled-in agent (env 1, step 1: reward 0, no legal move in next_mask) is not a "
-            "termination; an episode that cannot go on has ended, it was not cut by the clock"
-        )
-    if not (np.array_equal(terminated, want_term) and np.array_equal(truncated, want_trunc)):
-        fail(
-            f"expected terminated {want_term.astype(int).tolist()} and truncated "
-            f"{want_trunc.astype(int).tolist()}, got {terminated.astype(int).tolist()} and "
-            f"{truncated.astype(int).tolist()}; reduce next_mask over its last axis (the actions)"
-        )
+    rng = np.random.default_rng(4)
+    # Case 1, two environments over 6 steps. Env 0: the target at t=2, a time limit at t=5.
+    # Env 1: a walled-in agent at t=1, a time limit at t=4.
+    reward = np.zeros((6, 2), np.float32)
+    reward[2, 0] = 1.0
+    last = np.zeros((6, 2), bool)
+    last[[2, 5, 1, 4], [0, 0, 1, 1]] = True
+    next_mask = np.ones((6, 2, 4), bool)
+    next_mask[1, 1] = False
+    # Case 2, three environments over 5 steps, masks with some walls: a time limit next to a
+    # wall (env 0, t=3), the target (env 1, t=1), a walled-in agent (env 2, t=4), and steps
+    # that are not LAST with an empty mask (env 0, t=1) and a reward (env 2, t=2).
+    reward_b = np.zeros((5, 3), np.float32)
+    reward_b[[1, 2], [1, 2]] = 1.0
+    last_b = np.zeros((5, 3), bool)
+    last_b[[3, 1, 4], [0, 1, 2]] = True
+    mask_b = rng.uniform(size=(5, 3, 4)) < 0.6
+    mask_b[..., 0] = True
+    mask_b[3, 0] = [False, True, False, False]
+    mask_b[1, 0] = False
+    mask_b[4, 2] = False
+    cases = []
+    for r, l, m in ((reward, last, next_mask), (reward_b, last_b, mask_b)):
+        term = l & ((r > 0) | ~m.any(-1))
+        cases.append(((r, l, m), term, l & ~term))
+    for (r, l, m), want_term, want_trunc in cases:
+        shape = r.shape
+        call = f"classify(reward, last, next_mask) for {shape[0]} steps of {shape[1]} environments"
+        got = run_answer(classify, *map(jnp.asarray, (r, l, m)), call=call,
+                         hint="reward (T, N), last (T, N), next_mask (T, N, 4); it returns two "
+                         "arrays")  # fmt: skip
+        if not (isinstance(got, tuple) and len(got) == 2):
+            fail("classify should return a pair (terminated, truncated)")
+        flags = [check_shape(g, shape, f"{name} of {call}", hint="One flag per step and "
+                             "environment.") for g, name in zip(got, ("terminated", "truncated"))]
+        for flag, name in zip(flags, ("terminated", "truncated")):
+            if flag.dtype != bool:
+                fail(f"{name} has dtype {flag.dtype}; flags are bool (compare, or use & | ~)")
+        terminated, truncated = flags
+        if np.array_equal(terminated, np.roll(want_term, 1, axis=0)) or np.array_equal(
+            truncated, np.roll(want_trunc, 1, axis=0)
+        ):
+            fail("a flag is applied one step late: it belongs to the step whose timestep is LAST")
+        if np.any(terminated & l & m.any(-1) & ~m.all(-1) & (r == 0)):
+            fail(
+                "a LAST step with walls next to the agent is called a termination: the agent "
+                "is walled in only when no action is legal, ~jnp.any(next_mask, axis=-1), "
+                "not when some action is illegal"
+            )
+        if np.array_equal(terminated, l):
+            fail("every LAST step is called a termination; the time limit is a truncation")
+        if np.any((terminated | truncated) & ~l):
+            fail("a step that is not LAST is flagged; only the last step of an episode ends it "
+                 "(combine the conditions with `last &`)")  # fmt: skip
+        if not np.all(terminated[l & ~m.any(-1)]):
+            fail(
+                "a walled-in agent (reward 0, no legal move in next_mask) is not a "
+                "termination; an episode that cannot go on has ended, it was not cut by the "
+                "clock"
+            )
+        if not (np.array_equal(terminated, want_term) and np.array_equal(truncated, want_trunc)):
+            fail(
+                f"{call}: expected terminated {want_term.astype(int).tolist()} and truncated "
+                f"{want_trunc.astype(int).tolist()}, got {terminated.astype(int).tolist()} and "
+                f"{truncated.astype(int).tolist()}; reduce next_mask over its last axis (the "
+                "actions)"
+            )
     passed("terminations (target, no legal move) and truncations (time limit) are told apart")
 
 
-@self_check
 def _semi_implicit(physics: np.ndarray, action: int) -> tuple:
     """Semi-implicit Euler from explicit Euler's accelerations, and explicit Euler itself."""
     p = cartpole.DEFAULT_PARAMS

@@ -97,13 +97,16 @@ def _reinforce_case(rewards, baselines, gamma) -> Case:
     rewards, baselines = np.asarray(rewards, np.float64), np.asarray(baselines, np.float64)
     g = _returns_reference(rewards, gamma)
     discount = gamma ** np.arange(len(rewards))
-    forwards = np.cumsum(rewards * discount) / discount
+    forwards = [  # a scan without reverse=True, and a cumulative sum
+        _returns_reference(rewards[::-1], gamma)[::-1],
+        np.cumsum(rewards * discount) / discount,
+    ]
     next_baseline = np.append(baselines[1:], 0.0)
     label = f"T = {len(rewards)}, gamma {gamma}"
     return Case(label, {"rewards": rewards, "baselines": baselines, "gamma": gamma},
                 discount * (g - baselines), {
         "the return accumulates forwards in time; G_t sums the rewards from t on "
-        "(scan with reverse=True)": discount * (forwards - baselines),
+        "(scan with reverse=True)": [discount * (f - baselines) for f in forwards],
         "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
         * (gamma * g - baselines),
         "the baseline is not subtracted": discount * g,

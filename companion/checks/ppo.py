@@ -58,9 +58,8 @@ def _dual_clip_case(ratio, adv, eps, c) -> Case:
         ),
         "nothing is clipped, and no dual clip either: this is ratio * A": ratio * adv,
         "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
-        "not min(ratio, dual_clip) * A": np.where(
-            adv < 0, _dual_clip_reference(np.minimum(ratio, c), adv, eps, np.inf),
-            _dual_clip_reference(ratio, adv, eps, c)),
+        "not min(ratio, dual_clip) * A": np.minimum(
+            np.minimum(ratio, c) * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv),
     })  # fmt: skip
 
 
@@ -86,6 +85,9 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     cases = [
         _dual_clip_case(ratio, adv, 0.2, 3.0),
         _dual_clip_case(rng.uniform(0.0, 6.0, (2, 3, 5)), rng.normal(size=(2, 3, 5)), 0.1, 2.0),
+        # a dual clip below 1 + eps, and ratios below eps with A < 0
+        _dual_clip_case([[0.1, 0.15, 1.15, 3.0], [0.05, 0.9, 1.3, 2.0]],
+                        [[-1.0, -2.0, -1.0, -0.5], [-3.0, 1.0, -1.0, 2.0]], 0.2, 1.1),
     ]
     outputs = []
     for case in cases:
@@ -205,6 +207,12 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
             hint="logits float32 (..., 4), mask bool (..., 4): actions last",
         )  # fmt: skip
         outputs.append(check_shape(got, logits.shape, call))
+        if np.any(outputs[-1][~mask] != 0) and close(outputs[-1], case.expected):
+            fail(
+                f"epsilon_masked_probs gives illegal actions probabilities of up to "
+                f"{outputs[-1][~mask].max():.1e}, not exactly 0: a finite fill leaves "
+                "exp(fill) / Z. Use -inf, or set them to 0 with jnp.where(mask, p, 0.0)"
+            )
         if len(outputs) == 2:  # the batched cases first, then a single row
             _epsilon_verdict(cases[:2], outputs)
     verdict("epsilon_masked_probs on one row", cases[2:], outputs[2:])
