@@ -78,7 +78,7 @@ NETWORKS = {"jax": jax, "jnp": jnp, "np": np, "eqx": eqx, "eqx_loss": _eqx_loss}
 
 def test_decayed_training_both_ways(capsys):
     buggy = _cell("02_neural_networks", "train_decayed")
-    with pytest.raises(CheckFailed, match=r"traced 8 times in 8 steps.*Python float"):
+    with pytest.raises(CheckFailed, match=r"ran 8 times in 8 steps.*Python float"):
         check_decayed_training(_definitions(buggy, NETWORKS)["train_decayed"])
     fixed = _one_line_fix(
         buggy, "learning_rate = 0.1 * 0.97**step", "learning_rate = jnp.asarray(0.1 * 0.97**step)"

@@ -53,7 +53,7 @@ def unrolled_batched(states, actions):
         (lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].T), "environment first"),
         (lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)), "done_t is not"),
         (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
-        (unrolled_batched, "unrolled"),
+        (unrolled_batched, "unrolls its loop"),
         (lambda s, a: s, "pair"),
         (lambda s, a: (s.physics, batched_scan(s, a)[1]), "should be a CartPoleState"),
         (lambda s: s, "raised TypeError"),

@@ -197,6 +197,18 @@ def _whole_batch_gradient(w, x, y, mesh):
     return jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
 
 
+def _summed_parts_gradient(w, x, y, mesh):
+    from companion import parallel
+    from jax.sharding import PartitionSpec as P
+
+    def on_each_device(w, x, y):
+        part = jax.grad(lambda w: jnp.sum((x @ w - y) ** 2))(w)
+        return jax.lax.psum(part, "devices") / (x.shape[0] * jax.lax.psum(1, "devices"))
+
+    specs = (P(), P("devices"), P("devices"))
+    return parallel.shard_map(on_each_device, mesh, specs, P())(w, x, y)
+
+
 def _bytes_by_fields(num_steps, num_envs):
     image = 3 * 10 * 10 * 4
     per = 2 * image + 4 + 2 * 4 + 3 * 4 + 2
@@ -254,7 +266,7 @@ RIGHT = {
     ],
     "check_rollout_bytes": [lambda t, n: 2426 * t * n, _bytes_by_fields],
     "check_allreduce_bytes": [ring, lambda p, n: int(8 * p * (n - 1) // n)],
-    "check_data_parallel_grad": [mean_gradient, _whole_batch_gradient],
+    "check_data_parallel_grad": [mean_gradient, _summed_parts_gradient],
 }
 
 
@@ -563,9 +575,113 @@ def _reinforce_forward_scan(rewards, baselines, gamma):
         ("check_discounted_returns", _returns_wrong_carry, r"jnp.zeros_like\(rewards\[0\]\)"),
         ("check_sample_windows", _windows_without_wrap, "% capacity"),
         ("check_reinforce_weights", _reinforce_forward_scan, "accumulates forwards"),
+        ("check_data_parallel_grad", _whole_batch_gradient, "never splits the batch"),
     ],
 )  # fmt: skip
 def test_a_fresh_students_wrong_answers_are_named(name, wrong, message):
     with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message) as failure:
         getattr(checks, name)(wrong)
     assert "the ratio is clipped to [eps" not in str(failure.value)
+
+
+# --- and a second fresh student's, on the find-the-bug and performance checks ---------------
+
+_FIXED_ROLLOUT = ("return (env_state, timestep, key), transition",
+                  "return (env_state, timestep, next_key), transition")  # fmt: skip
+_SAMPLE = "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)"
+
+
+def _rollout_variant(old, new):
+    source = _one_line_fix(_cell("08_ppo_maze", "rollout_with_a_bug"), *_FIXED_ROLLOUT)
+    return _definitions(_one_line_fix(source, old, new), PPO)["rollout_with_a_bug"]
+
+
+def _collect_variant(old, new):
+    source = _one_line_fix(_cell("07_dqn", "collect"), "terminated=terminated_t,",
+                           "terminated=timestep.terminated,")  # fmt: skip
+    return _definitions(_one_line_fix(source, old, new), DQN)["collect"]
+
+
+@jax.jit
+def _jitted_python_loop(states, actions):
+    dones = []
+    for t in range(actions.shape[0]):
+        states, timestep = jax.vmap(cartpole.step_autoreset)(states, actions[t])
+        dones.append(timestep.done)
+    return states, jnp.stack(dones)
+
+
+def _scan_unrolled(states, actions):
+    def body(states, actions_t):
+        states, timestep = jax.vmap(cartpole.step_autoreset)(states, actions_t)
+        return states, timestep.done
+
+    return jax.lax.scan(body, states, actions, unroll=True)
+
+
+def _scan_terminated(states, actions):
+    def body(states, actions_t):
+        states, timestep = jax.vmap(cartpole.step_autoreset)(states, actions_t)
+        return states, timestep.terminated
+
+    return jax.lax.scan(body, states, actions)
+
+
+class _StaticWeight(eqx.Module):
+    weight: jax.Array = eqx.field(static=True)
+    scale: float = 2.0
+
+    def __call__(self, x):
+        return self.scale * jnp.sum(self.weight * x)
+
+
+@pytest.mark.parametrize(
+    "name, wrong, message",
+    [
+        ("check_collector",
+         _collect_variant("jax.random.bernoulli(action_key)", "jax.random.bernoulli(reset_key)"),
+         "not uniformly random"),
+        ("check_rollout_keys",
+         _rollout_variant(_FIXED_ROLLOUT[1], "return (env_state, timestep, key_t), transition"),
+         "carries that same key"),
+        ("check_rollout_keys",
+         _rollout_variant(_SAMPLE, "action_t = jax.vmap(lambda l: jax.random.categorical("
+                          "key_t, l))(logits_t).astype(jnp.int32)"),
+         "share their random noise"),
+        ("check_rollout_keys",
+         _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 1.5)")),
+         "not samples of the policy"),
+        ("check_rollout_keys",
+         _rollout_variant(_SAMPLE, _SAMPLE.replace(
+             "logits_t)", "jnp.where(obs_t.action_mask, 0.0, -jnp.inf))")),
+         "not samples of the policy"),
+        ("check_batched_rollout", _jitted_python_loop, "unrolls its loop"),
+        ("check_batched_rollout", _scan_unrolled, "unroll"),
+        ("check_batched_rollout", _scan_terminated, "misses the truncations"),
+        ("check_per_example_grad_norms",
+         lambda m, x, y: grad_norms(m, x, y, loss_of=lambda e: 0.5 * jnp.sum(e)),
+         "half the squared error"),
+        ("check_frozen_constant",
+         lambda key: _StaticWeight(jax.random.normal(key, (4,))),
+         "static fields are not trained"),
+        ("check_rollout_bytes", lambda t, n: 2426 * t * n / 1e6, "a whole number of bytes"),
+    ],
+)  # fmt: skip
+@pytest.mark.filterwarnings("ignore:A JAX array is being set as static")
+def test_a_second_students_wrong_answers_are_named(name, wrong, message):
+    with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message):
+        getattr(checks, name)(wrong)
+
+
+def test_a_collector_that_passes_cartpoles_parameters_passes(capsys):
+    checks.check_collector(_collect_variant(
+        "cartpole.step_autoreset(env_state, action_t)",
+        "cartpole.step_autoreset(env_state, action_t, cartpole.DEFAULT_PARAMS)"))  # fmt: skip
+    assert "check passed" in capsys.readouterr().out
+
+
+def test_a_step_recompiled_at_every_call_fails_every_time():
+    buggy = _definitions(_cell("02_neural_networks", "train_decayed"), NETWORKS)["train_decayed"]
+    for _ in range(2):  # the second check finds no program cached by the first
+        with pytest.raises(CheckFailed, match="ran 8 times in 8 steps"):
+            checks.check_decayed_training(buggy)

@@ -18,6 +18,7 @@ it measured and the kind of fault that produces it:
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, Callable
 
 import equinox as eqx
@@ -41,6 +42,7 @@ LEARNING_RATE = 0.1
 DECAY = 0.97
 
 _model_calls = [0]  # how often _CountingMLP's Python code ran: once per trace under jit
+_runs = itertools.count(1)
 
 
 class _CountingMLP(eqx.Module):
@@ -51,6 +53,7 @@ class _CountingMLP(eqx.Module):
     """
 
     mlp: eqx.nn.MLP
+    run: int = eqx.field(static=True, default=0)  # new for each check, so nothing is cached
 
     def __call__(self, x):
         _model_calls[0] += 1
@@ -103,7 +106,7 @@ def check_decayed_training(train_decayed: Callable) -> None:
     _model_calls[0] = 0
     answer = run_answer(
         train_decayed,
-        _CountingMLP(mlp),
+        _CountingMLP(mlp, run=next(_runs)),
         x,
         y,
         num_steps,
@@ -133,10 +136,11 @@ def check_decayed_training(train_decayed: Callable) -> None:
         )
     if traces >= num_steps:
         fail(
-            f"train_decayed: the step was traced {traces} times in {num_steps} steps, so "
-            "every step compiled a new program. eqx.filter_jit treats an argument that is "
-            "not an array (a Python float) as static, and every new learning rate is a new "
-            "static value; pass it as an array (jnp.asarray) so that one program serves all"
+            f"train_decayed: the model's Python code ran {traces} times in {num_steps} steps: "
+            "every step was traced anew, or the step is not compiled at all. "
+            "eqx.filter_jit treats an argument that is not an array (a Python float) as "
+            "static, and every new learning rate is a new static value; pass it as an array "
+            "(jnp.asarray) so that one compiled program serves every step"
         )
     if traces > 2:
         fail(
@@ -166,9 +170,10 @@ def _short_episodes(traces: list):
     original = cartpole.step_autoreset
     params = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS)
 
-    def step_autoreset(state, action, params=params):
+    def step_autoreset(state, action, given=None):
         traces.append(1)
-        return original(state, action, params)
+        default = given is None or given == cartpole.DEFAULT_PARAMS
+        return original(state, action, params if default else given)
 
     cartpole.step_autoreset = step_autoreset
     try:
@@ -215,7 +220,13 @@ def check_collector(collect: Callable) -> None:
     with _short_episodes(traces):
         call = f"collect(key, {num_steps})"
         answer = run_answer(collect, jax.random.key(11), num_steps, call=call)
-    limit = _COLLECTOR_MAX_STEPS if traces else cartpole.DEFAULT_PARAMS.max_steps
+    if not traces:
+        fail(
+            "collect never calls cartpole.step_autoreset (or it was compiled before this "
+            "check ran): step the environment with cartpole.step_autoreset, as the chapter's "
+            "collector does, and pass the function itself, not a jitted copy"
+        )
+    limit = _COLLECTOR_MAX_STEPS
     fields = ("obs", "action", "reward", "next_obs", "terminated")
     if not all(hasattr(answer, f) for f in fields):
         fail(f"collect should return a dqn.Transition (fields {fields}), got {type(answer)}")
@@ -228,6 +239,14 @@ def check_collector(collect: Callable) -> None:
         fail(f"transitions.terminated should be bool, got {terminated.dtype}")
     if not np.isin(action, (0, 1)).all() or not (reward == 1.0).all():
         fail("every action should be 0 or 1 and every reward 1.0")
+    ones = float(action.mean())
+    repeats = float(np.mean(action[1:] == action[:-1]))
+    if abs(ones - 0.5) > 0.15 or abs(repeats - 0.5) > 0.15:
+        fail(
+            f"collect's actions are not uniformly random: {ones:.0%} are 1 and {repeats:.0%} "
+            "repeat the previous one, where fair coin flips give about 50% each. Draw each "
+            "step's action with its own key"
+        )
     after = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(obs), jnp.asarray(action)))
     fell = _fallen(after)
     truncated = _truncations(fell, limit)
@@ -292,6 +311,48 @@ def check_collector(collect: Callable) -> None:
            "truncations")  # fmt: skip
 
 
+class _Sharpened(eqx.Module):
+    """An actor-critic whose logits are scaled and shifted per action, so that its policy is
+    far from uniform and a sampler that is not the policy's shows in the statistics."""
+
+    model: eqx.Module
+    scale: float = eqx.field(static=True)
+
+    def __call__(self, image):
+        logits, value = self.model(image)
+        return self.scale * logits + jnp.array([1.5, 0.0, -1.5, 0.5]), value
+
+
+def _sampled_and_carried(jaxpr) -> bool:
+    """Whether a ``scan`` in ``jaxpr`` samples with a key (``random_bits``) that it also
+    carries to the next step, where it is split or sampled again: a key used twice that
+    ``jax.debug_key_reuse`` does not follow through the loop."""
+    from companion.checks.core import _sub_jaxprs
+
+    def sampled(jaxpr) -> set:
+        """The variables of ``jaxpr`` that reach a random_bits, directly or through a call."""
+        out = set()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "random_bits":
+                out.add(eqn.invars[0])
+            for inner in _sub_jaxprs(eqn):
+                if len(inner.invars) == len(eqn.invars):
+                    inner_sampled = sampled(inner)
+                    out |= {v for v, w in zip(eqn.invars, inner.invars) if w in inner_sampled}
+        return out
+
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            body = eqn.params["jaxpr"].jaxpr
+            carried = body.outvars[: eqn.params["num_carry"]]
+            if set(carried) & sampled(body):
+                return True
+        if any(_sampled_and_carried(inner) for inner in _sub_jaxprs(eqn)):
+            return True
+    return False
+
+
 def _rollout_case(num_envs: int) -> tuple:
     """An untrained actor-critic on the medium maze, a reset pool and a batch of starts."""
     from companion.agents import ppo
@@ -299,7 +360,7 @@ def _rollout_case(num_envs: int) -> tuple:
     from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
     env = maze_lib.make_maze_task("medium")
-    model = ppo.make_model(ppo.FIXED_MAZE_CONFIG, jax.random.key(0))
+    model = _Sharpened(ppo.make_model(ppo.FIXED_MAZE_CONFIG, jax.random.key(0)), 4.0)
     pool = make_reset_pool(env, jax.random.key(1), num_envs)
     starts = jax.random.split(jax.random.key(2), num_envs)
     env_state, timestep = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(env, starts)
@@ -350,6 +411,14 @@ def check_rollout_keys(rollout: Callable) -> None:
         )
     if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
         fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
+    with jax.debug_key_reuse(False):
+        program = jax.make_jaxpr(rollout, static_argnums=(1, 6))(*args)
+    if _sampled_and_carried(program):
+        fail(
+            "rollout samples an action with a key and carries that same key to the next step, "
+            "where it is split again: a key used twice, which jax.debug_key_reuse does not "
+            "follow through lax.scan. Split, sample with one half, carry the other"
+        )
     transitions = answer[2]
     action = check_shape(transitions.action, (num_steps, num_envs), "transitions.action")
     mask = np.asarray(transitions.action_mask)
@@ -373,6 +442,30 @@ def check_rollout_keys(rollout: Callable) -> None:
         other = run(*args[:5], jax.random.key(4), num_steps)[2]
     if np.array_equal(np.asarray(other.action), action):
         fail("rollout ignores its key: another key gave the same actions")
+    # environments side by side: independent samples agree as often as sum_a p_i(a) p_j(a)
+    p_same = np.sum(probs[:, :-1] * probs[:, 1:], axis=-1)
+    same = action[:, :-1] == action[:, 1:]
+    same_z = _z_score(same.sum(), p_same.sum(), (p_same * (1 - p_same)).sum())
+    if same_z > 5:
+        fail(
+            f"rollout: neighbouring environments take the same action in {same.mean():.0%} of "
+            f"steps, where independent samples would in {p_same.mean():.0%}: they share "
+            "their random noise (one key for every environment, as a jax.vmap of "
+            "categorical over the environments with one key gives). "
+            "jax.random.categorical(key_t, logits_t) on the batch draws each row apart"
+        )
+    # how probable the taken actions were: samples of the policy average sum_a p(a)^2
+    p_taken = np.take_along_axis(probs, action[..., None].astype(int), -1)[..., 0]
+    second, third = np.sum(probs**2, -1), np.sum(probs**3, -1)
+    taken_z = _z_score(p_taken.sum(), second.sum(), (third - second**2).sum())
+    if abs(taken_z) > 5:
+        fail(
+            f"rollout: the actions are not samples of the policy: the probability the policy "
+            f"gave the action taken averages {p_taken.mean():.3f}, where samples of it would "
+            f"average {second.mean():.3f} ({abs(taken_z):.0f} standard deviations apart). "
+            "Sample from the logits the log_prob is computed from (no temperature, noise or "
+            "argmax), with jax.random.categorical"
+        )
     taken = np.eye(4)[action.astype(int)]  # (T, N, 4) one-hot
     counts_z = [
         _z_score(taken[..., a].sum(), p.sum(), (p * (1 - p)).sum())

@@ -110,8 +110,8 @@ def run_answer(
         fail(
             f"{call} turns a traced array into a Python value{_where_raised(exc)}: {first} "
             "The book runs this function under jax.jit, where arrays have no values yet: "
-            "use jnp.where or jax.lax.cond instead of `if`, and keep arrays as arrays "
-            "(no int(), float() or bool() of one)"
+            "use jnp.where or jax.lax.cond instead of `if`, jax.numpy instead of NumPy, and "
+            "keep arrays as arrays (no int(), float() or bool() of one)"
         )
     except Exception as exc:
         text = str(exc).strip().splitlines()
@@ -233,3 +233,43 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
     lines += [_show(value, f"  {key} = ") for key, value in case.inputs.items()]
     lines += [_show(got, "it gives "), _show(case.expected, "expected ")]
     fail("\n".join(lines))
+
+
+def _sub_jaxprs(eqn) -> list:
+    """The jaxprs inside one equation (a pjit's, a scan's or a cond's body, ...)."""
+    found = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns"):
+                found.append(inner)
+    return found
+
+
+def program_equations(jaxpr) -> list:
+    """Every equation of ``jaxpr`` (a ``jax.make_jaxpr`` result or a jaxpr), nested
+    programs included: a Python loop under an inner ``jax.jit`` still counts."""
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    out = []
+    for eqn in jaxpr.eqns:
+        out.append(eqn)
+        for inner in _sub_jaxprs(eqn):
+            out.extend(program_equations(inner))
+    return out
+
+
+def unrolled(fn: Callable, *args_by_length: tuple) -> tuple | None:
+    """``(n_short, n_long)`` equations of ``fn``'s program on two argument tuples of
+    increasing length when the longer program is larger (a loop unrolled into it), else
+    None; a ``scan`` with ``unroll`` counts as unrolled."""
+    sizes = []
+    for args in args_by_length:
+        try:
+            eqns = program_equations(jax.make_jaxpr(fn)(*args))
+        except Exception:  # run_answer reports the error when the answer runs
+            return None
+        if any(eqn.primitive.name == "scan" and eqn.params.get("unroll", 1) not in (1, False)
+               for eqn in eqns):  # fmt: skip
+            return (len(eqns), -1)
+        sizes.append(len(eqns))
+    return tuple(sizes) if sizes[1] > sizes[0] else None

@@ -205,18 +205,13 @@ def _semi_implicit(physics: np.ndarray, action: int) -> tuple:
 
 
 def _euler_case(physics, action) -> Case:
-    p = cartpole.DEFAULT_PARAMS
     physics = np.asarray(physics, np.float32)
     expected, explicit = _semi_implicit(physics, action)
-    positions_first = expected.copy()
-    positions_first[[0, 2]] = physics[[0, 2]] + p.tau * physics[[1, 3]]
     push = "pushing right" if action else "pushing left"
     return Case(f"physics {physics.tolist()}, {push} (action {action})",
                 {"physics": physics, "action": action}, expected, {
         "this is explicit Euler: update the velocities first, then the positions with "
         "them": explicit,
-        "the positions move with the old velocities (explicit Euler for the positions); "
-        "semi-implicit Euler moves them with the new ones": positions_first,
         "the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left": (
             _semi_implicit(physics, 1 - action)[0]
         ),

@@ -129,13 +129,16 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
             f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
             f"{float(2.0 * np.sum(weight * np.asarray(x))):.4f}"
         )
+    static = {f.name for f in dataclasses.fields(module) if f.metadata.get("static", False)}
+    if "weight" in static:
+        fail("weight is a static field (eqx.field(static=True)): static fields are not "
+             "trained; only the constant may be static")  # fmt: skip
     grads = eqx.filter_grad(lambda m: m(x))(module)
     if grads.weight is None:
         fail(
             "eqx.filter_grad gives None for weight: the weight must be a JAX array "
             "of floats, not a NumPy array, a list or a static field"
         )
-    static = {f.name for f in dataclasses.fields(module) if f.metadata.get("static", False)}
     if "scale" not in static and getattr(grads, "scale", None) is not None:
         fail(
             "the constant `scale` gets a gradient; it should be None. A JAX array field is "
@@ -152,7 +155,8 @@ def _grad_norms_reference(model, x, y, mistake=None):
 
     def loss(m, x_i, y_i):
         error = (m(x_i) - y_i) ** 2
-        return jnp.mean(error) if mistake == "mean" else jnp.sum(error)
+        scale = {"mean": 1 / error.size, "half": 0.5}.get(mistake, 1.0)
+        return scale * jnp.sum(error)
 
     rows = []
     for x_i, y_i in zip(x, y):
@@ -186,9 +190,9 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     """
     require_function(per_example_grad_norms, "per_example_grad_norms")
     key_model, key_x, key_y = jax.random.split(jax.random.key(4), 3)
-    model = eqx.nn.MLP(3, 2, 8, 1, activation=jnp.tanh, key=key_model)
+    model = eqx.nn.MLP(3, 3, 8, 1, activation=jnp.tanh, key=key_model)
     x = jax.random.normal(key_x, (6, 3))
-    y = jax.random.normal(key_y, (6, 2))
+    y = jax.random.normal(key_y, (6, 3))
     call = "per_example_grad_norms(model, x, y)"
     try:
         got = run_answer(per_example_grad_norms, model, x, y, call=call,
@@ -219,6 +223,8 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
         "per_leaf": "the norms of the arrays are added; add their squares, then take the "
         "square root",
         "mean": "the error is averaged over the outputs; the example's loss is its sum",
+        "half": "the loss is half the squared error; the example's loss is the sum of its "
+        "squared errors, without the 1/2",
     }
     mistakes = {m: _grad_norms_reference(model, x, y, k) for k, m in messages.items()}
     mistakes["every example gets the norm of the whole batch's gradient: vmap the gradient"] = (

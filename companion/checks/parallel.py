@@ -12,6 +12,7 @@ from companion.checks.core import (
     check_shape,
     fail,
     passed,
+    program_equations,
     require_function,
     run_answer,
     self_check,
@@ -84,6 +85,18 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     w = jax.random.normal(kw, (3,))
     right = _mse_grad(w, x, y)
     sizes = [d for d in (1, 2, 4, 8) if d <= len(jax.devices())]
+    try:
+        program = jax.make_jaxpr(mean_gradient, static_argnums=3)(w, x, y, make_mesh(sizes[-1]))
+    except Exception:  # run_answer below reports the error
+        program = None
+    if program is not None and not any(
+        eqn.primitive.name == "shard_map" for eqn in program_equations(program)
+    ):
+        fail(
+            "mean_gradient never splits the batch over the mesh (no shard_map in its "
+            "program): the exercise asks for each device to differentiate its rows, with "
+            "shard_map and jax.lax.pmean"
+        )
     cases, outputs = [], []
     for d in sizes:
         call = f"mean_gradient(w, x, y, mesh of {d})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -16,25 +17,27 @@ from companion.checks.core import (
     require_function,
     run_answer,
     self_check,
+    unrolled,
 )
+from companion.checks.bugs import _COLLECTOR_MAX_STEPS, _short_episodes
 from companion.envs import cartpole
 
 
-def _loop_reference(state, actions, step_fn):
+def _loop_reference(state, actions, step_fn, flag="done"):
     dones = []
     for a in np.asarray(actions):
         state, timestep = step_fn(state, jnp.int32(a))
-        dones.append(bool(timestep.done))
+        dones.append(bool(getattr(timestep, flag)))
     return state, np.array(dones)
 
 
-def _batched_loop_reference(make_states, actions, step_fn):
+def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
     """Step each environment on its own with ``step_fn``; final states and done (T, N)."""
     finals, dones = [], []
     num_envs = actions.shape[1]
     for e in range(num_envs):
         state = jax.tree.map(lambda leaf: leaf[e], make_states())
-        state, done = _loop_reference(state, actions[:, e], step_fn)
+        state, done = _loop_reference(state, actions[:, e], step_fn, flag)
         finals.append(np.asarray(state.physics))
         dones.append(done)
     return np.stack(finals), np.stack(dones, axis=1)
@@ -64,26 +67,25 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
 
     actions = jax.random.bernoulli(jax.random.key(6), shape=(num_steps, num_envs))
     actions = actions.astype(jnp.int32)
-    sizes = []
-    for length in (20, 40):
-        try:  # tracing is cheap; compiling an unrolled loop is not, so look first
-            jaxpr = jax.make_jaxpr(batched_rollout)(make_states(), actions[:length])
-        except Exception:  # run_answer below reports the error
-            break
-        sizes.append(len(jaxpr.jaxpr.eqns))
-    if len(sizes) == 2 and sizes[1] > sizes[0]:
+    sizes = unrolled(batched_rollout, *[(make_states(), actions[:n]) for n in (20, 40)])
+    if sizes is not None:
         fail(
-            f"the program grows with the number of steps ({sizes[0]} operations for 20 steps, "
-            f"{sizes[1]} for 40): a Python loop is unrolled into it; use jax.lax.scan"
-        )
+            "batched_rollout unrolls its loop into the program"
+            + (" (scan's unroll)" if sizes[1] < 0 else f" ({sizes[0]} operations for 20 "
+               f"steps, {sizes[1]} for 40)")
+            + ": a Python loop (even under an inner jax.jit) copies the step once per time "
+            "step; use jax.lax.scan"
+        )  # fmt: skip
     call = "batched_rollout(states, actions)"
-    got = run_answer(
-        batched_rollout,
-        make_states(),
-        actions,
-        call=call,
-        hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time first",
-    )
+    traces: list = []
+    with _short_episodes(traces):  # a time limit of 30 steps, so that episodes truncate
+        got = run_answer(
+            batched_rollout, make_states(), actions, call=call,
+            hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time "
+            "first",
+        )  # fmt: skip
+    limit = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS if traces else 500)
+    reference_step = functools.partial(cartpole.step_autoreset, params=limit)
     if not (isinstance(got, tuple) and len(got) == 2):
         fail("batched_rollout should return a pair (final_states, done_t)")
     final, dones = got
@@ -96,11 +98,19 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
             f"first, {(num_steps, num_envs)}, as lax.scan stacks its outputs"
         )
     dones = check_shape(dones, (num_steps, num_envs), "done_t", hint="One flag per step and env.")
-    ref_physics, ref_dones = _batched_loop_reference(make_states, actions, cartpole.step_autoreset)
+    ref_physics, ref_dones = _batched_loop_reference(make_states, actions, reference_step)
     if not (close(physics, ref_physics) and np.array_equal(dones, ref_dones)):
-        no_reset, _ = _batched_loop_reference(make_states, actions, cartpole.step)
+        no_reset, _ = _batched_loop_reference(
+            make_states, actions, functools.partial(cartpole.step, params=limit)
+        )
         if close(physics, no_reset):
             fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
+        terminated = _batched_loop_reference(make_states, actions, reference_step, "terminated")
+        if close(physics, ref_physics) and np.array_equal(dones, terminated[1]):
+            fail(
+                "done_t is timestep.terminated: it misses the truncations (here the time "
+                "limit is 30 steps); done = terminated | truncated, timestep.done"
+            )
         if close(physics, ref_physics):
             fail(
                 "the final states are right but done_t is not: return timestep.done of every "
@@ -159,11 +169,14 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     }
     for num_steps, num_envs in ((1, 1), (32, 64), (128, 16)):
         call = f"rollout_bytes({num_steps}, {num_envs})"
-        got = run_answer(rollout_bytes, num_steps, num_envs, call=call, jit=False)
+        raw = run_answer(rollout_bytes, num_steps, num_envs, call=call, jit=False)
         try:
-            got = int(got)
+            got = int(raw)
         except (TypeError, ValueError):
-            fail(f"{call} should return a number of bytes, got {got!r}")
+            fail(f"{call} should return a number of bytes, got {raw!r}")
+        if got != raw:
+            fail(f"{call} = {raw!r}: a whole number of bytes was expected ({per:,} bytes per "
+                 "step and environment)")  # fmt: skip
         expected = per * num_steps * num_envs
         if got == expected:
             continue
