@@ -248,8 +248,14 @@ def _sub_jaxprs(eqn) -> list:
 
 def program_equations(jaxpr) -> list:
     """Every equation of ``jaxpr`` (a ``jax.make_jaxpr`` result or a jaxpr), nested
-    programs included: a Python loop under an inner ``jax.jit`` still counts."""
+    programs included: a Python loop under an inner ``jax.jit`` still counts.
+
+    Raises:
+        TypeError: if ``jaxpr`` is neither a jaxpr nor a closed jaxpr.
+    """
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    if not hasattr(jaxpr, "eqns"):
+        raise TypeError(f"jaxpr: expected jax.make_jaxpr's result, got {type(jaxpr).__name__}")
     out = []
     for eqn in jaxpr.eqns:
         out.append(eqn)
@@ -261,7 +267,13 @@ def program_equations(jaxpr) -> list:
 def unrolled(fn: Callable, *args_by_length: tuple) -> tuple | None:
     """``(n_short, n_long)`` equations of ``fn``'s program on two argument tuples of
     increasing length when the longer program is larger (a loop unrolled into it), else
-    None; a ``scan`` with ``unroll`` counts as unrolled."""
+    None; a ``scan`` with ``unroll`` counts as unrolled.
+
+    Raises:
+        TypeError: if ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
     sizes = []
     for args in args_by_length:
         try:
