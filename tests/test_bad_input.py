@@ -30,6 +30,7 @@ from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo 
 from companion.checks import parallel as parallel_checks
 from companion import parallel
 from companion.checks import bugs as bug_checks
+from companion.checks import keys as key_checks
 from companion.checks import foundations as foundation_checks
 from companion import tabular
 from companion.checks import ppo_rollout as ppo_rollout_checks
@@ -793,7 +794,8 @@ CHECKS = {
     ],
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
     parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],
-    bug_checks: ["check_decayed_training", "check_collector", "check_rollout_keys"],
+    bug_checks: ["check_decayed_training", "check_collector"],
+    key_checks: ["check_rollout_keys"],
     foundation_checks: ["check_action_values", "check_reinforce_weights", "check_q_learning"],
 }
 CASES += [

@@ -11,7 +11,8 @@ from companion.checks.basics import (
     check_noisy_batch,
     check_softplus_grad,
 )
-from companion.checks.bugs import check_collector, check_decayed_training, check_rollout_keys
+from companion.checks.bugs import check_collector, check_decayed_training
+from companion.checks.keys import check_rollout_keys
 from companion.checks.core import CheckFailed
 from companion.checks.dqn import (
     check_double_dqn_target,

@@ -1,0 +1,205 @@
+"""The PPO chapter's find-the-bug self-check: a rollout that must draw every action with a
+fresh PRNG key (:func:`check_rollout_keys`)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import (
+    _sub_jaxprs,
+    check_shape,
+    close,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+)
+
+
+class _Sharpened(eqx.Module):
+    """An actor-critic whose logits are scaled and shifted per action, so that its policy is
+    far from uniform and a sampler that is not the policy's shows in the statistics."""
+
+    model: eqx.Module
+    scale: float = eqx.field(static=True)
+
+    def __call__(self, image):
+        logits, value = self.model(image)
+        return self.scale * logits + jnp.array([1.5, 0.0, -1.5, 0.5]), value
+
+
+def _sampled_and_carried(jaxpr) -> bool:
+    """Whether a ``scan`` in ``jaxpr`` samples with a key (``random_bits``) that it also
+    carries to the next step, where it is split or sampled again: a key used twice that
+    ``jax.debug_key_reuse`` does not follow through the loop."""
+    def sampled(jaxpr) -> set:
+        """The variables of ``jaxpr`` that reach a random_bits, directly or through a call."""
+        out = set()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "random_bits":
+                out.add(eqn.invars[0])
+            for inner in _sub_jaxprs(eqn):
+                if len(inner.invars) == len(eqn.invars):
+                    inner_sampled = sampled(inner)
+                    out |= {v for v, w in zip(eqn.invars, inner.invars) if w in inner_sampled}
+        return out
+
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            body = eqn.params["jaxpr"].jaxpr
+            carried = body.outvars[: eqn.params["num_carry"]]
+            if set(carried) & sampled(body):
+                return True
+        if any(_sampled_and_carried(inner) for inner in _sub_jaxprs(eqn)):
+            return True
+    return False
+
+
+def _rollout_case(num_envs: int) -> tuple:
+    """An untrained actor-critic on the medium maze, a reset pool and a batch of starts."""
+    from companion.agents import ppo
+    from companion.envs import maze as maze_lib
+    from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
+
+    env = maze_lib.make_maze_task("medium")
+    model = _Sharpened(ppo.make_model(ppo.FIXED_MAZE_CONFIG, jax.random.key(0)), 4.0)
+    pool = make_reset_pool(env, jax.random.key(1), num_envs)
+    starts = jax.random.split(jax.random.key(2), num_envs)
+    env_state, timestep = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(env, starts)
+    return model, env, pool, env_state, timestep
+
+
+def _z_score(observed: float, expected: float, variance: float) -> float:
+    return (observed - expected) / np.sqrt(max(variance, 1e-12))
+
+
+@self_check
+def check_rollout_keys(rollout: Callable) -> None:
+    """Check ``rollout(model, env, pool, env_state, timestep, key, num_steps)``: a rollout of
+    the PPO chapter (section 4's ``rollout_in_view``) that draws every action with a fresh
+    key.
+
+    The answer is ``(env_state, timestep, transitions)``, ``transitions`` a
+    :class:`companion.agents.ppo.Transition` with leaves of shape ``(num_steps, num_envs,
+    ...)``. The check runs 32 steps of 64 environments of the medium maze with an untrained
+    network, first under JAX's key-reuse checker (``jax.debug_key_reuse``), then tests the
+    actions against the policy that chose them: each action is legal and its stored
+    ``log_prob`` is the policy's; how often each action is taken, and how often an
+    environment repeats its previous action, must agree with the policy's own
+    probabilities, as independent samples do, within 5 standard deviations.
+
+    Raises:
+        CheckFailed: naming the mistake (a key used twice, which the key-reuse checker
+            reports; actions that repeat or avoid the previous one more than independent
+            samples would; action frequencies that are not the policy's, as from an argmax;
+            illegal actions; wrong log-probabilities; wrong shapes).
+    """
+    from companion.agents import ppo
+
+    require_function(rollout, "rollout")
+    num_envs, num_steps = 64, 32
+    model, env, pool, env_state, timestep = _rollout_case(num_envs)
+    run = jax.jit(rollout, static_argnums=(1, 6))
+    args = (model, env, pool, env_state, timestep, jax.random.key(3), num_steps)
+    call = "rollout(model, env, pool, env_state, timestep, key, 32)"
+    try:
+        with jax.debug_key_reuse(True):
+            answer = run_answer(run, *args, call=call, jit=False, reraise=jax.errors.KeyReuseError)
+    except jax.errors.KeyReuseError as err:
+        fail(
+            "rollout: JAX's key-reuse checker finds a key used twice ("
+            f"{str(err).splitlines()[0].rstrip(':')}). A key that is consumed at one step and "
+            "carried to the next draws the same noise again: split it, and carry the new key"
+        )
+    if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
+        fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
+    with jax.debug_key_reuse(False):
+        program = jax.make_jaxpr(rollout, static_argnums=(1, 6))(*args)
+    if _sampled_and_carried(program):
+        fail(
+            "rollout samples an action with a key and carries that same key to the next step, "
+            "where it is split again: a key used twice, which jax.debug_key_reuse does not "
+            "follow through lax.scan. Split, sample with one half, carry the other"
+        )
+    transitions = answer[2]
+    action = check_shape(transitions.action, (num_steps, num_envs), "transitions.action")
+    mask = np.asarray(transitions.action_mask)
+    done = np.asarray(transitions.done)
+    logits = jax.vmap(jax.vmap(model))(transitions.image)[0]
+    logits = ppo.masked_logits(logits, transitions.action_mask)
+    probs = np.asarray(jax.nn.softmax(logits), np.float64)  # (T, N, 4)
+    if not np.take_along_axis(mask, action[..., None].astype(int), -1).all():
+        fail("rollout: some actions are illegal under the action mask they were chosen with")
+    expected_log_prob = np.asarray(ppo.log_prob(logits, jnp.asarray(action, jnp.int32)))
+    if not close(transitions.log_prob, expected_log_prob, rtol=1e-4, atol=1e-5):
+        fail("rollout: log_prob is not the log-probability of the action under the policy")
+
+    if np.array_equal(action, np.argmax(probs, -1)):
+        fail(
+            "rollout: every action is the policy's most probable one (an argmax): the agent "
+            "does not explore, and its log_prob is not that of a sample. Draw each action "
+            "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
+        )
+    with jax.debug_key_reuse(False):
+        other = run(*args[:5], jax.random.key(4), num_steps)[2]
+    if np.array_equal(np.asarray(other.action), action):
+        fail("rollout ignores its key: another key gave the same actions")
+    # environments side by side: independent samples agree as often as sum_a p_i(a) p_j(a)
+    p_same = np.sum(probs[:, :-1] * probs[:, 1:], axis=-1)
+    same = action[:, :-1] == action[:, 1:]
+    same_z = _z_score(same.sum(), p_same.sum(), (p_same * (1 - p_same)).sum())
+    if same_z > 5:
+        fail(
+            f"rollout: neighbouring environments take the same action in {same.mean():.0%} of "
+            f"steps, where independent samples would in {p_same.mean():.0%}: they share "
+            "their random noise (one key for every environment, as a jax.vmap of "
+            "categorical over the environments with one key gives). "
+            "jax.random.categorical(key_t, logits_t) on the batch draws each row apart"
+        )
+    # how probable the taken actions were: samples of the policy average sum_a p(a)^2
+    p_taken = np.take_along_axis(probs, action[..., None].astype(int), -1)[..., 0]
+    second, third = np.sum(probs**2, -1), np.sum(probs**3, -1)
+    taken_z = _z_score(p_taken.sum(), second.sum(), (third - second**2).sum())
+    if abs(taken_z) > 5:
+        fail(
+            f"rollout: the actions are not samples of the policy: the probability the policy "
+            f"gave the action taken averages {p_taken.mean():.3f}, where samples of it would "
+            f"average {second.mean():.3f} ({abs(taken_z):.0f} standard deviations apart). "
+            "Sample from the logits the log_prob is computed from (no temperature, noise or "
+            "argmax), with jax.random.categorical"
+        )
+    taken = np.eye(4)[action.astype(int)]  # (T, N, 4) one-hot
+    counts_z = [
+        _z_score(taken[..., a].sum(), p.sum(), (p * (1 - p)).sum())
+        for a, p in enumerate(np.moveaxis(probs, -1, 0))
+    ]
+    # repeats: at step t, the chance of the previous action, within an episode
+    same_episode = ~done[:-1]
+    p_repeat = np.take_along_axis(probs[1:], action[:-1, :, None].astype(int), -1)[..., 0]
+    p_repeat = p_repeat[same_episode]
+    repeats = (action[1:] == action[:-1])[same_episode]
+    repeat_z = _z_score(repeats.sum(), p_repeat.sum(), (p_repeat * (1 - p_repeat)).sum())
+    if abs(repeat_z) > 5:
+        fail(
+            f"rollout: an environment takes its previous action again in {repeats.mean():.0%} "
+            f"of steps, where independent samples from the same policy would in "
+            f"{p_repeat.mean():.0%} ({abs(repeat_z):.0f} standard deviations apart): the "
+            "steps' random choices are not independent. Does every step get a fresh key?"
+        )
+    if max(map(abs, counts_z)) > 5:
+        fail(
+            "rollout: the actions are not samples of the policy: action counts "
+            f"{taken.sum(axis=(0, 1)).astype(int).tolist()} where the policy expects "
+            f"{np.round(probs.sum(axis=(0, 1))).astype(int).tolist()}"
+        )
+    passed(
+        f"rollout: fresh, independent actions in {num_steps} steps of {num_envs} environments, "
+        "no key reused"
+    )
