@@ -1,5 +1,6 @@
 """Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
-Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; the
+Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; in
+Chromium at 1280 px, no code box is wider than its box and no chapter is taller than 30,000 px; the
 maze playground page has its scripts and, in Chromium, passes its self-test: the planning agent
 walks a shortest path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24, the value map
 draws, and switching agent, size and speed works.
@@ -50,11 +51,13 @@ MEASURE = """<script>window.addEventListener('load', function () {
     }
   });
   document.body.setAttribute('data-clipped', JSON.stringify(clipped));
+  document.body.setAttribute('data-height', document.documentElement.scrollHeight);
 });</script>"""
 
 
-def clipped_code(page: Path) -> list[str]:
-    """The code boxes of ``page`` that Chromium, 1280 px wide, draws narrower than their text."""
+def measure_page(page: Path) -> tuple[list[str], int]:
+    """The code boxes of ``page`` that Chromium, 1280 px wide, draws narrower than their text,
+    and the page's height in pixels at that width (-1 if the page did not load)."""
     probe = page.with_name(f"__clipped_{page.name}")
     probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
     try:
@@ -67,7 +70,10 @@ def clipped_code(page: Path) -> list[str]:
     finally:
         probe.unlink()
     found = re.findall(r'data-clipped="([^"]*)"', dom)
-    return json.loads(html_lib.unescape(found[0])) if found else ["(the page did not load)"]
+    height = re.findall(r'data-height="(\d+)"', dom)
+    if not found:
+        return ["(the page did not load)"], -1
+    return json.loads(html_lib.unescape(found[0])), int(height[0]) if height else -1
 
 
 def playground_selftest(page: Path) -> str:
@@ -124,15 +130,21 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
 
-# Code fits its box at 1280 px: no page makes its reader scroll a code box sideways.
+# Code fits its box at 1280 px: no page makes its reader scroll a code box sideways; and no
+# chapter is taller than 30,000 px at that width.
+HEIGHT_LIMIT = 30_000  # px
 if BROWSER is not None:
     for page in sorted(site.rglob("*.html")):
         if "_static" in page.parts or page.name in ("search.html", "genindex.html"):
             continue
         if 'http-equiv="Refresh"' in page.read_text()[:500]:  # index.html: a redirect
             continue
-        for line in clipped_code(page):
+        clipped, height = measure_page(page)
+        for line in clipped:
             problems.append(f"{page.relative_to(site)}: code wider than its box: {line!r}")
+        if page.parent.name == "notebooks" and not 0 < height <= HEIGHT_LIMIT:
+            problems.append(f"{page.relative_to(site)}: {height:,} px tall at 1280 px, over the "
+                            f"{HEIGHT_LIMIT:,} a chapter may take")
 
 # Formulas render offline: MathJax comes from the site, and Chromium (with no network) draws
 # the formulas of the foundations chapter.

@@ -1,4 +1,4 @@
-"""The PPO chapter's saved random-maze agent on unseen random mazes of other sizes.
+"""The generalising chapter's saved random-maze agent on unseen random mazes of other sizes.
 
 The agent (``companion/data/ppo_random_maze.eqx``, trained by ``tools/train_random_maze.py``
 on jumanji's random 10 x 10 mazes only) is a propagation network: the same weights update

@@ -1,4 +1,4 @@
-"""The PPO chapter's planning agent (value iteration) on unseen random mazes up to 30 x 30.
+"""The generalising chapter's planning agent (value iteration) on unseen random mazes up to 30 x 30.
 
 The agent (``companion/data/ppo_value_iteration_maze.eqx``, trained by
 ``tools/train_random_maze.py --agent value_iteration`` on jumanji's random 10 x 10 mazes

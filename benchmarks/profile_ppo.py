@@ -1,6 +1,6 @@
 """Profile of a PPO update on random mazes, and what pooled resets change.
 
-For the PPO chapter's convolutional agent on random mazes (its configuration
+For the generalising chapter's convolutional agent on random mazes (its configuration
 for the fixed mazes, with ``task="random"``), and for each way of restarting episodes
 (``PPOConfig.reset``: jumanji's ``AutoResetWrapper``, which computes a fresh
 maze for every environment on every step, and the book's pooled resets), it

@@ -71,7 +71,7 @@ def load_random_maze_agent() -> ppo.PropagationActorCritic:
 
     Built from the configuration saved next to the weights
     (``companion/data/ppo_random_maze.json``) and filled with
-    ``eqx.tree_deserialise_leaves``, as chapter 8 does
+    ``eqx.tree_deserialise_leaves``, as chapter 9 does
     (:func:`companion.agents.ppo.saved.load_saved_agent`).
     """
     return load_agent("propagation")

@@ -395,3 +395,63 @@ def test_lean_programs_quick_mode_writes_json(tmp_path):
         assert row["ratio"] == pytest.approx(
             row["current"]["compile_s"] / row["baseline"]["compile_s"]
         )
+
+
+def _post_run(variant, task, seed, steps, time_s, sampled):
+    final = {t: {"sampled": sampled, "greedy": sampled / 2} for t in
+             ("post-medium", "post-medium-9", "book-medium")}
+    return {"variant": variant, "task": task, "seed": seed, "steps_to_target": steps,
+            "time_to_target_s": time_s, "final_success": final}
+
+
+def _dqn_run(variant, final, best, time_s):
+    return {"variant": variant, "final_return": final, "best_return": best,
+            "time_to_target_s": time_s}
+
+
+def _table_rows(markdown):
+    rows = [line for line in markdown.splitlines() if line.startswith("|")]
+    widths = {line.count("|") for line in rows}
+    assert len(widths) == 1, rows  # header, separator and rows: one number of columns
+    return rows[2:]
+
+
+def test_source_post_tables_by_hand():
+    from companion import bench
+
+    posts = {
+        "date": "2026-11-30T22:58:56+00:00",
+        "hardware": {"cpu": "Some CPU", "cpu_cores": 2, "jax": "0.10.2", "backend": "cpu"},
+        "ppo_runs": [_post_run("post", "post-medium", 0, 557_056, 21.14, 0.987),
+                     _post_run("post", "post-medium", 1, None, None, 0.5),
+                     _post_run("all 9 pairs drawn", "post-medium-9", 0, None, None, 0.75)],
+        "book_ppo_runs": [_post_run("book", "book-medium", 0, 98_304, 8.04, 0.999)],
+        "comparisons": {"ppo": {"post-medium": {"post_over_book_time": 2.8159},
+                                "book-medium": {"post_over_book_time": None}}},
+        "dqn_runs": [_dqn_run("post", 480.0, 500.0, 1.5), _dqn_run("post", 100.0, 474.9, None),
+                     _dqn_run("post", 100.0, 490.0, 2.5)],
+        "book_dqn_runs": [_dqn_run("book", 475.0, 500.0, 6.0)],
+    }
+    assert bench.measured_on(posts) == (
+        "Measured 2026-11-30 on Some CPU (2 cores), JAX 0.10.2 (cpu).")
+    runs = _table_rows(bench.post_ppo_table(posts))
+    assert len(runs) == 3  # the two post runs and the book's; variants belong to the ablation
+    assert runs[0] == ("| post | post's maze, 4 pairs | 0 | 557,056 | 21.1 | 0.987 / 0.493 | "
+                       "0.987 / 0.493 | 0.987 / 0.493 |")
+    assert "| 1 | not reached | not reached |" in runs[1]
+    assert "post / book: 2.82 (same run" in bench.post_ppo_table(posts)
+    ablation = _table_rows(bench.post_ppo_ablation_table(posts))
+    assert [r.split(" | ")[0] for r in ablation] == ["| post", "| all 9 pairs drawn"]
+    assert "post's maze, 9 pairs" in ablation[1]
+    dqn_rows = _table_rows(bench.post_dqn_table(posts))
+    # post: final >= 475 on 1 of 3, kept-best on 2 (474.9 is not 475), 2 reached, median 2.0 s
+    assert dqn_rows == ["| post | 3 | 1 | 2 | 2 | 2.0 |", "| book | 1 | 1 | 1 | 1 | 6.0 |"]
+    for table in (bench.post_ppo_table, bench.post_ppo_ablation_table, bench.post_dqn_table):
+        with pytest.raises(ValueError, match="posts: expected the source_posts result"):
+            table({"date": "x"})
+    with pytest.raises(ValueError, match="result: expected a benchmark result"):
+        bench.measured_on({"hardware": {}})
+    # the committed result lays out as well-formed tables
+    committed = bench.load_result("source_posts")
+    for table in (bench.post_ppo_table, bench.post_ppo_ablation_table, bench.post_dqn_table):
+        assert _table_rows(table(committed))

@@ -1,4 +1,4 @@
-"""Export the PPO chapter's saved random-maze agents for the book's playground page.
+"""Export the generalising chapter's saved random-maze agents for the book's playground page.
 
 Reads the planning agent (``companion/data/ppo_value_iteration_maze.eqx``) and the
 propagation agent (``ppo_random_maze.eqx``), each with its configuration in the ``.json``

@@ -1,4 +1,4 @@
-"""Train one of the PPO chapter's agents on the random Maze and save its weights.
+"""Train one of the generalising chapter's agents on the random Maze and save its weights.
 
 The random Maze (jumanji's default ``Maze-v0``, a new 10 x 10 maze every episode) needs
 more training than a book build should spend, so this script trains each agent once;

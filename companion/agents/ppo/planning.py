@@ -1,4 +1,4 @@
-"""The PPO chapter's planning network: value iteration on the maze inside an actor-critic."""
+"""The generalising chapter's planning network: value iteration on the maze inside an actor-critic."""
 
 from __future__ import annotations
 

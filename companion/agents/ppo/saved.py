@@ -1,4 +1,4 @@
-"""The PPO chapter's agents trained on random mazes, saved as package data.
+"""The generalising chapter's agents trained on random mazes, saved as package data.
 
 ``tools/train_random_maze.py`` trains each and writes two files to ``companion/data``:
 ``<name>.eqx`` (the model's arrays, ``eqx.tree_serialise_leaves``) and ``<name>.json``
