@@ -455,3 +455,53 @@ def test_source_post_tables_by_hand():
     committed = bench.load_result("source_posts")
     for table in (bench.post_ppo_table, bench.post_ppo_ablation_table, bench.post_dqn_table):
         assert _table_rows(table(committed))
+
+
+def test_dqn_cartpole_and_comparison_tables_by_hand():
+    from companion import bench
+
+    dqn = {"book": [{"seed": 0, "compile_s": 4.0, "run_s": 5.04, "solve_steps": 46_000,
+                     "time_to_solve_s": 7.25},
+                    {"seed": 1, "compile_s": 3.9, "run_s": 4.7}],  # never solved
+           "rejax": [{"seed": 0, "compile_s": 4.1, "run_s": 80.2, "solve_steps": 32_768,
+                      "time_to_solve_s": 46.9}],
+           "rejax_version": "0.1.3", "book_time_to_solve_median_s": 7.25,
+           "rejax_time_to_solve_median_s": 46.9, "ratio_rejax_over_book_time_to_solve": 6.469,
+           "book_all_seeds": {"num_seeds": 10, "compile_s": 6.0, "run_s": 33.8, "solved": 9}}
+    text = bench.dqn_cartpole_table(dqn)
+    rows = _table_rows(text)
+    assert rows == ["| this book | 0 | 4.0 | 5.0 | 46,000 | 7.2 |",
+                    "| this book | 1 | 3.9 | 4.7 | not reached | not reached |",
+                    "| rejax 0.1.3 | 0 | 4.1 | 80.2 | 32,768 | 46.9 |"]
+    assert "All 10 seeds at once: compile 6.0 s, training 33.8 s, 9 solved." in text
+    assert "this book's median: 6.5x (same run)." in text
+    env = {"gymnasium": {"gym.make": {"steps_per_s": 100_000.0}},
+           "jax_cartpole": {"1": {"steps_per_s": 450_000.0}, "64": {"steps_per_s": 6.4e6}},
+           "gymnax_cartpole": {"64": {"steps_per_s": 3.2e6}},
+           "ratios": {"jax_best_vs_gym_make": 64.0}}
+    posts = {"ppo_target": 0.99, "ppo_runs": [
+        {"task": "post-medium", "variant": "post", "steps_per_s": 30_000.0},
+        {"task": "post-medium", "variant": "mask fixed (-inf in the loss)", "steps_per_s": 1.0}],
+        "book_ppo_runs": [{"task": "post-medium", "variant": "book", "steps_per_s": 20_000.0},
+                          {"task": "post-medium", "variant": "book", "steps_per_s": 24_000.0}],
+        "comparisons": {"ppo": {"post-medium": {
+            "book_median_time_to_target_s": 7.0, "post_median_time_to_target_s": 19.7,
+            "book_reached": "2 of 2", "post_reached": "1 of 1", "post_over_book_time": 2.814}}}}
+    text = bench.benchmarks_against_others(env, dqn, posts)
+    assert "| book's JAX CartPole, 1 env | 450,000 | 4.5 |" in text
+    assert "| book's JAX CartPole, 64 envs | 6,400,000 | 64.0 |" in text
+    assert "| gymnax CartPole, 64 envs | 3,200,000 | 32.0 |" in text
+    assert "| this book | 7.2 | 1 of 2 |" in text and "| rejax 0.1.3 | 46.9 | 1 of 1 |" in text
+    # the post's ablation variant is not its agent: the median is of the post's run alone
+    assert "| post's maze, 4 pairs | the post | 30,000 | 19.7 | 1 of 1 |" in text
+    assert "| post's maze, 4 pairs | this book | 22,000 | 7.0 | 2 of 2 |" in text
+    assert "post / this book: 2.8x." in text and "/ gymnasium: 64x steps/s" in text
+    with pytest.raises(ValueError, match="result: expected the env_throughput result, missing"):
+        bench.benchmarks_against_others({}, dqn, posts)
+    with pytest.raises(ValueError, match="result: expected the dqn_cartpole result, missing "
+                                         "book_all_seeds"):
+        bench.dqn_cartpole_table({"book": []})
+    committed = {n: bench.load_result(n) for n in ("env_throughput", "dqn_cartpole",
+                                                  "source_posts")}
+    assert _table_rows(bench.dqn_cartpole_table(committed["dqn_cartpole"]))
+    assert "| task | agent |" in bench.benchmarks_against_others(*committed.values())

@@ -311,107 +311,33 @@ def load_result_or_note(name: str) -> tuple[dict | None, str]:
         )
 
 
-# Tables of committed results (the source-post comparison, benchmarks/source_posts.py): the
-# chapters show them with their code hidden, so their logic lives, tested, here.
-POST_TASKS = {
-    "post-medium": "post's maze, 4 pairs",
-    "post-medium-9": "post's maze, 9 pairs",
-    "book-medium": "book's maze, 9 pairs",
-}
+# The tables of committed results (companion.bench.tables), where the chapters look for them.
+from companion.bench.tables import (  # noqa: E402
+    POST_TASKS,
+    benchmarks_against_others,
+    dqn_cartpole_table,
+    measured_on,
+    post_dqn_table,
+    post_ppo_ablation_table,
+    post_ppo_table,
+)
 
-
-def measured_on(result: dict) -> str:
-    """``"Measured <date> on <cpu> (<n> cores), JAX <version> (<backend>)."`` for a result.
-
-    Raises:
-        ValueError: if ``result`` is not a benchmark result with ``date`` and ``hardware``.
-    """
-    hw = result.get("hardware") if isinstance(result, dict) else None
-    if not isinstance(hw, dict) or "date" not in result:
-        raise ValueError("result: expected a benchmark result (load_result) with date and hardware")
-    return (f"Measured {result['date'][:10]} on {hw['cpu']} ({hw['cpu_cores']} cores), "
-            f"JAX {hw['jax']} ({hw['backend']}).")
-
-
-def _require(posts: Any, *keys: str) -> None:
-    missing = [k for k in keys if not isinstance(posts, dict) or k not in posts]
-    if missing:
-        raise ValueError(f"posts: expected the source_posts result, missing {', '.join(missing)}")
-
-
-def _count(value: Any, fmt: str = "{:,}") -> str:
-    return "not reached" if value is None else fmt.format(value)
-
-
-def _success_cells(run: dict) -> str:
-    return " | ".join(f"{run['final_success'][t]['sampled']:.3f} / "
-                      f"{run['final_success'][t]['greedy']:.3f}" for t in POST_TASKS)
-
-
-def post_ppo_table(posts: dict) -> str:
-    """Markdown: each PPO run of the post's agent and the book's (time and steps to 0.99,
-    final success, sampled / greedy, on the three tasks), and the ratio of median times.
-
-    Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
-    """
-    _require(posts, "ppo_runs", "book_ppo_runs", "comparisons")
-    head = " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
-    lines = [f"| agent | trained on | key | steps to 0.99 | time to 0.99 (s) | {head} |",
-             "|---" * (5 + len(POST_TASKS)) + "|"]
-    for r in posts["ppo_runs"] + posts["book_ppo_runs"]:
-        if r["variant"] not in ("post", "book"):
-            continue
-        agent = "book" if r["variant"] == "book" else "post"
-        lines.append(f"| {agent} | {POST_TASKS[r['task']]} | {r['seed']} | "
-                     f"{_count(r['steps_to_target'])} | {_count(r['time_to_target_s'], '{:.1f}')}"
-                     f" | {_success_cells(r)} |")
-    for task, c in posts["comparisons"]["ppo"].items():
-        if c.get("post_over_book_time") is not None:
-            lines.append(f"\nOn the {POST_TASKS[task]}, median time to 0.99, post / book: "
-                         f"{c['post_over_book_time']:.2f} (same run, same machine).")
-    return "\n".join(lines)
-
-
-def post_ppo_ablation_table(posts: dict) -> str:
-    """Markdown: the post's PPO on key 0 as published and with each of its bugs fixed alone
-    (steps and time to 0.99, final success on the three tasks).
-
-    Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
-    """
-    _require(posts, "ppo_runs")
-    head = " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
-    lines = [f"| post's agent | trained on | steps to 0.99 | time to 0.99 (s) | {head} |",
-             "|---" * (4 + len(POST_TASKS)) + "|"]
-    for r in posts["ppo_runs"]:
-        if r["seed"] == 0:
-            lines.append(f"| {r['variant']} | {POST_TASKS[r['task']]} | "
-                         f"{_count(r['steps_to_target'])} | "
-                         f"{_count(r['time_to_target_s'], '{:.1f}')} | {_success_cells(r)} |")
-    return "\n".join(lines)
-
-
-def post_dqn_table(posts: dict) -> str:
-    """Markdown: the post's DQN, the same with CartPole-v1's reward and truncation, and the
-    book's DQN on the same keys: final and kept-best parameters at a mean greedy return
-    >= 475, and the median time to a first evaluation at 475 (compile included).
-
-    Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
-    """
-    _require(posts, "dqn_runs", "book_dqn_runs")
-    groups: dict = {}
-    for r in posts["dqn_runs"] + posts["book_dqn_runs"]:
-        groups.setdefault("book" if r["variant"] == "book" else
-                          "post" if r["variant"] == "post" else f"post, {r['variant']}",
-                          []).append(r)
-    lines = ["| agent | keys | final ≥ 475 | kept-best ≥ 475 | an evaluation ≥ 475 | "
-             "median time to it (s) |", "|---" * 6 + "|"]
-    for name, runs in groups.items():
-        times = [r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]
-        median = f"{statistics.median(times):.1f}" if times else "—"
-        lines.append(
-            f"| {name} | {len(runs)} | {sum(r['final_return'] >= 475 for r in runs)} | "
-            f"{sum(r['best_return'] >= 475 for r in runs)} | {len(times)} | {median} |")
-    return "\n".join(lines)
+__all__ = [
+    "POST_TASKS",
+    "benchmarks_against_others",
+    "compile_and_time",
+    "dqn_cartpole_table",
+    "find_results_dir",
+    "hardware",
+    "load_result",
+    "load_result_or_note",
+    "measured_on",
+    "memory_bytes",
+    "post_dqn_table",
+    "post_ppo_ablation_table",
+    "post_ppo_table",
+    "result_header",
+    "step_rates",
+    "throughput",
+    "timed",
+]
