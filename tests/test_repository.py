@@ -132,3 +132,15 @@ def test_notebook_code_is_formatted_for_the_page_without_formatter_directives():
         capture_output=True, text=True, check=False,
     )
     assert run.returncode == 0, run.stdout  # names each cell: run the tool without --check
+
+
+def test_the_formatter_refuses_tool_directives_a_reader_would_see():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fmt", ROOT / "tools" / "format_notebooks.py")
+    fmt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fmt)
+    for line in ("x = 1  # fmt: skip", "f = lambda x: x  # noqa: E731", "y = z  # type: ignore"):
+        assert fmt.DIRECTIVE.search(line), line
+    for line in ("x = 1  # the format of the key", "noqa = 3", "kind = 'type'"):
+        assert not fmt.DIRECTIVE.search(line), line

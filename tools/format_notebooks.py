@@ -4,8 +4,8 @@ Every code cell is formatted with ruff at the line length of the book's pages (9
 characters), with short calls on one line (no magic trailing commas).
 A comment at the end of a statement that had to be split is moved onto its own line above
 the statement, so that no call is broken around a comment. Cells with IPython magics (the
-Colab setup cell) are left as they are. Formatter directives (``# fmt: skip``) are not
-allowed in the notebooks: readers would see them.
+Colab setup cell) are left as they are. Tool directives (``# fmt: skip``, ``# noqa``,
+``# type: ignore``) are not allowed in the notebooks: readers would see them.
 
     python tools/format_notebooks.py            # format every notebook in place
     python tools/format_notebooks.py --check    # exit 1 and name the cells that would change
@@ -23,7 +23,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE_LENGTH = 92
-DIRECTIVE = re.compile(r"#\s*fmt:\s*(skip|off|on)\b")
+DIRECTIVE = re.compile(r"#\s*(fmt:\s*(skip|off|on)\b|noqa\b|type:\s*ignore\b)")
 CLOSING_WITH_COMMENT = re.compile(r"^(\s*)([)\]}][)\]},]*)(\s+#.*)$")
 
 
@@ -85,7 +85,9 @@ def main(argv=None) -> int:
             if cell.cell_type != "code":
                 continue
             if DIRECTIVE.search(cell.source):
-                problems.append(f"{path.name} cell {i}: a formatter directive (# fmt: ...)")
+                problems.append(
+                    f"{path.name} cell {i}: a tool directive (# fmt:, # noqa, # type: ignore)"
+                )
             new = format_cell(cell.source)
             if new != cell.source:
                 changed = True
