@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from companion.bench import hardware, step_rates, throughput, timed
@@ -72,6 +73,20 @@ def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
     assert result["book_all_seeds"]["num_seeds"] == 2
     assert len(result["book_all_seeds"]["mean_returns"]) == 2
     assert "rejax" in result or "rejax_skipped" in result
+
+
+def test_dqn_stability_quick_mode_writes_json(tmp_path):
+    result = _run_quick("dqn_stability.py", tmp_path)
+    assert result["quick"] is True and result["hardware"]["jax"]
+    chapter, polyak = result["configs"].values()
+    assert chapter["config"]["target_tau"] == 1.0 and polyak["config"]["target_tau"] == 0.005
+    for row in (chapter, polyak):
+        assert len(row["final_returns"]) == len(row["best_returns"]) == len(row["keys"]) == 2
+        final = np.asarray(row["final_returns"])
+        assert row["final_solved"] == int((final >= result["solved_at"]).sum())
+        evals = np.asarray(row["eval_returns"])
+        quarter = max(1, evals.shape[1] // 4)
+        assert row["last_quarter_eval_mean"] == pytest.approx(evals[:, -quarter:].mean(), abs=0.1)
 
 
 def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
