@@ -8,7 +8,8 @@ CartPole-v1 episodes (keys ``10_000 + k``), the same for the kept-best parameter
 in-training evaluations (10 greedy episodes each, every 4,000 steps); per configuration: how
 many keys' final and kept-best parameters reach 475, the mean over keys of the evaluations
 in the last quarter of training, and the median block at which an evaluation first reaches
-475. Compile and training times are those of this run; compare them within the run.
+475 and the median environment step of that evaluation (warm-up included). Compile and
+training times are those of this run; compare them within the run.
 
     python benchmarks/dqn_stability.py           # about 5 minutes on 2 cores
     python benchmarks/dqn_stability.py --quick   # tiny budgets, to keep the script working
@@ -59,6 +60,9 @@ def measure(config: dqn.DQNConfig, keys: list[int], episodes: int) -> dict:
     evals = np.asarray(metrics["eval_return"])  # (keys, blocks)
     quarter = max(1, evals.shape[1] // 4)
     first = [int(np.argmax(e >= SOLVED)) + 1 for e in evals if (e >= SOLVED).any()]
+    eval_steps = np.asarray(metrics["eval_env_steps"])  # (keys, blocks)
+    first_steps = [int(s[np.argmax(e >= SOLVED)]) for e, s in zip(evals, eval_steps)
+                   if (e >= SOLVED).any()]  # fmt: skip
     return {
         "keys": list(keys),
         "compile_s": compile_s,
@@ -70,6 +74,7 @@ def measure(config: dqn.DQNConfig, keys: list[int], episodes: int) -> dict:
         "last_quarter_eval_mean": float(evals[:, -quarter:].mean()),
         "reached_in_training": len(first),
         "median_first_block_at_475": statistics.median(first) if first else None,
+        "median_steps_to_475": statistics.median(first_steps) if first_steps else None,
         "block_env_steps": config.block_iterations * config.num_envs,
         "eval_returns": np.round(evals, 1).tolist(),
     }

@@ -87,6 +87,9 @@ def test_dqn_stability_quick_mode_writes_json(tmp_path):
         evals = np.asarray(row["eval_returns"])
         quarter = max(1, evals.shape[1] // 4)
         assert row["last_quarter_eval_mean"] == pytest.approx(evals[:, -quarter:].mean(), abs=0.1)
+        if row["median_steps_to_475"] is not None:  # an evaluation step: warm-up + whole blocks
+            warm = row["config"]["learning_starts"]
+            assert (row["median_steps_to_475"] - warm) % (row["block_env_steps"] / 2) == 0
 
 
 def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
