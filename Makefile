@@ -9,7 +9,7 @@ PYTHON ?= $(firstword $(foreach p,python3.11 python3.12 python3.13 python3,$(she
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv test colab-test book bench lab serve clean
+.PHONY: venv check test colab-test book bench lab serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,13 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 venv: $(VENV)/.installed
+
+# The contributor's loop: the companion's unit tests, without the tests that execute a
+# notebook or start a kernel, run a benchmark script, start Chromium or simulate devices
+# (the marks in tests/conftest.py); `make test` runs those too.
+CHECK_MARKS := not colab and not notebook and not bench and not devices and not browser
+check: venv
+	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -n auto --dist loadgroup -m "$(CHECK_MARKS)"
 
 # Unit tests, and every notebook executed on the tiny training budget.
 test: venv

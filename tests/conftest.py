@@ -61,28 +61,70 @@ def no_key_reuse_check():
         yield
 
 
+@pytest.fixture(scope="session")
+def run_quick(request):
+    """``run(script)``: the JSON that ``benchmarks/<script> --quick`` writes, kept for the
+    next session while nothing the script can read changes (``run_cache.py``)."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    store = request.config.cache
+    folder = None if store is None else store.mkdir("benchmarks-quick")
+
+    def run(script):
+        def run_it():
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "result.json"
+                subprocess.run(
+                    [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out",
+                     str(out)], check=True, cwd=ROOT, capture_output=True, timeout=900,
+                )  # fmt: skip
+                return out.read_bytes()
+
+        name = script.removesuffix(".py")
+        return json.loads(run_cache.kept(folder, name, ".json", run_cache.key(), run_it))
+
+    return run
+
+
 # --- notebooks: each runs once per test session ------------------------------------------
 
 import inspect  # noqa: E402
 import re  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import nbformat  # noqa: E402
 
-from notebook_runner import NOTEBOOKS, execute  # noqa: E402
+import run_cache  # noqa: E402
+from notebook_runner import NOTEBOOKS, ROOT, execute  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def executed_notebook():
-    """``run(path)``: the notebook at ``path`` executed on the tiny budget, once per session.
+def executed_notebook(request):
+    """``run(path)``: the notebook at ``path`` executed on the tiny budget, once per session,
+    and kept for the next session while nothing it can read changes (``run_cache.py``).
 
     The chapter tests and the student-copy tests read the same execution. Under pytest-xdist
-    every test of one notebook runs in the same worker (see ``pytest_collection_modifyitems``),
-    so each notebook is still executed once."""
+    every test of one notebook runs in the same worker (see ``pytest_itemcollected``), so each
+    notebook is still executed once."""
     cache = {}
+    store = request.config.cache
+    folder = None if store is None else store.mkdir("executed-notebooks")
+    others = [f"notebooks/{p.name}" for p in NOTEBOOKS]
 
     def run(path):
         if path not in cache:
-            cache[path] = execute(nbformat.read(path, as_version=4), cwd=path.parent)
+            mine = f"notebooks/{path.name}"
+            inputs = run_cache.key(leave_out=[n for n in others if n != mine])
+
+            def execute_it():
+                nb = execute(nbformat.read(path, as_version=4), cwd=path.parent)
+                return nbformat.writes(nb).encode()
+
+            text = run_cache.kept(folder, path.stem, ".ipynb", inputs, execute_it)
+            cache[path] = nbformat.reads(text.decode(), as_version=4)
         return cache[path]
 
     return run
@@ -109,11 +151,25 @@ def _notebook_of(item) -> str | None:
     return None
 
 
-def pytest_itemcollected(item):
-    """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker.
+#: Test modules whose every test is outside ``make check``, by the mark they get.
+_MODULE_MARKS = {"test_sharding": "devices"}  # a subprocess with 8 simulated devices
+#: Fixtures whose tests are outside ``make check``, by the mark they get.
+_FIXTURE_MARKS = {"executed_notebook": "notebook", "run_quick": "bench"}
 
-    The mark is set as each test is collected: pytest-xdist reads the marks in its own
+
+def pytest_itemcollected(item):
+    """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker, and
+    mark what ``make check`` leaves out: ``notebook`` (executes a notebook or starts a kernel),
+    ``bench`` (runs a benchmark script), ``devices`` (simulated devices), ``browser`` (starts
+    Chromium).
+
+    The marks are set as each test is collected: pytest-xdist reads the marks in its own
     ``pytest_collection_modifyitems``, which may run before any conftest's."""
     stem = _notebook_of(item)
     if stem is not None:
         item.add_marker(pytest.mark.xdist_group(stem))
+    module = getattr(getattr(item, "module", None), "__name__", "").rpartition(".")[2]
+    if module in _MODULE_MARKS:
+        item.add_marker(_MODULE_MARKS[module])
+    for fixture in set(_FIXTURE_MARKS) & set(getattr(item, "fixturenames", ())):
+        item.add_marker(_FIXTURE_MARKS[fixture])

@@ -1,6 +1,5 @@
 """The benchmark scripts keep working (tiny sizes; no timing assertions)."""
 
-import json
 import socket
 import subprocess
 import sys
@@ -11,16 +10,6 @@ import pytest
 from companion.bench import hardware, step_rates, throughput, timed
 from conftest import TEST_XLA_FLAGS
 from notebook_runner import ROOT
-
-
-def _run_quick(script, tmp_path):
-    """Run benchmarks/<script> in quick mode and return the JSON it writes."""
-    out = tmp_path / "result.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(out)],
-        check=True, cwd=ROOT, capture_output=True, timeout=900,
-    )
-    return json.loads(out.read_text())
 
 
 def test_timed_reports_median_and_spread():
@@ -51,8 +40,8 @@ def test_hardware_names_the_machine():
     assert hw["cpu"] and hw["cpu_cores"] >= 1 and hw["backend"] in ("cpu", "gpu", "tpu")
 
 
-def test_env_throughput_quick_mode_writes_json(tmp_path):
-    result = _run_quick("env_throughput.py", tmp_path)
+def test_env_throughput_quick_mode_writes_json(run_quick):
+    result = run_quick("env_throughput.py")
     assert result["quick"] is True
     assert set(result["jax_cartpole"]) == {"1", "8"}
     for r in result["jax_cartpole"].values():
@@ -65,8 +54,8 @@ def test_env_throughput_quick_mode_writes_json(tmp_path):
         assert "gymnax_skipped" in result
 
 
-def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
-    result = _run_quick("dqn_cartpole.py", tmp_path)
+def test_dqn_benchmark_quick_mode_writes_json(run_quick):
+    result = run_quick("dqn_cartpole.py")
     assert result["quick"] is True and result["hardware"]["jax"]
     (book,) = result["book"]
     assert book["compile_s"] > 0 and book["run_s"] > 0 and book["env_steps"] > 0
@@ -75,8 +64,8 @@ def test_dqn_benchmark_quick_mode_writes_json(tmp_path):
     assert "rejax" in result or "rejax_skipped" in result
 
 
-def test_dqn_stability_quick_mode_writes_json(tmp_path):
-    result = _run_quick("dqn_stability.py", tmp_path)
+def test_dqn_stability_quick_mode_writes_json(run_quick):
+    result = run_quick("dqn_stability.py")
     assert result["quick"] is True and result["hardware"]["jax"]
     chapter, polyak = result["configs"].values()
     assert chapter["config"]["target_tau"] == 1.0 and polyak["config"]["target_tau"] == 0.005
@@ -160,8 +149,8 @@ def test_without_a_checkout_results_are_downloaded_or_the_note_says_why(
     assert "no such file" not in note
 
 
-def test_dispatch_quick_mode_writes_json(tmp_path):
-    result = _run_quick("dispatch.py", tmp_path)
+def test_dispatch_quick_mode_writes_json(run_quick):
+    result = run_quick("dispatch.py")
     assert result["quick"] is True and result["hardware"]["jax"]
     loops = result["loops"]
     assert loops["same_final_state"] is True  # the four styles compute the same thing
@@ -175,8 +164,8 @@ def test_dispatch_quick_mode_writes_json(tmp_path):
         assert a["with_block_until_ready"]["median_s"] >= a["without_block_until_ready"]["min_s"]
 
 
-def test_scaling_quick_mode_writes_json(tmp_path):
-    result = _run_quick("scaling.py", tmp_path)
+def test_scaling_quick_mode_writes_json(run_quick):
+    result = run_quick("scaling.py")
     assert result["quick"] is True and result["hardware"]["jax"]
     for key in ("dqn_envs", "ppo_envs", "dqn_seeds", "ppo_seeds"):
         assert len(result[key]) == 2
@@ -195,8 +184,8 @@ def test_scaling_quick_mode_writes_json(tmp_path):
     assert grown == 41 * (int(large) - int(small))
 
 
-def test_profile_ppo_quick_mode_writes_json(tmp_path):
-    result = _run_quick("profile_ppo.py", tmp_path)
+def test_profile_ppo_quick_mode_writes_json(run_quick):
+    result = run_quick("profile_ppo.py")
     assert result["quick"] is True
     (agent,) = result["agents"].values()
     for reset in ("per_step", "pooled"):
@@ -205,8 +194,8 @@ def test_profile_ppo_quick_mode_writes_json(tmp_path):
     assert agent["training_speedup_pooled_over_per_step"] > 0
 
 
-def test_maze_sizes_quick_mode_writes_json(tmp_path):
-    result = _run_quick("maze_sizes.py", tmp_path)
+def test_maze_sizes_quick_mode_writes_json(run_quick):
+    result = run_quick("maze_sizes.py")
     assert result["quick"] is True and result["trained_iterations"] == 32
     points = result["points"]
     assert {(p["size"], p["greedy"]) for p in points} == {(6, False), (6, True), (8, False),
@@ -267,8 +256,8 @@ def test_maze_sizes_committed_result_says_what_the_ppo_chapter_says():
     assert all(p["success_rate"] < 0.15 for k, p in at.items() if k[1] != 32)
 
 
-def test_planning_sizes_quick_mode_writes_json(tmp_path):
-    result = _run_quick("planning_sizes.py", tmp_path)
+def test_planning_sizes_quick_mode_writes_json(run_quick):
+    result = run_quick("planning_sizes.py")
     assert result["quick"] is True and result["iterations_swept"] == [2, 4]
     points = result["points"]
     settled = {(p["size"], p["greedy"]) for p in points if p["iterations"] is None}
@@ -353,9 +342,9 @@ def test_compile_and_time_compiles_apart_and_reports_program_memory():
         compile_and_time(lambda v: v, (x,), repeats=0)
 
 
-def test_sharding_benchmark_quick_mode_writes_json(tmp_path):
+def test_sharding_benchmark_quick_mode_writes_json(run_quick):
     """The script sets 8 simulated CPU devices for itself and measures meshes of 1 and 2."""
-    result = _run_quick("sharding.py", tmp_path)
+    result = run_quick("sharding.py")
     assert result["quick"] is True and len(result["hardware"]["devices"]) == 8
     assert set(result["data_parallel"]) == set(result["seeds"]) == {"1", "2"}
     for r in (*result["data_parallel"].values(), *result["seeds"].values()):
@@ -368,8 +357,8 @@ def test_sharding_benchmark_quick_mode_writes_json(tmp_path):
     assert ratio == pytest.approx(result["data_parallel"]["2"]["steps_per_s"] / base)
 
 
-def test_compile_level_quick_mode_writes_json(tmp_path):
-    result = _run_quick("compile_level.py", tmp_path)
+def test_compile_level_quick_mode_writes_json(run_quick):
+    result = run_quick("compile_level.py")
     assert result["quick"] is True and result["default"] == "3"
     assert set(result["settings"]) == {"3", "tests"}
     expected = {
@@ -398,14 +387,14 @@ def test_compile_level_quick_mode_writes_json(tmp_path):
         assert tests[name]["env_steps"] == p["env_steps"] > 0
 
 
-def test_lean_programs_quick_mode_writes_json(tmp_path):
+def test_lean_programs_quick_mode_writes_json(run_quick):
     """The baseline's programs carry equinox's run-time checks as host callbacks; today's
     carry none, and the ratio is of compile times measured in the same run."""
     baseline = "e23cb47"
     known = subprocess.run(["git", "cat-file", "-e", f"{baseline}^{{commit}}"], cwd=ROOT)
     if known.returncode != 0:
         pytest.skip(f"this clone does not hold the baseline commit {baseline}")
-    result = _run_quick("lean_programs.py", tmp_path)
+    result = run_quick("lean_programs.py")
     assert result["quick"] is True and result["baseline"] == baseline
     for name in ("ppo", "dqn"):
         row = result["programs"][name]

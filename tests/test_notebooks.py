@@ -160,6 +160,7 @@ def test_maze_page_has_inline_figures_and_animations(executed):
     assert text.count("check passed") == 2
 
 
+@pytest.mark.notebook
 def test_plain_jumanji_import_in_a_kernel_is_what_the_guard_prevents(tmp_path):
     """jumanji's import-time backend switch, and the companion import that avoids it."""
     guarded = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(

@@ -520,6 +520,7 @@ def standalone_page(folder: Path) -> Path:
     return page
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(
     BROWSER is None,
     reason="no Chromium on this machine (chromium, "

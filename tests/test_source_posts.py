@@ -1,8 +1,6 @@
 """The reimplementations of the two source posts follow the posts' facts (issue 13)."""
 
-import json
 import math
-import subprocess
 import sys
 import warnings
 
@@ -316,13 +314,8 @@ def test_periodic_evaluation_does_not_change_training():
 # ------------------------------------------------------------------------------ the script
 
 
-def test_source_posts_quick_mode_writes_json(tmp_path):
-    out = tmp_path / "source_posts.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "source_posts.py"), "--quick", "--out",
-         str(out)], check=True, cwd=ROOT, capture_output=True, timeout=600,
-    )  # fmt: skip
-    result = json.loads(out.read_text())
+def test_source_posts_quick_mode_writes_json(run_quick):
+    result = run_quick("source_posts.py")
     assert result["quick"] is True and result["hardware"]["jax"]
     variants = {(r["variant"], r["task"]) for r in result["ppo_runs"]}
     assert variants == {
