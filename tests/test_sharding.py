@@ -18,6 +18,7 @@ import pytest
 
 from companion import parallel
 from companion.agents import ppo
+import run_cache
 from notebook_runner import ROOT
 
 #: The tests that read the subprocess's checks run in one pytest-xdist worker, so that it
@@ -30,16 +31,24 @@ FLOAT32_TOL = 1e-6
 
 
 @pytest.fixture(scope="module")
-def checks(tmp_path_factory):
+def checks(tmp_path_factory, request):
+    """The subprocess's checks, kept for the next session while nothing it reads changes
+    (``run_cache.py``)."""
     out = tmp_path_factory.mktemp("sharding") / "checks.json"
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
     env = {**os.environ, "XLA_FLAGS": flags.strip()}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "sharding_checks.py"), str(out)],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(out.read_text())
+
+    def run():
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "sharding_checks.py"), str(out)],
+            env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return out.read_bytes()
+
+    store = request.config.cache
+    folder = None if store is None else store.mkdir("sharding-checks")
+    return json.loads(run_cache.kept(folder, "checks", ".json", run_cache.key(), run))
 
 
 def test_the_checks_ran_on_eight_devices(checks):
