@@ -1,6 +1,7 @@
 """Does the DQN's *final* policy stay solved? The chapter's configuration (a hard target copy
 every 100 gradient steps, a 50,000-transition buffer) against a Polyak-averaged target
-(τ = 0.005 after every gradient step) and a buffer that holds the whole run, in one run.
+(τ = 0.005 after every gradient step) with a buffer that holds the whole run, and against
+the same with a wider network (two hidden layers of 128 instead of 64), in one run.
 
 For each configuration, keys 0 to 10 train at once (``jax.vmap``) for the chapter's 80,000
 steps. Recorded per key: the mean greedy return of the **final** parameters over 100 fresh
@@ -11,7 +12,7 @@ in the last quarter of training, and the median block at which an evaluation fir
 475 and the median environment step of that evaluation (warm-up included). Compile and
 training times are those of this run; compare them within the run.
 
-    python benchmarks/dqn_stability.py           # about 5 minutes on 2 cores
+    python benchmarks/dqn_stability.py           # about 10 minutes on 2 cores
     python benchmarks/dqn_stability.py --quick   # tiny budgets, to keep the script working
 """
 
@@ -38,6 +39,10 @@ CONFIGS = (
     ("chapter: hard copy every 100 steps, buffer 50,000", {}),
     ("Polyak τ = 0.005, buffer 100,000", {
         "target_update_period": 1, "target_tau": 0.005, "buffer_capacity": 100_000,
+    }),
+    ("Polyak τ = 0.005, buffer 100,000, 128 × 128 network", {
+        "target_update_period": 1, "target_tau": 0.005, "buffer_capacity": 100_000,
+        "hidden_sizes": (128, 128),
     }),
 )  # fmt: skip
 

@@ -67,9 +67,11 @@ def test_dqn_benchmark_quick_mode_writes_json(run_quick):
 def test_dqn_stability_quick_mode_writes_json(run_quick):
     result = run_quick("dqn_stability.py")
     assert result["quick"] is True and result["hardware"]["jax"]
-    chapter, polyak = result["configs"].values()
+    chapter, polyak, wide = result["configs"].values()
     assert chapter["config"]["target_tau"] == 1.0 and polyak["config"]["target_tau"] == 0.005
-    for row in (chapter, polyak):
+    assert wide["config"]["hidden_sizes"] == [128, 128] and wide["config"]["target_tau"] == 0.005
+    assert chapter["config"]["hidden_sizes"] == polyak["config"]["hidden_sizes"] == [64, 64]
+    for row in (chapter, polyak, wide):
         assert len(row["final_returns"]) == len(row["best_returns"]) == len(row["keys"]) == 2
         final = np.asarray(row["final_returns"])
         assert row["final_solved"] == int((final >= result["solved_at"]).sum())

@@ -293,6 +293,8 @@ def test_dqn_chapter(executed):
     # the result it leads with is the final policy; the stability benchmark is laid out beside it
     assert any("| seed | greedy return, final params" in t for t in tables)
     assert any("| Polyak τ = 0.005, buffer 100,000 |" in t for t in tables)
+    assert any("| Polyak τ = 0.005, buffer 100,000, 128 × 128 network |" in t for t in tables)
+    assert any("| training, 11 keys at once |" in t for t in tables)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 4
