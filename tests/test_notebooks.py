@@ -279,9 +279,13 @@ def test_dqn_chapter(executed):
     mine, theirs = loss_line.replace(",", "").split()[2], loss_line.split()[-1]
     assert mine == theirs
     # the training loop in view gives the companion's make_train agent on the same key
-    diffs = dict(re.findall(r"^(\w[\w ]*?) +max \|difference\|: (\S+)$", text, re.M))
-    assert set(diffs) == {"final parameters", "kept parameters", "losses", "evaluations"}, diffs
-    assert all(float(d) < 1e-4 for d in diffs.values()), diffs
+    # with a hard copy and with Polyak averaging (the in-view loop honours target_tau)
+    assert "target network: hard copy every 100 gradient steps" in text
+    assert "target network: Polyak averaging, τ = 0.005" in text
+    diffs = re.findall(r"^  (\w[\w ]*?) +max \|difference\|: (\S+)$", text, re.M)
+    names = ["final parameters", "kept parameters", "losses", "evaluations"]
+    assert [name for name, _ in diffs] == names * 2, diffs
+    assert all(float(d) < 1e-4 for _, d in diffs), diffs
     # find the bug: every flag one step late, so none on a transition where the pole fell
     fell = int(re.search(r"off the track: (\d+)", text).group(1))
     assert fell >= 5 and "  of these, marked terminated: 0" in text
