@@ -12,7 +12,7 @@ in the last quarter of training, and the median block at which an evaluation fir
 475 and the median environment step of that evaluation (warm-up included). Compile and
 training times are those of this run; compare them within the run.
 
-    python benchmarks/dqn_stability.py           # about 10 minutes on 2 cores
+    python benchmarks/dqn_stability.py           # about 7 minutes on 2 cores
     python benchmarks/dqn_stability.py --quick   # tiny budgets, to keep the script working
 """
 
