@@ -10,8 +10,10 @@ programs carry no host callback.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
+import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -176,7 +178,35 @@ def runtime_check(bad: Any, message: str) -> None:
         ValueError: with ``message``, if ``bad`` is concrete and any element is True.
     """
     if isinstance(bad, jax.core.Tracer):
-        checkify.debug_check(~jnp.any(bad), message.replace("{", "{{").replace("}", "}}"))
+        with _error_code(message):
+            checkify.debug_check(~jnp.any(bad), message.replace("{", "{{").replace("}", "}}"))
     elif bool(np.any(np.asarray(bad))):
         raise ValueError(message)
 
+
+@contextlib.contextmanager
+def _error_code(message: str):
+    """Give the check traced in this block an error code that depends on ``message`` only.
+
+    ``checkify`` numbers each check it traces from a counter global to the process, and the
+    number is a constant of the traced program even under a plain ``jax.jit``, which drops
+    the check itself. The same training program would then differ from one process to the
+    next with what else the process traced first, and JAX's persistent compilation cache,
+    which finds a program by a hash of its text, would not find it again. Codes from
+    ``message`` start at 2**30, above the counter's; two messages sharing one (CRC-32
+    modulo 2**30) would only swap which of their messages a failure shows. If JAX moves
+    its counter (``jax._src.checkify.next_code``), nothing is changed: the checks still
+    work, and ``tests/test_discipline.py`` finds the cache missing the program again.
+    """
+    from jax._src import checkify as impl
+
+    counter = getattr(impl, "next_code", None)
+    if counter is None:
+        yield
+        return
+    code = 2**30 + zlib.crc32(message.encode()) % 2**30
+    impl.next_code = lambda: code
+    try:
+        yield
+    finally:
+        impl.next_code = counter

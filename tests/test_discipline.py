@@ -311,25 +311,36 @@ ppo_config = ppo.PPOConfig(task="empty", num_envs=4, num_steps=4, total_timestep
                            num_epochs=1, num_minibatches=2, channels=(2,), hidden_sizes=(8,))
 dqn_config = dqn.DQNConfig(num_envs=2, total_steps=400, learning_starts=200, batch_size=8,
                            eval_every=100, eval_episodes=2, buffer_capacity=300, hidden_sizes=(8,))
+if sys.argv[2] == "other programs first":  # checks traced before: checkify counts them
+    from jax.experimental import checkify
+    for _ in range(3):
+        jax.make_jaxpr(lambda x: checkify.debug_check(x > 0, "x: expected > 0"))(1.0)
+    jax.make_jaxpr(dqn.make_train(dqn_config))(jax.random.key(1))
+loaded = []  # per training program: 1 if it came from the cache
 for train in (ppo.make_train(ppo_config), dqn.make_train(dqn_config)):
-    jax.block_until_ready(jax.jit(train)(jax.random.key(0)))
-print("cache hits", len(hits))
+    key = jax.random.key(0)
+    before = len(hits)
+    jax.block_until_ready(jax.jit(train)(key))  # one program: jit(train)
+    loaded.append(len(hits) - before)
+print("loaded", *loaded)
 """
 
 
 def test_training_programs_are_served_from_the_persistent_cache_in_a_second_process(tmp_path):
     """A fresh process finds the PPO and DQN training programs that another process wrote to
-    JAX's persistent compilation cache (JAX writes no program that has a host callback)."""
+    JAX's persistent compilation cache (JAX writes no program that has a host callback), also
+    when it traced other programs first: the programs' text, which the cache hashes, must not
+    depend on what else the process did (checkify numbers the checks it traces)."""
     import os
     import subprocess
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
-    run = lambda: subprocess.run(  # noqa: E731
-        [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache")],
+    run = lambda history: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache"), history],
         capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
-    first, second = run(), run()
-    hits = lambda done: int(done.stdout.split("cache hits")[-1])  # noqa: E731
-    assert hits(first) == 0
-    assert hits(second) >= 2, second.stdout + second.stderr  # both training programs loaded
+    first, second = run("nothing first"), run("other programs first")
+    loaded = lambda done: done.stdout.split("loaded")[-1].split()  # noqa: E731
+    assert loaded(first) == ["0", "0"]
+    assert loaded(second) == ["1", "1"], second.stdout + second.stderr  # both from the cache
