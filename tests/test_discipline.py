@@ -296,6 +296,34 @@ def test_a_progress_bar_is_the_only_callback_and_is_asked_for():
     assert _callbacks(closed.jaxpr)  # jax-tqdm's bar is a host callback: opt in only
 
 
+def test_a_programs_text_does_not_depend_on_the_checks_traced_before_it():
+    """A run-time check leaves the same program text whatever was traced before it (JAX's
+    persistent cache finds a program by that text), and under ``checked`` it still raises
+    its own message."""
+    from jax.experimental import checkify
+
+    from companion._validate import runtime_check
+    from companion.debug import checked
+
+    def make_program():  # a new function each time: traced afresh, not from jit's cache
+        def program(x):
+            runtime_check(x < 0, "x: expected >= 0")
+            runtime_check(x > 10, "x: expected <= 10")
+            return x + 1.0
+
+        return program
+
+    first = jax.jit(make_program()).lower(1.0).as_text()
+    for _ in range(2):
+        jax.make_jaxpr(lambda x: checkify.debug_check(x > 0, "another check"))(1.0)
+    assert jax.jit(make_program()).lower(1.0).as_text() == first
+    assert float(checked(make_program())(2.0)) == 3.0
+    with pytest.raises(checkify.JaxRuntimeError, match="x: expected >= 0"):
+        checked(make_program())(-1.0)
+    with pytest.raises(checkify.JaxRuntimeError, match="x: expected <= 10"):
+        checked(make_program())(11.0)
+
+
 CACHED_PROGRAM = """
 import sys
 import jax
