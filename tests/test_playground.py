@@ -34,6 +34,10 @@ STATIC = ROOT / "book" / "_static" / "playground"
 NUM_MAZES = 1000
 #: States kept per maze: the start and these steps of a sampled rollout.
 KEPT_STEPS = (0, 2, 5, 8)
+#: The tests that read one module-scoped comparison run in one pytest-xdist worker (``--dist
+#: loadgroup``), so that the comparison is computed once, not once in each worker.
+SAME_ROLLOUTS = pytest.mark.xdist_group("playground-rollout-states")
+SAME_PLANNING = pytest.mark.xdist_group("playground-planning-comparison")
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +222,7 @@ def _js_policy(js, walls, rows, agent="propagation"):
     )
 
 
+@SAME_ROLLOUTS
 def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
     walls, rows, logits, value = rollout_states
     assert len(rows) > 3 * NUM_MAZES
@@ -235,6 +240,7 @@ def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
     assert np.mean(np.max(js_probs, axis=-1) > 0.9) > 0.5
 
 
+@SAME_ROLLOUTS
 def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
     """agent.js computes in float64: against JAX in float64 it agrees to rounding, so the
     differences from float32 JAX (the test above) are float32 rounding, not a wrong formula."""
@@ -327,6 +333,7 @@ def planning_comparison(js, planner):
     return out
 
 
+@SAME_PLANNING
 def test_javascript_planning_agent_equals_jax_in_float64(planning_comparison):
     """On 1,002 jumanji mazes from 5 x 5 to 30 x 30: the same logits and value as JAX in
     float64, to 1e-9."""
@@ -338,6 +345,7 @@ def test_javascript_planning_agent_equals_jax_in_float64(planning_comparison):
                                    err_msg=f"value on {size}")
 
 
+@SAME_PLANNING
 def test_javascript_planning_agent_takes_jax_float32_actions(planning_comparison):
     """The greedy action of the page (float64) is the float32 JAX agent's in every state, and
     it starts a shortest path: the planning agent does not need its training size."""
