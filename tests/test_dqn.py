@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from companion.agents import dqn
 from companion.agents.dqn import (
     DQNConfig,
     Transition,
@@ -128,6 +129,28 @@ def test_greedy_returns_are_episode_lengths():
     returns = greedy_returns(params, jax.random.key(1), 5, network)
     assert returns.shape == (5,)
     assert np.all((np.asarray(returns) >= 1) & (np.asarray(returns) <= 500))
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "linear"])
+def test_learning_rate_decays_to_its_final_fraction_by_hand(schedule):
+    # With a constant gradient, Adam's bias-corrected step is the learning rate itself
+    # (m_hat / sqrt(v_hat) = 1), so the parameter's steps trace the schedule.
+    config = TINY._replace(learning_rate=0.01, lr_schedule=schedule, lr_final_fraction=0.1)
+    n = config.num_blocks * config.block_iterations * config.updates_per_iteration
+    optimizer = dqn.make_optimizer(config)
+    params = jnp.zeros(())
+    state = optimizer.init(params)
+    steps = []
+    for _ in range(n + 2):
+        updates, state = optimizer.update(jnp.ones(()), state, params)
+        steps.append(-float(updates))
+    k = np.minimum(np.arange(n + 2), n)
+    if schedule == "cosine":  # Loshchilov and Hutter (2017), without restarts
+        expected = 0.01 * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * k / n)))
+    else:
+        expected = 0.01 * (1 - 0.9 * k / n)
+    np.testing.assert_allclose(steps, expected, rtol=1e-4)
+    assert steps[-1] == pytest.approx(0.001, rel=1e-4)  # held at the final fraction
 
 
 def test_config_errors():

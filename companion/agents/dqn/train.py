@@ -42,17 +42,18 @@ class DQNConfig(NamedTuple):
     num_envs: int = 4
     total_steps: int = 80_000
     learning_starts: int = 2_000  # random actions, no updates, until then
-    buffer_capacity: int = 50_000
+    buffer_capacity: int = 100_000  # holds the whole run: early falls are never overwritten
     batch_size: int = 128
     updates_per_iteration: int = 2  # gradient steps per vectorised env step (of num_envs steps)
     gamma: float = 0.99
-    learning_rate: float = 2e-3
-    lr_final_fraction: float = 0.0  # the learning rate decays linearly to this fraction
+    learning_rate: float = 3e-3
+    lr_schedule: str = "cosine"  # "cosine" or "linear": how the learning rate decays
+    lr_final_fraction: float = 0.0  # the learning rate decays to this fraction of itself
     max_grad_norm: float = 10.0
     loss: str = "squared"  # "squared" or "huber"
     huber_delta: float = 1.0  # used by the Huber loss
-    target_update_period: int = 100  # gradient steps between target updates
-    target_tau: float = 1.0  # 1.0: copy the online network; below 1: Polyak averaging
+    target_update_period: int = 1  # gradient steps between target updates
+    target_tau: float = 0.005  # below 1: Polyak averaging; 1.0: copy the online network
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 20_000
@@ -102,17 +103,29 @@ class RunnerState(NamedTuple):
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    """Adam with gradient clipping and a linearly decaying learning rate.
+    """Adam with gradient clipping and a decaying learning rate.
+
+    The learning rate falls from ``learning_rate`` to ``learning_rate * lr_final_fraction``
+    over the run's gradient steps, along half a cosine (``optax.cosine_decay_schedule``,
+    Loshchilov and Hutter, 2017) or a straight line (``optax.linear_schedule``), as
+    ``lr_schedule`` says.
 
     Raises:
         TypeError: if ``config`` is not a :class:`DQNConfig`.
+        ValueError: if ``config.lr_schedule`` is neither "cosine" nor "linear".
     """
     if not isinstance(config, DQNConfig):
         raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
+    one_of(config.lr_schedule, ("cosine", "linear"), "config.lr_schedule")
     num_updates = max(1, config.num_blocks * config.block_iterations * config.updates_per_iteration)
-    schedule = optax.linear_schedule(
-        config.learning_rate, config.learning_rate * config.lr_final_fraction, num_updates
-    )
+    if config.lr_schedule == "cosine":
+        schedule = optax.cosine_decay_schedule(
+            config.learning_rate, num_updates, alpha=config.lr_final_fraction
+        )
+    else:
+        schedule = optax.linear_schedule(
+            config.learning_rate, config.learning_rate * config.lr_final_fraction, num_updates
+        )
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule))
 
 
@@ -122,9 +135,9 @@ def check_config(config: DQNConfig) -> DQNConfig:
     Raises:
         TypeError: if ``config`` is not a :class:`DQNConfig` or a size is not an int.
         ValueError: naming the field, for a size that is not positive, a
-            probability or discount outside [0, 1], an unknown ``loss``,
-            ``learning_starts`` below ``batch_size``, a buffer smaller than one
-            vectorised step, or no training iterations after the warm-up.
+            probability or discount outside [0, 1], an unknown ``loss`` or
+            ``lr_schedule``, ``learning_starts`` below ``batch_size``, a buffer smaller
+            than one vectorised step, or no training iterations after the warm-up.
     """
     if not isinstance(config, DQNConfig):
         raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
@@ -148,6 +161,7 @@ def check_config(config: DQNConfig) -> DQNConfig:
     for field in ("learning_rate", "max_grad_norm", "huber_delta"):
         positive_number(getattr(config, field), f"config.{field}")
     one_of(config.loss, ("squared", "huber"), "config.loss")
+    one_of(config.lr_schedule, ("cosine", "linear"), "config.lr_schedule")
     if config.learning_starts < config.batch_size:
         raise ValueError(
             f"config.learning_starts: {config.learning_starts} must be at least batch_size "
