@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from companion.agents import dqn
 from companion.bench import hardware, step_rates, throughput, timed
 from conftest import TEST_XLA_FLAGS
 from notebook_runner import ROOT
@@ -67,11 +68,22 @@ def test_dqn_benchmark_quick_mode_writes_json(run_quick):
 def test_dqn_stability_quick_mode_writes_json(run_quick):
     result = run_quick("dqn_stability.py")
     assert result["quick"] is True and result["hardware"]["jax"]
-    chapter, polyak, wide = result["configs"].values()
-    assert chapter["config"]["target_tau"] == 1.0 and polyak["config"]["target_tau"] == 0.005
-    assert wide["config"]["hidden_sizes"] == [128, 128] and wide["config"]["target_tau"] == 0.005
-    assert chapter["config"]["hidden_sizes"] == polyak["config"]["hidden_sizes"] == [64, 64]
-    for row in (chapter, polyak, wide):
+    hard, polyak, linear, chapter, keys_11, keys_22 = result["configs"].values()
+    # the chapter's row is DQNConfig() (on quick sizes); each other row changes it thus
+    default = dqn.DQNConfig()
+    for field in ("target_update_period", "target_tau", "learning_rate", "lr_schedule"):
+        assert chapter["config"][field] == getattr(default, field)
+    changed = [{k for k in chapter["config"] if row["config"][k] != chapter["config"][k]}
+               for row in (hard, polyak, linear)]
+    assert changed == [
+        {"target_update_period", "target_tau", "learning_rate", "lr_schedule"},
+        {"learning_rate", "lr_schedule"},
+        {"lr_schedule"},
+    ]
+    assert hard["config"]["target_tau"] == 1.0 and default.target_tau == 0.005
+    assert chapter["config"] == keys_11["config"] == keys_22["config"]
+    assert [chapter["keys"], keys_11["keys"], keys_22["keys"]] == [[0, 1], [11, 12], [22, 23]]
+    for row in (hard, polyak, linear, chapter, keys_11, keys_22):
         assert len(row["final_returns"]) == len(row["best_returns"]) == len(row["keys"]) == 2
         final = np.asarray(row["final_returns"])
         assert row["final_solved"] == int((final >= result["solved_at"]).sum())
