@@ -526,3 +526,39 @@ def test_dqn_cartpole_and_comparison_tables_by_hand():
                                                   "source_posts")}
     assert _table_rows(bench.dqn_cartpole_table(committed["dqn_cartpole"]))
     assert "| task | agent |" in bench.benchmarks_against_others(*committed.values())
+
+
+def test_dqn_chapter_quotes_the_committed_stability_results():
+    """The figures chapter 7's prose gives for the stability benchmark and for the same keys
+    trained one at a time (source_posts) are those of the committed results."""
+    import json
+
+    results = ROOT / "benchmarks" / "results"
+    rows = list(json.loads((results / "dqn_stability.json").read_text())["configs"].values())
+    posts = json.loads((results / "source_posts.json").read_text())
+    nb = json.loads((ROOT / "notebooks" / "07_dqn.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"]
+                     if c["cell_type"] == "markdown")
+    hard, polyak, linear, chapter, *other_keys = rows
+    polyak_rows = [polyak, linear, chapter, *other_keys]
+    solved = [r["final_solved"] for r in polyak_rows]
+    quarter = [round(r["last_quarter_eval_mean"]) for r in polyak_rows]
+    sets = [r["final_solved"] for r in (chapter, *other_keys)]
+    one_at_a_time = posts["comparisons"]["dqn"]["book"]["final_solved"]
+    total = sum(sets) + one_at_a_time
+    runs = 11 * (len(sets) + 1)
+    assert f"loses the final policy on {11 - hard['final_solved']} of the 11 keys" in prose
+    assert f"about {round(hard['last_quarter_eval_mean'], -2):.0f}" in prose
+    assert f"holds on {min(solved)} to {max(solved)} of 11 keys" in prose
+    assert f"average {min(quarter)} to {max(quarter)}." in prose
+    assert f"({sets[0]}, {sets[1]} and {sets[2]} of 11)" in prose
+    assert f"({quarter[2]} against {quarter[1]})" in prose  # cosine against linear, 0.003
+    assert f"({quarter[1]} against {quarter[0]})" in prose  # 0.003 against 0.002, linear
+    assert f"solved {one_at_a_time} of 11, not {sets[0]}" in prose
+    assert 0.75 <= total / runs < 0.85 and "about four in five" in prose
+    summary = (f"on {hard['final_solved']} of 11 keys, its last-quarter evaluations averaging "
+               f"{round(hard['last_quarter_eval_mean'])}; the chapter's configuration on "
+               f"{min(sets + [one_at_a_time])} to {max(sets)} of 11 per run ({total} of {runs} "
+               f"in all), its last-quarter evaluations averaging "
+               f"{min(quarter[2:])} to {max(quarter[2:])}")
+    assert summary in prose
