@@ -562,3 +562,8 @@ def test_dqn_chapter_quotes_the_committed_stability_results():
                f"in all), its last-quarter evaluations averaging "
                f"{min(quarter[2:])} to {max(quarter[2:])}")
     assert summary in prose
+    # chapter 7 section 10 and chapter 10: the post's final network falls back from its best,
+    # and holds less often than the book's
+    post_dqn, book_dqn = posts["comparisons"]["dqn"]["post"], posts["comparisons"]["dqn"]["book"]
+    assert "but its final network stays there less often" in prose
+    assert post_dqn["final_solved"] < min(book_dqn["final_solved"], post_dqn["best_solved"])

@@ -139,11 +139,13 @@ def test_learning_rate_decays_to_its_final_fraction_by_hand(schedule):
     n = config.num_blocks * config.block_iterations * config.updates_per_iteration
     optimizer = dqn.make_optimizer(config)
     params = jnp.zeros(())
-    state = optimizer.init(params)
-    steps = []
-    for _ in range(n + 2):
+
+    def step(state, _):
         updates, state = optimizer.update(jnp.ones(()), state, params)
-        steps.append(-float(updates))
+        return state, -updates
+
+    _, steps = jax.jit(lambda: jax.lax.scan(step, optimizer.init(params), length=n + 2))()
+    steps = np.asarray(steps)
     k = np.minimum(np.arange(n + 2), n)
     if schedule == "cosine":  # Loshchilov and Hutter (2017), without restarts
         expected = 0.01 * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * k / n)))
