@@ -21,9 +21,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 venv: $(VENV)/.installed
 
 # The contributor's loop: the companion's unit tests, without the tests that execute a
-# notebook or start a kernel, run a benchmark script, start Chromium or simulate devices
-# (the marks in tests/conftest.py); `make test` runs those too.
-CHECK_MARKS := not colab and not notebook and not bench and not devices and not browser
+# notebook or start a kernel, run a benchmark script, start Chromium, run the playground's
+# JavaScript, start a Python process of their own or simulate devices (the marks in
+# tests/conftest.py and pyproject.toml); `make test` runs those too.
+CHECK_MARKS := not colab and not notebook and not bench and not devices and not browser \
+	and not javascript and not subprocess
 check: venv
 	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -n auto --dist loadgroup -m "$(CHECK_MARKS)"
 

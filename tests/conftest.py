@@ -154,14 +154,15 @@ def _notebook_of(item) -> str | None:
 #: Test modules whose every test is outside ``make check``, by the mark they get.
 _MODULE_MARKS = {"test_sharding": "devices"}  # a subprocess with 8 simulated devices
 #: Fixtures whose tests are outside ``make check``, by the mark they get.
-_FIXTURE_MARKS = {"executed_notebook": "notebook", "run_quick": "bench"}
+_FIXTURE_MARKS = {"executed_notebook": "notebook", "run_quick": "bench", "js": "javascript"}
 
 
 def pytest_itemcollected(item):
     """Group each notebook's tests, so that ``--dist loadgroup`` keeps them in one worker, and
     mark what ``make check`` leaves out: ``notebook`` (executes a notebook or starts a kernel),
     ``bench`` (runs a benchmark script), ``devices`` (simulated devices), ``browser`` (starts
-    Chromium).
+    Chromium), ``javascript`` (runs the playground's JavaScript in V8); the tests that start
+    a Python process of their own carry ``subprocess`` in their module.
 
     The marks are set as each test is collected: pytest-xdist reads the marks in its own
     ``pytest_collection_modifyitems``, which may run before any conftest's."""

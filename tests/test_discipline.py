@@ -354,6 +354,7 @@ print("loaded", *loaded)
 """
 
 
+@pytest.mark.subprocess
 def test_training_programs_are_served_from_the_persistent_cache_in_a_second_process(tmp_path):
     """A fresh process finds the PPO and DQN training programs that another process wrote to
     JAX's persistent compilation cache (JAX writes no program that has a host callback), also

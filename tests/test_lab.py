@@ -72,6 +72,7 @@ def test_student_copy_runs_up_to_its_first_stub(path, executed_notebook):
         exec(compile(student.cells[first_stub].source, f"{path.stem} stub", "exec"), {})
 
 
+@pytest.mark.subprocess
 def test_make_lab_writes_both_copies(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "tools" / "make_lab.py"), "--out", str(tmp_path)],
                    check=True, capture_output=True)

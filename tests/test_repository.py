@@ -4,6 +4,7 @@ import re
 import tomllib
 
 import nbformat
+import pytest
 import yaml
 from packaging.requirements import Requirement
 
@@ -123,6 +124,7 @@ def test_every_notebook_opens_with_a_colab_badge_that_the_book_leaves_out():
         assert badge.metadata.get("tags") == ["remove-cell"], path.name
 
 
+@pytest.mark.subprocess
 def test_notebook_code_is_formatted_for_the_page_without_formatter_directives():
     import subprocess
     import sys
@@ -144,3 +146,23 @@ def test_the_formatter_refuses_tool_directives_a_reader_would_see():
         assert fmt.DIRECTIVE.search(line), line
     for line in ("x = 1  # the format of the key", "noqa = 3", "kind = 'type'"):
         assert not fmt.DIRECTIVE.search(line), line
+
+
+def test_make_check_leaves_out_the_marks_the_readme_and_pytest_name():
+    """``make check`` deselects every mark declared to pytest, and the README's paragraph on
+    ``make check`` names each of them but ``colab`` (which ``make test`` leaves out too)."""
+    makefile = (ROOT / "Makefile").read_text()
+    line = re.search(r"^CHECK_MARKS := ((?:.*\\\n)*.*)$", makefile, re.M).group(1)
+    left_out = set(re.findall(r"not (\w+)", line))
+    declared = {
+        m.split(":")[0]
+        for m in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"][
+            "ini_options"
+        ]["markers"]
+    }
+    assert left_out == declared, (left_out, declared)
+    readme = (ROOT / "README.md").read_text()
+    check = readme[readme.index("`make check` is the loop") :].split("\n\n")[0]
+    for mark in left_out - {"colab"}:
+        assert f"`{mark}`" in check, mark
+
