@@ -89,6 +89,27 @@ def run_quick(request):
     return run
 
 
+@pytest.fixture(scope="session")
+def kept_run(request):
+    """``kept_run(name, run, reads)``: the bytes ``run()`` returns, kept for the next session
+    while nothing it can read changes (``run_cache.py``). For the runs outside the test's own
+    process (a second Python process, a kernel, a tool) and the slowest comparison with
+    V8; ``reads`` is text the run depends on that the key leaves out (the test module that
+    holds the run's code). Only a run that returns is kept: ``run`` raises on a failure."""
+    import hashlib
+
+    store = request.config.cache
+    folder = None if store is None else store.mkdir("kept-runs")
+
+    def kept(name, run, reads):
+        inputs = run_cache.key()
+        if inputs is not None:
+            inputs = hashlib.sha256(f"{inputs}\0{reads}".encode()).hexdigest()
+        return run_cache.kept(folder, name, ".bin", inputs, run)
+
+    return kept
+
+
 # --- notebooks: each runs once per test session ------------------------------------------
 
 import inspect  # noqa: E402

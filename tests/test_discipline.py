@@ -355,11 +355,15 @@ print("loaded", *loaded)
 
 
 @pytest.mark.subprocess
-def test_training_programs_are_served_from_the_persistent_cache_in_a_second_process(tmp_path):
+def test_training_programs_are_served_from_the_persistent_cache_in_a_second_process(
+    tmp_path, kept_run
+):
     """A fresh process finds the PPO and DQN training programs that another process wrote to
     JAX's persistent compilation cache (JAX writes no program that has a host callback), also
     when it traced other programs first: the programs' text, which the cache hashes, must not
-    depend on what else the process did (checkify numbers the checks it traces)."""
+    depend on what else the process did (checkify numbers the checks it traces). The two
+    processes' output is kept for the next session while nothing they read changes."""
+    import json
     import os
     import subprocess
     import sys
@@ -368,8 +372,16 @@ def test_training_programs_are_served_from_the_persistent_cache_in_a_second_proc
     run = lambda history: subprocess.run(  # noqa: E731
         [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache"), history],
         capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
-    first, second = run("nothing first"), run("other programs first")
-    loaded = lambda done: done.stdout.split("loaded")[-1].split()  # noqa: E731
-    assert loaded(first) == ["0", "0"]
-    assert loaded(second) == ["1", "1"], second.stdout + second.stderr  # both from the cache
+    ).stdout  # fmt: skip
+    loaded = lambda stdout: stdout.split("loaded")[-1].split()  # noqa: E731
+
+    def check(first, second):
+        assert loaded(first) == ["0", "0"]
+        assert loaded(second) == ["1", "1"], second  # both from the cache
+
+    def both():  # a run that fails its check is not kept
+        first, second = run("nothing first"), run("other programs first")
+        check(first, second)
+        return json.dumps([first, second]).encode()
+
+    check(*json.loads(kept_run("second-process-cache", both, CACHED_PROGRAM)))

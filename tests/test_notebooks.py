@@ -160,30 +160,42 @@ def test_maze_page_has_inline_figures_and_animations(executed):
     assert text.count("check passed") == 2
 
 
-@pytest.mark.notebook
-def test_plain_jumanji_import_in_a_kernel_is_what_the_guard_prevents(tmp_path):
-    """jumanji's import-time backend switch, and the companion import that avoids it."""
-    guarded = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from companion.envs import import_jumanji\n"
-        "import_jumanji()\n"
-        "import jumanji, matplotlib\n"
-        "print(matplotlib.get_backend())"
-    )])
-    guarded.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    execute(guarded, cwd=tmp_path)
-    (out,) = guarded.cells[0].outputs
-    assert "inline" in out.text
+GUARDED_IMPORT = ("from companion.envs import import_jumanji\nimport_jumanji()\n"
+                  "import jumanji, matplotlib\nprint(matplotlib.get_backend())")
+PLAIN_IMPORT = "import jumanji, matplotlib\nprint(matplotlib.get_backend())"
 
-    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import jumanji, matplotlib\nprint(matplotlib.get_backend())")])
-    plain.metadata.kernelspec = guarded.metadata.kernelspec
-    try:
-        execute(plain, cwd=tmp_path)
-        backend = plain.cells[0].outputs[0].text
-    except Exception as exc:  # jumanji 1.x without ipympl: the import fails
-        assert "ipympl" in str(exc)
-    else:  # a jumanji that no longer switches backends must leave it alone too
-        assert "inline" in backend, backend
+
+@pytest.mark.notebook
+def test_plain_jumanji_import_in_a_kernel_is_what_the_guard_prevents(tmp_path, kept_run):
+    """jumanji's import-time backend switch, and the companion import that avoids it. The two
+    kernels' output is kept for the next session while nothing they read changes."""
+    spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+    def in_a_kernel(source):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+        nb.metadata.kernelspec = spec
+        execute(nb, cwd=tmp_path)
+        (out,) = nb.cells[0].outputs
+        return {"printed": out.text}
+
+    def check(guarded, plain):
+        assert "inline" in guarded["printed"], guarded
+        if "error" in plain:  # jumanji 1.x without ipympl: the import fails
+            assert "ipympl" in plain["error"]
+        else:  # a jumanji that no longer switches backends must leave it alone too
+            assert "inline" in plain["printed"], plain
+
+    def both():  # a run that fails its check (or the guarded kernel's error) is not kept
+        guarded = in_a_kernel(GUARDED_IMPORT)
+        try:
+            plain = in_a_kernel(PLAIN_IMPORT)
+        except Exception as exc:
+            plain = {"error": str(exc)}
+        check(guarded, plain)
+        return json.dumps([guarded, plain]).encode()
+
+    reads = GUARDED_IMPORT + PLAIN_IMPORT
+    check(*json.loads(kept_run("jumanji-import-kernels", both, reads)))
 
 
 def test_maze_in_depth_claims(executed):

@@ -311,9 +311,18 @@ def _planning_states(size, seed):
 
 
 @pytest.fixture(scope="module")
-def planning_comparison(js, planner):
+def planning_comparison(js, planner, kept_run):
     """Per size: walls, states, the JS policy, and JAX's logits and values in float32 and in
-    float64."""
+    float64; kept for the next session while nothing it reads changes (this module among
+    them)."""
+    import pickle
+
+    compare = lambda: pickle.dumps(_planning_comparison(js, planner))  # noqa: E731
+    kept = kept_run("playground-planning-comparison", compare, Path(__file__).read_text())
+    return pickle.loads(kept)
+
+
+def _planning_comparison(js, planner):
     out = {}
     forward32 = eqx.filter_jit(jax.vmap(planner))
     with jax.enable_x64(True):
