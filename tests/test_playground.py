@@ -11,6 +11,7 @@ import functools
 import html
 import itertools
 import json
+import pickle
 import re
 import shutil
 import subprocess
@@ -206,8 +207,18 @@ def _states_from_rollouts(model):
 
 
 @pytest.fixture(scope="module")
-def rollout_states(model):
-    return _states_from_rollouts(model)
+def rollout_states(model, js, kept_run):
+    """``(walls, rows, logits, value, js_out, js_out_500)``: the states of
+    :func:`_states_from_rollouts`, agent.js's policy on them and on the first 500; kept for
+    the next session while nothing they are computed from changes (this module among them)."""
+
+    def compare():
+        walls, rows, logits, value = _states_from_rollouts(model)
+        js_out, js_out_500 = _js_policy(js, walls, rows), _js_policy(js, walls, rows[:500])
+        return pickle.dumps((walls, rows, logits, value, js_out, js_out_500))
+
+    kept = kept_run("playground-rollout-states", compare, Path(__file__).read_text())
+    return pickle.loads(kept)
 
 
 def _js_policy(js, walls, rows, agent="propagation"):
@@ -223,12 +234,11 @@ def _js_policy(js, walls, rows, agent="propagation"):
 
 
 @SAME_ROLLOUTS
-def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
-    walls, rows, logits, value = rollout_states
+def test_javascript_agent_equals_jax_on_random_mazes(rollout_states):
+    walls, rows, logits, value, out, _ = rollout_states
     assert len(rows) > 3 * NUM_MAZES
     probs = np.asarray(jax.nn.softmax(logits, axis=-1))
     greedy = np.argmax(logits, axis=-1)
-    out = _js_policy(js, walls, rows)
     js_probs = np.asarray(out["probs"])
     # Illegal moves (jumanji's action mask): probability exactly 0 on both sides.
     illegal = np.isneginf(logits)
@@ -241,10 +251,10 @@ def test_javascript_agent_equals_jax_on_random_mazes(js, rollout_states):
 
 
 @SAME_ROLLOUTS
-def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
+def test_javascript_agent_equals_jax_in_float64(model, rollout_states):
     """agent.js computes in float64: against JAX in float64 it agrees to rounding, so the
     differences from float32 JAX (the test above) are float32 rounding, not a wrong formula."""
-    walls, rows, _, _ = rollout_states
+    walls, rows, _, _, _, out = rollout_states
     rows = rows[:500]
     masks = np.stack([playground.action_mask(walls[r[0]], r[1:3]) for r in rows])
     with jax.enable_x64(True):
@@ -258,7 +268,6 @@ def test_javascript_agent_equals_jax_in_float64(js, model, rollout_states):
         logits, value = jax.vmap(model64)(jnp.asarray(images))
         assert logits.dtype == jnp.float64
         probs = np.asarray(jax.nn.softmax(ppo.masked_logits(logits, jnp.asarray(masks)), axis=-1))
-    out = _js_policy(js, walls, rows)
     np.testing.assert_allclose(np.asarray(out["probs"]), probs, atol=1e-12, rtol=0)
     np.testing.assert_allclose(np.asarray(out["value"]), np.asarray(value), atol=1e-12, rtol=0)
 
@@ -315,8 +324,6 @@ def planning_comparison(js, planner, kept_run):
     """Per size: walls, states, the JS policy, and JAX's logits and values in float32 and in
     float64; kept for the next session while nothing it reads changes (this module among
     them)."""
-    import pickle
-
     compare = lambda: pickle.dumps(_planning_comparison(js, planner))  # noqa: E731
     kept = kept_run("playground-planning-comparison", compare, Path(__file__).read_text())
     return pickle.loads(kept)
@@ -543,30 +550,43 @@ def standalone_page(folder: Path) -> Path:
     reason="no Chromium on this machine (chromium, "
     "chromium-browser or google-chrome on PATH): the page was not run",
 )
-def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path):
+def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path, kept_run):
     """The page's self-test (``?selftest=1``) in Chromium: the planning agent walks a shortest
     path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24; the value map starts at
     the target alone and colours every free cell once the backups settle; switching to the
     propagation agent hides it; both agents reach the target of a maze drawn by clicks, each
-    step taking the speed setting's time."""
-    page = standalone_page(tmp_path)
-    dom = subprocess.run(
-        [
-            BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            page.resolve().as_uri() + "?selftest=1",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    ).stdout
-    assert 'data-selftest="passed"' in dom, re.findall(r'data-selftest="[^"]*"', dom) or dom[-2000:]
+    step taking the speed setting's time. A passing page's DOM is kept for the next session
+    while nothing it reads (the page, this module, Chromium's version) changes."""
+
+    def passed(dom):
+        assert 'data-selftest="passed"' in dom, (
+            re.findall(r'data-selftest="[^"]*"', dom) or dom[-2000:]
+        )
+
+    def run():
+        page = standalone_page(tmp_path)
+        dom = subprocess.run(
+            [
+                BROWSER,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--virtual-time-budget=30000",
+                "--dump-dom",
+                page.resolve().as_uri() + "?selftest=1",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        ).stdout
+        passed(dom)  # a page that fails is not kept
+        return dom.encode()
+
+    version = subprocess.run([BROWSER, "--version"], capture_output=True, text=True).stdout
+    dom = kept_run("playground-page", run, Path(__file__).read_text() + version).decode()
+    passed(dom)
     (report,) = re.findall(r'data-selftest-report="([^"]*)"', dom)
     report = json.loads(html.unescape(report))
     assert report["10x10"] == report["20x20"] == report["9x24"] == "100/100"
