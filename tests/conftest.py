@@ -93,9 +93,10 @@ def run_quick(request):
 def kept_run(request):
     """``kept_run(name, run, reads)``: the bytes ``run()`` returns, kept for the next session
     while nothing it can read changes (``run_cache.py``). For the runs outside the test's own
-    process (a second Python process, a kernel, a tool) and the slowest comparison with
-    V8; ``reads`` is text the run depends on that the key leaves out (the test module that
-    holds the run's code). Only a run that returns is kept: ``run`` raises on a failure."""
+    process (a second Python process, a kernel, a tool, Chromium) and the playground's
+    results in V8; ``reads`` is text the run depends on that the key leaves out (the test
+    module that holds the run's code). Only a run that returns is kept: ``run`` raises on a
+    failure."""
     import hashlib
 
     store = request.config.cache
