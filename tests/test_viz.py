@@ -155,14 +155,20 @@ def test_cartpole_animation_has_every_frame_and_closes_its_figure():
     assert _frame_count(html) == 4
 
 
+def _frame_interval_ms(html: str) -> float:
+    (interval,) = re.findall(r"new Animation\(frames, img_id, slider_id, ([\d.]+),", html)
+    return float(interval)
+
+
 def test_long_cartpole_episodes_are_thinned_to_max_frames_and_keep_their_speed():
-    physics = [np.array([0.01 * t, 0.0, 0.0, 0.0], np.float32) for t in range(301)]
-    html = animate_cartpole(physics, max_frames=100, interval_ms=40).data
-    # stride ceil(301 / 100) = 4: steps 0, 4, ..., 300 (the last step is always shown)
-    assert _frame_count(html) == 76 and len(_pngs(html)) == 76
-    assert re.search(r"\b160\b", html)  # 4 x 40 ms per frame: the same playing speed
-    short = animate_cartpole(physics[:50], max_frames=100).data
-    assert _frame_count(short) == 50  # short episodes keep every step
+    physics = [np.array([0.01 * t, 0.0, 0.0, 0.0], np.float32) for t in range(103)]
+    html = animate_cartpole(physics, max_frames=25, interval_ms=40).data
+    # stride ceil(103 / 25) = 5: steps 0, 5, ..., 100, then the last step, 102
+    assert _frame_count(html) == 22 and len(_pngs(html)) == 22
+    assert _frame_interval_ms(html) == 200  # 5 x 40 ms per frame: the same playing speed
+    short = animate_cartpole(physics[:20], max_frames=25).data
+    assert _frame_count(short) == 20  # short episodes keep every step
+    assert _frame_interval_ms(short) == 40
     with pytest.raises(ValueError, match="max_frames: expected a positive int, got 0"):
         animate_cartpole(physics, max_frames=0)
 
