@@ -12,6 +12,7 @@ program and shape.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -384,4 +385,4 @@ def test_training_programs_are_served_from_the_persistent_cache_in_a_second_proc
         check(first, second)
         return json.dumps([first, second]).encode()
 
-    check(*json.loads(kept_run("second-process-cache", both, CACHED_PROGRAM)))
+    check(*json.loads(kept_run("second-process-cache", both, Path(__file__).read_text())))

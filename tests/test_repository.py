@@ -2,6 +2,7 @@
 
 import re
 import tomllib
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -139,7 +140,7 @@ def test_notebook_code_is_formatted_for_the_page_without_formatter_directives(ke
         assert done.returncode == 0, done.stdout  # names each cell: run it without --check
         return b"formatted"
 
-    assert kept_run("notebooks-formatted", run, "format_notebooks.py --check") == b"formatted"
+    assert kept_run("notebooks-formatted", run, Path(__file__).read_text()) == b"formatted"
 
 
 def test_the_formatter_refuses_tool_directives_a_reader_would_see():
