@@ -24,6 +24,7 @@ import numpy as np
 from companion.agents import dqn, ppo
 
 PPO_CONFIG = ppo.FIXED_MAZE_CONFIG._replace(total_timesteps=262_144)
+PPO_NETWORK = ppo.FIXED_MAZE_NETWORK
 PPO_EVAL_EVERY_UPDATES = 8  # 8 x 64 environments x 32 steps = 16,384 steps
 DQN_CONFIG = dqn.DQNConfig()
 _COMPILED: dict = {}
@@ -54,7 +55,7 @@ def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 
         env_steps, train_s, success), ``steps_to_target``, ``time_to_target_s`` (None
         if never reached) and the final ``model`` (removed before writing JSON).
     """
-    trainer = ppo.make_trainer(config, env=env)
+    trainer = ppo.make_trainer(config, PPO_NETWORK, env=env)
     runner = trainer.init(jax.random.key(seed))
     chunks = config.num_updates // eval_every
     run, compile_s = _compiled(("ppo", task, config), trainer.run, runner, eval_every)

@@ -69,7 +69,8 @@ def measure_programs(quick: bool) -> dict:
     keys = jax.random.split(jax.random.key(0), 4)
     for budget, steps in ppo_steps.items():
         config = ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=steps)
-        timing, _ = compile_and_time(jax.vmap(ppo.make_train(config)), (keys,), repeats)
+        train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK)
+        timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats)
         out[f"ppo_{budget}"] = {"env_steps": 4 * config.env_steps_run, **timing}
     for budget, steps in dqn_steps.items():
         config = dqn.DQNConfig(total_steps=steps, learning_starts=min(2_000, steps // 2))

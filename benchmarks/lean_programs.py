@@ -62,7 +62,8 @@ key = jax.random.key(0)
 ppo_steps, dqn_steps = (2048, 1_200) if sys.argv[2] == "quick" else (4096, 4_000)
 programs = {
     "ppo": ppo.make_train(
-        ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=ppo_steps)
+        ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=ppo_steps),
+        ppo.FIXED_MAZE_NETWORK,
     ),
     "dqn": dqn.make_train(
         dqn.DQNConfig(total_steps=dqn_steps, learning_starts=min(2_000, dqn_steps // 2))

@@ -33,7 +33,7 @@ import numpy as np
 from companion.agents import ppo
 from companion.bench import result_header
 from companion.envs import maze as maze_lib
-from companion.agents.ppo.saved import saved_config
+from companion.agents.ppo.saved import saved_network
 from companion.playground import load_random_maze_agent
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
@@ -43,10 +43,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 EVAL_SEED = 10_000
 
 
-def with_iterations(model, config: ppo.PPOConfig, iterations: int):
+def with_iterations(model, network, iterations: int):
     """The same trained weights with another number of propagation iterations: a static
     field of the network, so the pytree's leaves (the weights) do not depend on it."""
-    like = ppo.make_model(config._replace(iterations=iterations), jax.random.key(0))
+    like = ppo.make_model(network._replace(iterations=iterations), jax.random.key(0))
     return jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(model))
 
 
@@ -104,7 +104,7 @@ def main(argv=None) -> dict:
     else:
         sizes, sweep, num_episodes, sweep_episodes = [10, 12, 15, 20], [16, 24, 48, 64], 1000, 200
 
-    trained, config = load_random_maze_agent(), saved_config()
+    trained, network = load_random_maze_agent(), saved_network()
     started = time.perf_counter()
     result = {
         **result_header("maze_sizes", args.quick),
@@ -117,7 +117,7 @@ def main(argv=None) -> dict:
     }
     # the trained number of iterations on num_episodes mazes, then the others on fewer
     runs = [(trained.iterations, num_episodes)] + [(k, sweep_episodes) for k in sweep]
-    points = [(with_iterations(trained, config, k), k, size, greedy, episodes)
+    points = [(with_iterations(trained, network, k), k, size, greedy, episodes)
               for k, episodes in runs for size in sizes for greedy in (False, True)]
     return evaluate_and_write(points, result, started, args.out)
 

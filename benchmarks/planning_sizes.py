@@ -28,7 +28,7 @@ from pathlib import Path
 import companion  # noqa: F401  (sets XLA flags before the first computation)
 from maze_sizes import EVAL_SEED, evaluate_and_write, with_iterations
 
-from companion.agents.ppo.saved import load_saved_agent, saved_config
+from companion.agents.ppo.saved import load_saved_agent, saved_network
 from companion.bench import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -48,7 +48,7 @@ def main(argv=None) -> dict:
 
     # backups until the values settle (the trained 99 cover 10 x 10 mazes only)
     trained = load_saved_agent("value_iteration", iterations=None)
-    config = saved_config("value_iteration")
+    network = saved_network("value_iteration")
     started = time.perf_counter()
     result = {
         **result_header("planning_sizes", args.quick),
@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
     }
     runs = [(trained, None, s, g, episodes if s <= 20 else sweep_episodes)
             for s in sizes for g in (False, True)]
-    runs += [(with_iterations(trained, config, k), k, s, True, sweep_episodes)
+    runs += [(with_iterations(trained, network, k), k, s, True, sweep_episodes)
              for s in sweep_sizes for k in sweep]
     return evaluate_and_write(runs, result, started, args.out)
 

@@ -35,13 +35,13 @@ from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-AGENTS = {"conv": ppo.FIXED_MAZE_CONFIG._replace(task="random")}
+AGENTS = {"conv": (ppo.FIXED_MAZE_CONFIG._replace(task="random"), ppo.FIXED_MAZE_NETWORK)}
 
 
-def rollout_fn(config: ppo.PPOConfig):
+def rollout_fn(config: ppo.PPOConfig, network):
     """One rollout of ``config``'s agent, with its reset scheme, as a function of a key."""
     env = maze_lib.make_maze_task(config.task)
-    model = ppo.make_model(config, jax.random.key(0), (env.num_rows, env.num_cols))
+    model = ppo.make_model(network, jax.random.key(0), (env.num_rows, env.num_cols))
     n = config.num_envs
 
     def run(key):
@@ -55,10 +55,10 @@ def rollout_fn(config: ppo.PPOConfig):
     return run
 
 
-def measure(config: ppo.PPOConfig, updates: int, repeats: int) -> dict:
-    rollout, _ = compile_and_time(rollout_fn(config), (jax.random.key(1),), repeats)
+def measure(config: ppo.PPOConfig, network, updates: int, repeats: int) -> dict:
+    rollout, _ = compile_and_time(rollout_fn(config, network), (jax.random.key(1),), repeats)
     config = config._replace(total_timesteps=updates * config.batch_size)
-    train, _ = compile_and_time(ppo.make_train(config), (jax.random.key(2),), repeats)
+    train, _ = compile_and_time(ppo.make_train(config, network), (jax.random.key(2),), repeats)
     return {
         "num_envs": config.num_envs,
         "num_steps": config.num_steps,
@@ -81,7 +81,7 @@ def main(argv=None) -> dict:
 
     started = time.perf_counter()
     result = {**result_header("profile_ppo", args.quick), "agents": {}}
-    for name, config in AGENTS.items():
+    for name, (config, network) in AGENTS.items():
         if args.quick:
             config = config._replace(num_envs=8, num_steps=8, num_minibatches=2)
             updates, repeats = 2, 2
@@ -89,7 +89,7 @@ def main(argv=None) -> dict:
             updates, repeats = 8, 5
         rows = {}
         for reset in ("per_step", "pooled"):
-            rows[reset] = measure(config._replace(reset=reset), updates, repeats)
+            rows[reset] = measure(config._replace(reset=reset), network, updates, repeats)
             r = rows[reset]
             print(
                 f"{name:12s} {reset:9s} rollout {1e3 * r['rollout_s']:8.1f} ms  update "
@@ -97,6 +97,7 @@ def main(argv=None) -> dict:
                 flush=True,
             )
         rows["config"] = config._asdict()
+        rows["network"] = ppo.networks.network_to_dict(network)
         rows["training_speedup_pooled_over_per_step"] = (
             rows["pooled"]["steps_per_s"] / rows["per_step"]["steps_per_s"]
         )

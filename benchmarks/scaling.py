@@ -72,7 +72,8 @@ def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dic
 
 
 def ppo_point(config: ppo.PPOConfig, num_seeds: int | None, repeats: int) -> dict:
-    return train_point(ppo.make_train(config), config.env_steps_run, num_seeds, repeats)
+    train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK)
+    return train_point(train, config.env_steps_run, num_seeds, repeats)
 
 
 def ppo_config(num_envs: int, updates: int) -> ppo.PPOConfig:
@@ -153,6 +154,7 @@ def main(argv=None) -> dict:
     result["configs"] = {
         "dqn": {k: list(v) if isinstance(v, tuple) else v for k, v in base._asdict().items()},
         "ppo": ppo.FIXED_MAZE_CONFIG._replace(task="medium")._asdict(),
+        "ppo_network": ppo.networks.network_to_dict(ppo.FIXED_MAZE_NETWORK),
     }
     result["wall_s"] = time.perf_counter() - started
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,7 @@ from companion.bench import compile_and_time, result_header, step_rates  # noqa:
 RESULTS = Path(__file__).resolve().parent / "results"
 
 CONFIG = ppo.FIXED_MAZE_CONFIG._replace(task="medium")
+NETWORK = ppo.FIXED_MAZE_NETWORK
 
 
 def rate(timing: dict, steps: int) -> dict:
@@ -72,18 +73,19 @@ def main(argv=None) -> dict:
         updates, num_seeds, repeats, sizes = 2, 8, 3, (1, 2, 4, 8)
     config = config._replace(total_timesteps=updates * config.batch_size)
     sizes = [d for d in sizes if d <= len(jax.devices())]
-    model = ppo.make_model(config, jax.random.key(0))
+    model = ppo.make_model(NETWORK, jax.random.key(0))
     num_params = sum(x.size for x in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))
     result = {
         **result_header("sharding", args.quick),
         "config": config._asdict(),
+        "network": ppo.networks.network_to_dict(NETWORK),
         "updates": updates,
         "num_seeds": num_seeds,
         "parameters": int(num_params),
         "gradient_steps_per_update": config.num_epochs * config.num_minibatches,
     }
     steps = config.env_steps_run
-    train = ppo.make_train(config)
+    train = ppo.make_train(config, NETWORK)
     timing, _ = compile_and_time(train, (jax.random.key(1),), repeats)
     result["single_device"] = rate(timing, steps)
     seed_keys = jax.random.split(jax.random.key(2), num_seeds)
@@ -93,7 +95,7 @@ def main(argv=None) -> dict:
     for d in sizes:
         mesh = parallel.make_mesh(d)
         timing, _ = compile_and_time(
-            parallel.make_data_parallel_train(config, mesh), (jax.random.key(3),), repeats
+            parallel.make_data_parallel_train(config, NETWORK, mesh), (jax.random.key(3),), repeats
         )
         result["data_parallel"][str(d)] = rate(timing, steps)
         timing, _ = compile_and_time(

@@ -51,6 +51,7 @@ import post_dqn  # noqa: E402
 import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
 
+from companion.agents.ppo import networks as ppo_networks  # noqa: E402
 from companion.bench import result_header  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -308,6 +309,7 @@ def main(argv=None) -> dict:
         dqn_variants=[{"variant": n, "changes": c} for n, c in DQN_VARIANTS],
         dqn_eval_every_steps=dqn_eval_every,
         book_ppo_config=book_ppo_config._asdict(),
+        book_ppo_network=ppo_networks.network_to_dict(book_agents.PPO_NETWORK),
         book_dqn_config={k: (list(v) if isinstance(v, tuple) else v)
                          for k, v in book_dqn_config._asdict().items()},  # fmt: skip
         ppo_runs=ppo_runs,

@@ -111,7 +111,7 @@ def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
     """``jax.vmap(train)`` with its seeds split over the devices of ``mesh``.
 
     Args:
-        train: a function of one PRNG key, such as ``ppo.make_train(config)`` or
+        train: a function of one PRNG key, such as ``ppo.make_train(config, network)`` or
             ``dqn.make_train(config)``.
         mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
 
@@ -299,7 +299,11 @@ def _combine_metrics(metrics: dict, axis: str, num_devices: int) -> dict:
 
 
 def make_data_parallel_train(
-    config: PPOConfig, mesh: Mesh, loss_fn: Callable | None = None, env: Any = None
+    config: PPOConfig,
+    network: Any,
+    mesh: Mesh,
+    loss_fn: Callable | None = None,
+    env: Any = None,
 ) -> Callable:
     """PPO training with the environments split over the devices of ``mesh``.
 
@@ -317,6 +321,7 @@ def make_data_parallel_train(
 
     Args:
         config: the hyperparameters; ``num_envs`` is the total over all devices.
+        network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
         mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
         loss_fn: as in :func:`make_data_parallel_step`; env: as in
             :func:`~companion.agents.ppo.make_train`.
@@ -347,7 +352,8 @@ def make_data_parallel_train(
         num_envs=local_envs,
         total_timesteps=config.num_updates * local_batch,
     )
-    trainer = make_trainer(local, _global_normalise(local, loss_fn, axis), env, axis_name=axis)
+    trainer = make_trainer(local, network, _global_normalise(local, loss_fn, axis), env,
+                           axis_name=axis)  # fmt: skip
 
     def on_each_device(key):
         model_key, env_key = jax.random.split(key)
@@ -378,11 +384,13 @@ def make_data_parallel_train(
     return train
 
 
-def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any, Any]:
+def first_batch(
+    config: PPOConfig, network: Any, key: jax.Array, env: Any = None
+) -> tuple[Any, Any]:
     """The initial model and the batch of its first PPO update, on one device.
 
     A rollout of ``config.num_envs`` environments for ``config.num_steps`` steps
-    with the model of ``make_trainer(config).init``, then GAE, flattened the way
+    with the model of ``make_trainer(config, network).init``, then GAE, flattened the way
     the trainer does: what :func:`make_data_parallel_step` is compared on.
 
     Returns:
@@ -390,7 +398,7 @@ def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any
         of ``num_envs * num_steps`` transitions (leading axis first).
 
     Raises:
-        TypeError, ValueError: for a config that cannot run or a bad key.
+        TypeError, ValueError: for a config or network that cannot run or a bad key.
     """
     from companion.agents.ppo.losses import Batch, gae
     from companion.agents.ppo.rollout import rollout
@@ -399,7 +407,7 @@ def first_batch(config: PPOConfig, key: jax.Array, env: Any = None) -> tuple[Any
 
     prng_key(key)
     env = maze_lib.make_maze_task(config.task) if env is None else env
-    trainer = make_trainer(config, env=env)
+    trainer = make_trainer(config, network, env=env)
 
     @jax.jit
     def collect(key):

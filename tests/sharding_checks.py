@@ -25,8 +25,9 @@ from companion.agents import dqn, ppo  # noqa: E402
 
 PPO_TINY = ppo.FIXED_MAZE_CONFIG._replace(
     task="empty", num_envs=16, num_steps=8, total_timesteps=16 * 8 * 2, num_minibatches=2,
-    channels=(4,), hidden_sizes=(16,), normalise_advantages=True,
+    normalise_advantages=True,
 )  # fmt: skip
+PPO_TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
 DQN_TINY = dqn.DQNConfig(
     num_envs=2, total_steps=120, learning_starts=40, buffer_capacity=100, batch_size=8,
     eval_every=40, eval_episodes=1, hidden_sizes=(8,), epsilon_decay_steps=100,
@@ -49,12 +50,12 @@ def max_difference(a, b) -> dict:
     return {"float": floats, "int_leaves_differing": ints}
 
 
-def random_batch(config, size):
-    """A model of ``config`` and ``size`` transitions of random observations: legal
+def random_batch(network, size):
+    """A model of ``network`` and ``size`` transitions of random observations: legal
     actions under random masks, log-probabilities far from the model's (so that the
     clipped surrogate clips), random values, advantages and targets."""
     keys = iter(jax.random.split(jax.random.key(0), 8))
-    model = ppo.make_model(config, next(keys), (10, 10))
+    model = ppo.make_model(network, next(keys), (10, 10))
     mask = jax.random.bernoulli(next(keys), 0.6, (size, 4)).at[:, 0].set(True)
     logits = jnp.where(mask, 0.0, -jnp.inf)
     normal = lambda shape: jax.random.normal(next(keys), shape)  # noqa: E731
@@ -102,7 +103,7 @@ def main(out: str) -> None:
     results = {"devices": len(jax.devices())}
     # 1. One data-parallel step against the single-device step, on a batch of random
     # observations whose log-probabilities make clipping active.
-    model, batch = random_batch(PPO_TINY, 64)
+    model, batch = random_batch(PPO_TINY_NET, 64)
     ref_params, ref_losses = reference_steps(PPO_TINY, model, batch, num_steps=2)
     params0 = eqx.filter(model, eqx.is_inexact_array)
     results["step"] = {}
@@ -129,7 +130,9 @@ def main(out: str) -> None:
     # 2. Seeds over devices against jax.vmap over the same keys on one device.
     mesh4 = parallel.make_mesh(4)
     keys = lambda: jax.random.split(jax.random.key(2), 4)  # noqa: E731  (fresh keys per use)
-    ppo_train = ppo.make_train(PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8))
+    ppo_train = ppo.make_train(
+        PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8), PPO_TINY_NET
+    )
 
     def train(key):
         runner, metrics = ppo_train(key)
@@ -151,7 +154,7 @@ def main(out: str) -> None:
     results["timing_seeds_s"] = time.perf_counter() - start
 
     # 3. Data-parallel training: the devices' copies of the parameters stay identical.
-    _, metrics = parallel.make_data_parallel_train(PPO_TINY, mesh4)(jax.random.key(3))
+    _, metrics = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, mesh4)(jax.random.key(3))
     results["dp_train"] = {
         "replica_spread": float(metrics["replica_spread"]),
         "env_steps": np.asarray(metrics["env_steps"]).tolist(),
@@ -164,10 +167,10 @@ def main(out: str) -> None:
         "seeds": error_of(lambda: parallel.shard_seeds(train, mesh4)(jax.random.split(
             jax.random.key(4), 6))),
         "num_envs": error_of(lambda: parallel.make_data_parallel_train(
-            PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), mesh4)),
+            PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), PPO_TINY_NET, mesh4)),
         "minibatches": error_of(lambda: parallel.make_data_parallel_train(
             PPO_TINY._replace(num_envs=4, num_steps=3, num_minibatches=4,
-                              total_timesteps=12), mesh4)),
+                              total_timesteps=12), PPO_TINY_NET, mesh4)),
         "batch": error_of(lambda: step8(model, ppo.make_optimizer(PPO_TINY).init(params0),
                                         jax.tree.map(lambda x: x[:6], batch))),
     }  # fmt: skip

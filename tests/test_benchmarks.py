@@ -227,10 +227,10 @@ def test_maze_sizes_changes_the_iterations_and_keeps_the_weights():
     import jax.numpy as jnp
     import maze_sizes
 
-    trained, config = maze_sizes.load_random_maze_agent(), maze_sizes.saved_config()
+    trained, network = maze_sizes.load_random_maze_agent(), maze_sizes.saved_network()
     image = jax.random.bernoulli(jax.random.key(0), 0.3, (3, 9, 14)).astype(jnp.float32)
-    same = maze_sizes.with_iterations(trained, config, trained.iterations)
-    fewer = maze_sizes.with_iterations(trained, config, 3)
+    same = maze_sizes.with_iterations(trained, network, trained.iterations)
+    fewer = maze_sizes.with_iterations(trained, network, 3)
     assert fewer.iterations == 3 and trained.iterations == 32
     assert jnp.array_equal(same(image)[0], trained(image)[0])
     assert not jnp.allclose(fewer(image)[0], trained(image)[0], atol=1e-4)

@@ -362,15 +362,14 @@ TINY = ppo.PPOConfig(
     total_timesteps=256,
     num_epochs=1,
     num_minibatches=2,
-    channels=(4,),
-    hidden_sizes=(16,),
 )
+TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
 
 
 def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
     from test_discipline import count_compiles
 
-    trainer = ppo.make_trainer(TINY)
+    trainer = ppo.make_trainer(TINY, TINY_NET)
     train = jax.jit(trainer.train)
     runner_a, metrics = train(jax.random.PRNGKey(0))
     with count_compiles() as compiles:
@@ -398,14 +397,14 @@ def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
 )
 def test_make_train_rejects_bad_configs(changes, message):
     with pytest.raises(ValueError, match=message):
-        ppo.make_train(TINY._replace(**changes))
+        ppo.make_train(TINY._replace(**changes), TINY_NET)
 
 
 def test_ppo_learns_the_empty_maze():
     config = ppo.FIXED_MAZE_CONFIG._replace(
         task="empty", num_envs=32, total_timesteps=40_960, num_minibatches=2
     )
-    trainer = ppo.make_trainer(config)
+    trainer = ppo.make_trainer(config, ppo.FIXED_MAZE_NETWORK)
     runner, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
     env = maze_lib.make_maze_task("empty")
@@ -536,18 +535,36 @@ def test_propagation_network_runs_on_any_grid_and_sees_nothing_behind_walls(shap
     np.testing.assert_allclose(value, ref_value, atol=1e-5)
 
 
-def test_propagation_network_shapes_and_config():
-    config = ppo.PPOConfig(network="propagation", channels=(6,), hidden_sizes=(32,), iterations=4)
-    model = ppo.make_model(config, jax.random.PRNGKey(0))
+def test_propagation_network_shapes_and_description():
+    network = ppo.PropagationNet(width=6, hidden_sizes=(32,), iterations=4)
+    model = ppo.make_model(network, jax.random.PRNGKey(0))
     assert isinstance(model, ppo.PropagationActorCritic) and model.iterations == 4
     images = jax.random.bernoulli(jax.random.PRNGKey(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
     logits, value = jax.vmap(model)(images)
     assert logits.shape == (5, 4) and value.shape == (5,)
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
-    with pytest.raises(ValueError, match="config.network: unknown value .resnet."):
-        ppo.make_train(TINY._replace(network="resnet"))
+    with pytest.raises(TypeError, match="network: expected ppo.ConvNet, .* got str"):
+        ppo.make_train(TINY, "resnet")
+    with pytest.raises(ValueError, match="network.iterations"):
+        ppo.make_train(TINY, network._replace(iterations=0))
     with pytest.raises(ValueError, match="iterations"):
         ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
+
+
+def test_network_descriptions_round_trip_through_json_and_match_the_saved_agents():
+    import json
+
+    from companion.agents.ppo.networks import network_from_dict, network_to_dict
+    from companion.agents.ppo.saved import saved_network
+
+    for network in (ppo.FIXED_MAZE_NETWORK, ppo.RANDOM_MAZE_NETWORK, ppo.VALUE_ITERATION_NETWORK):
+        as_json = json.loads(json.dumps(network_to_dict(network)))
+        assert network_from_dict(as_json) == network and hash(network_from_dict(as_json))
+    assert network_to_dict(ppo.ValueIterationNet(iterations=None))["iterations"] is None
+    assert saved_network("propagation") == ppo.RANDOM_MAZE_NETWORK
+    assert saved_network("value_iteration") == ppo.VALUE_ITERATION_NETWORK
+    # the config is the algorithm's alone: no field says which network it trains
+    assert not {"network", "channels", "hidden_sizes", "iterations"} & set(ppo.PPOConfig._fields)
 
 
 def test_vmapped_training_runs_repeatedly():
@@ -556,7 +573,7 @@ def test_vmapped_training_runs_repeatedly():
     # Three seeds: the program test_train_is_pure_compiles_once_per_config... compiles, so a
     # worker that ran that test first loads it from the persistent compilation cache.
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    compiled = jax.jit(jax.vmap(ppo.make_train(TINY))).lower(keys).compile()
+    compiled = jax.jit(jax.vmap(ppo.make_train(TINY, TINY_NET))).lower(keys).compile()
     for seed in range(10):
         _, metrics = jax.block_until_ready(compiled(jax.random.split(jax.random.PRNGKey(seed), 3)))
         assert metrics["entropy"].shape == (3, TINY.num_updates)
@@ -584,8 +601,9 @@ def test_make_train_accepts_another_loss_and_uses_it():
         logits, value = jax.vmap(model)(batch.image)
         return 0.0 * (jnp.sum(logits) + jnp.sum(value)), {"mean_value": jnp.mean(value)}
 
-    trainer = ppo.make_trainer(TINY, loss_fn=no_learning)
-    runner, metrics = jax.jit(ppo.make_train(TINY, loss_fn=no_learning))(jax.random.PRNGKey(0))
+    trainer = ppo.make_trainer(TINY, TINY_NET, loss_fn=no_learning)
+    train = ppo.make_train(TINY, TINY_NET, loss_fn=no_learning)
+    runner, metrics = jax.jit(train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
     initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
     for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
@@ -623,7 +641,7 @@ def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
 
 def test_success_by_start_counts_every_episode_once_under_its_start():
     config = TINY._replace(task="medium", total_timesteps=8 * 8 * 24)  # 24 updates
-    trainer = ppo.make_trainer(config)
+    trainer = ppo.make_trainer(config, TINY_NET)
     runner, metrics = trainer.run(trainer.init(jax.random.PRNGKey(3)), config.num_updates)
     episodes = np.asarray(metrics["episodes"])
     successes = np.round(np.nan_to_num(np.asarray(metrics["success_rate"])) * episodes)
@@ -638,7 +656,11 @@ def test_success_by_start_counts_every_episode_once_under_its_start():
     assert np.isnan(rate[-1])
 
 
-@pytest.mark.parametrize("network", ppo.NETWORKS)
+@pytest.mark.parametrize("network", [
+    ppo.ConvNet(channels=(5,), hidden_sizes=(7,)),
+    ppo.PropagationNet(width=5, hidden_sizes=(7,), iterations=32),
+    ppo.ValueIterationNet(width=5, hidden_sizes=(7,), iterations=32),
+], ids=list(ppo.NETWORKS))  # fmt: skip
 def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
     """The skeleton stands in for the model wherever only its structure counts (the static
     part in make_trainer, ``like`` when loading weights), so it must match make_model leaf for
@@ -647,7 +669,6 @@ def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
 
     from companion.agents.ppo.networks import model_skeleton
 
-    config = ppo.PPOConfig(network=network, channels=(5,), hidden_sizes=(7,))
     compiles = []
 
     def count(event, duration, **kwargs):
@@ -656,11 +677,11 @@ def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
 
     monitoring.register_event_duration_secs_listener(count)
     try:
-        skeleton = model_skeleton(config, (6, 9))
+        skeleton = model_skeleton(network, (6, 9))
     finally:
         monitoring.unregister_event_duration_listener(count)
     assert compiles == []
-    model = ppo.make_model(config, jax.random.key(3), (6, 9))
+    model = ppo.make_model(network, jax.random.key(3), (6, 9))
     assert jax.tree.structure(skeleton) == jax.tree.structure(model)
     for shape, leaf in zip(jax.tree.leaves(skeleton), jax.tree.leaves(model)):
         assert isinstance(shape, jax.ShapeDtypeStruct)

@@ -11,7 +11,7 @@ import pytest
 
 from companion.agents import ppo
 from companion.agents.ppo.networks import UNREACHED
-from companion.agents.ppo.saved import load_saved_agent, saved_summary
+from companion.agents.ppo.saved import load_saved_agent, saved_network, saved_summary
 from companion.envs import maze as maze_lib
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
@@ -146,17 +146,17 @@ def test_policy_reads_cost_times_distance_differences_through_one_shared_network
     np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-6)
 
 
-def test_value_iteration_config_and_bad_input():
-    config = ppo.VALUE_ITERATION_MAZE_CONFIG
-    model = ppo.make_model(config, jax.random.key(0))
+def test_value_iteration_network_and_bad_input():
+    network = ppo.VALUE_ITERATION_NETWORK
+    model = ppo.make_model(network, jax.random.key(0))
     assert isinstance(model, ppo.ValueIterationActorCritic) and model.iterations == 99
     images = jax.random.bernoulli(jax.random.key(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
     logits, value = jax.vmap(model)(images)
     assert logits.shape == (5, 4) and value.shape == (5,)
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
-    with pytest.raises(ValueError, match="config.iterations: None .* reverse mode"):
-        ppo.make_train(config._replace(iterations=None))
+    with pytest.raises(ValueError, match="network.iterations: None .* reverse mode"):
+        ppo.make_train(ppo.VALUE_ITERATION_MAZE_CONFIG, network._replace(iterations=None))
     with pytest.raises(ValueError, match="iterations"):
         ppo.ValueIterationActorCritic(jax.random.key(0), iterations=0)
     with pytest.raises(TypeError, match="width"):
@@ -189,7 +189,8 @@ def test_saved_planning_agent_walks_shortest_paths_on_larger_unseen_mazes():
     model = load_saved_agent("value_iteration", iterations=None)
     assert model.iterations is None and load_saved_agent("value_iteration").iterations == 99
     summary = saved_summary("value_iteration")
-    assert summary["config"]["network"] == "value_iteration"
+    assert summary["network"]["name"] == "value_iteration"
+    assert saved_network("value_iteration") == ppo.VALUE_ITERATION_NETWORK
     for (rows, cols), seed in (((12, 12), 20), ((9, 16), 21)):
         env = maze_lib.make_maze(
             generator=RandomGenerator(num_rows=rows, num_cols=cols), time_limit=rows * cols

@@ -10,8 +10,8 @@ key training never used, and also runs a short training with the same code.
     python tools/train_random_maze.py --total 200000           # a short run, to try the script
 
 Writes ``companion/data/<name>.eqx`` (the model's arrays, read back with
-``eqx.tree_deserialise_leaves`` into ``ppo.make_model(config, key)``) and
-``companion/data/<name>.json`` (configuration, timings, hardware, learning curve and the
+``eqx.tree_deserialise_leaves`` into ``ppo.make_model(network, key)``) and
+``companion/data/<name>.json`` (configuration, network, timings, hardware, learning curve and the
 evaluation on 1,000 unseen 10 x 10 mazes, sampled and greedy; for the value-iteration
 agent also on 1,000 unseen 15 x 15 and 20 x 20 mazes, which it never trained on), with
 ``<name>`` from ``companion.agents.ppo.saved.SAVED_AGENTS``.
@@ -36,10 +36,10 @@ from jumanji.environments.routing.maze.generator import RandomGenerator  # after
 
 DATA = Path(__file__).resolve().parent.parent / "companion" / "data"
 
-#: The configuration trained for the chapter, by network.
+#: The configuration and network trained for the chapter, by network name.
 CONFIGS = {
-    "propagation": ppo.RANDOM_MAZE_CONFIG,
-    "value_iteration": ppo.VALUE_ITERATION_MAZE_CONFIG,
+    "propagation": (ppo.RANDOM_MAZE_CONFIG, ppo.RANDOM_MAZE_NETWORK),
+    "value_iteration": (ppo.VALUE_ITERATION_MAZE_CONFIG, ppo.VALUE_ITERATION_NETWORK),
 }
 TRAIN_SEED = 0
 #: Evaluation mazes come from this key, which training never uses (10 x 10); larger
@@ -77,11 +77,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--total", type=int, default=None, help="environment steps")
     parser.add_argument("--out", type=Path, default=DATA)
     args = parser.parse_args(argv)
-    base = CONFIGS[args.agent]
+    base, network = CONFIGS[args.agent]
     total = base.total_timesteps if args.total is None else args.total
     config = base._replace(total_timesteps=total)
 
-    trainer = ppo.make_trainer(config, progress_bar=True)
+    trainer = ppo.make_trainer(config, network, progress_bar=True)
     key = jax.random.key(TRAIN_SEED)
     start = time.perf_counter()
     compiled = jax.jit(trainer.train).lower(key).compile()
@@ -97,7 +97,7 @@ def main(argv=None) -> dict:
     if args.agent == "value_iteration":
         # the same weights, with backups until the values settle: the same outputs, fewer
         # backups, and any maze size
-        like = ppo.make_model(config._replace(iterations=None), jax.random.key(0))
+        like = ppo.make_model(network._replace(iterations=None), jax.random.key(0))
         model = jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(model))
     result = evaluate_size(model, 10)
     if args.agent == "value_iteration":
@@ -106,6 +106,10 @@ def main(argv=None) -> dict:
     summary = {
         "config": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()
+        },
+        "network": {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in ppo.networks.network_to_dict(network).items()
         },
         "train_seed": TRAIN_SEED,
         "eval_seed": EVAL_SEED,

@@ -3,9 +3,10 @@
 The pieces, each a pure function over pytrees, one module each:
 
 - :mod:`~companion.agents.ppo.networks`: :class:`ActorCritic`,
-  :class:`PropagationActorCritic` and :class:`ValueIterationActorCritic`, equinox modules from the 3-channel maze
-  image (:func:`companion.envs.maze.observation_image`) to policy logits and
-  a state value;
+  :class:`PropagationActorCritic` and :class:`ValueIterationActorCritic`, equinox modules from
+  the 3-channel maze image (:func:`companion.envs.maze.observation_image`) to policy logits
+  and a state value, described by their sizes (:class:`ConvNet`, :class:`PropagationNet`,
+  :class:`ValueIterationNet`) for :func:`make_train`;
 - :mod:`~companion.agents.ppo.policy`: :func:`masked_logits`,
   :func:`log_prob`, :func:`entropy`, a categorical policy over the *legal*
   actions only (illegal actions get logit ``-inf``, hence probability exactly
@@ -34,8 +35,12 @@ from companion.agents.ppo.losses import Batch, clipped_surrogate, gae, normalise
 from companion.agents.ppo.networks import (
     NETWORKS,
     ActorCritic,
+    ConvNet,
     PropagationActorCritic,
+    PropagationNet,
     ValueIterationActorCritic,
+    ValueIterationNet,
+    check_network,
     make_model,
     neighbour,
     orthogonal_linear,
@@ -44,9 +49,12 @@ from companion.agents.ppo.policy import entropy, log_prob, masked_logits
 from companion.agents.ppo.rollout import Transition, reached_target, rollout
 from companion.agents.ppo.train import (
     FIXED_MAZE_CONFIG,
+    FIXED_MAZE_NETWORK,
     RANDOM_MAZE_CONFIG,
+    RANDOM_MAZE_NETWORK,
     RESETS,
     VALUE_ITERATION_MAZE_CONFIG,
+    VALUE_ITERATION_NETWORK,
     PPOConfig,
     RunnerState,
     Trainer,
@@ -61,19 +69,26 @@ from companion.agents.ppo.train import (
 __all__ = [
     "ActorCritic",
     "Batch",
+    "ConvNet",
     "Evaluation",
     "FIXED_MAZE_CONFIG",
+    "FIXED_MAZE_NETWORK",
     "NETWORKS",
     "PPOConfig",
     "PropagationActorCritic",
+    "PropagationNet",
     "RANDOM_MAZE_CONFIG",
+    "RANDOM_MAZE_NETWORK",
     "RESETS",
     "RunnerState",
     "Trainer",
     "Transition",
     "VALUE_ITERATION_MAZE_CONFIG",
+    "VALUE_ITERATION_NETWORK",
     "ValueIterationActorCritic",
+    "ValueIterationNet",
     "check_config",
+    "check_network",
     "clipped_surrogate",
     "default_loss",
     "entropy",

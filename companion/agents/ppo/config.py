@@ -1,9 +1,11 @@
 """The hyperparameters of PPO training, their checks, the optimiser and the default loss.
 
 :class:`PPOConfig` holds the algorithm's settings (hashable, so a jitted program is compiled
-once per configuration); :func:`check_config` validates one in Python before anything is
-traced; the chapter's configurations are :data:`FIXED_MAZE_CONFIG`,
-:data:`RANDOM_MAZE_CONFIG` and :data:`VALUE_ITERATION_MAZE_CONFIG`.
+once per configuration); the network is described apart
+(:class:`~companion.agents.ppo.ConvNet`, ...). :func:`check_config` validates a config in
+Python before anything is traced. The chapters' agents are :data:`FIXED_MAZE_CONFIG` with
+:data:`FIXED_MAZE_NETWORK`, :data:`RANDOM_MAZE_CONFIG` with :data:`RANDOM_MAZE_NETWORK`, and
+:data:`VALUE_ITERATION_MAZE_CONFIG` with :data:`VALUE_ITERATION_NETWORK`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from typing import Callable, NamedTuple
 
 import optax
 
-from companion._validate import number_in, one_of, positive_int, positive_ints, positive_number
+from companion._validate import number_in, one_of, positive_int, positive_number
 from companion.agents.ppo.losses import ppo_loss
-from companion.agents.ppo.networks import NETWORKS
+from companion.agents.ppo.networks import ConvNet, PropagationNet, ValueIterationNet
 from companion.envs import maze as maze_lib
 
 #: Names accepted by ``PPOConfig.reset``.
@@ -37,14 +39,6 @@ class PPOConfig(NamedTuple):
         learning_rate: Adam step size, decayed linearly to 0 when ``anneal_lr``.
         normalise_advantages: standardise advantages per minibatch (:func:`normalise`).
         max_grad_norm: global gradient-norm clip.
-        network: ``"conv"`` (:class:`ActorCritic`), ``"propagation"``
-            (:class:`PropagationActorCritic`) or ``"value_iteration"``
-            (:class:`ValueIterationActorCritic`).
-        channels, hidden_sizes: for ``"conv"``, the convolutions' channels and
-            the fully connected widths; for ``"propagation"``, ``channels[0]``
-            is the feature width per cell and ``hidden_sizes`` the widths after it.
-        iterations: propagation steps of ``"propagation"``; value-iteration backups of
-            ``"value_iteration"``.
         reset: how episodes restart within a rollout: ``"pooled"`` (from a pool
             of ``num_envs`` resets drawn once per rollout,
             :mod:`companion.envs.autoreset`) or ``"per_step"`` (jumanji's
@@ -69,10 +63,6 @@ class PPOConfig(NamedTuple):
     anneal_lr: bool = True
     normalise_advantages: bool = True
     max_grad_norm: float = 0.5
-    channels: tuple = (16,)
-    hidden_sizes: tuple = (128, 128)
-    network: str = "conv"
-    iterations: int = 32
     reset: str = "pooled"
 
     @property
@@ -97,18 +87,14 @@ FIXED_MAZE_CONFIG = PPOConfig(
     num_epochs=2,
     num_minibatches=4,
     learning_rate=2e-3,
-    channels=(8,),
-    hidden_sizes=(64, 64),
 )
+#: The PPO chapter's network for the fixed mazes: one convolution, two dense layers.
+FIXED_MAZE_NETWORK = ConvNet(channels=(8,), hidden_sizes=(64, 64))
 
 #: The configuration of the chapter's random-maze agent (``tools/train_random_maze.py``).
 RANDOM_MAZE_CONFIG = PPOConfig(
     task="random",
     normalise_advantages=True,
-    network="propagation",
-    channels=(8,),
-    hidden_sizes=(64,),
-    iterations=32,
     num_envs=128,
     num_steps=32,
     total_timesteps=1_048_576,
@@ -117,17 +103,15 @@ RANDOM_MAZE_CONFIG = PPOConfig(
     learning_rate=1e-3,
 )
 
+#: The random-maze agent's network: 8 features per cell, 32 propagation steps.
+RANDOM_MAZE_NETWORK = PropagationNet(width=8, hidden_sizes=(64,), iterations=32)
+
 #: The configuration of the chapter's planning agent on random mazes
-#: (``tools/train_random_maze.py --agent value_iteration``): 99 backups (rows * cols - 1,
-#: enough to converge on any 10 x 10 maze), 4 value channels, a value head of 64 units,
-#: an eighth of the budget above.
-VALUE_ITERATION_MAZE_CONFIG = RANDOM_MAZE_CONFIG._replace(
-    network="value_iteration",
-    channels=(4,),
-    hidden_sizes=(64,),
-    iterations=99,
-    total_timesteps=131_072,
-)
+#: (``tools/train_random_maze.py --agent value_iteration``): an eighth of the budget above.
+VALUE_ITERATION_MAZE_CONFIG = RANDOM_MAZE_CONFIG._replace(total_timesteps=131_072)
+#: The planning agent's network: 99 backups (rows * cols - 1, enough to converge on any
+#: 10 x 10 maze), 4 value channels, a value head of 64 units.
+VALUE_ITERATION_NETWORK = ValueIterationNet(width=4, hidden_sizes=(64,), iterations=99)
 
 
 def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:
@@ -154,7 +138,7 @@ def check_config(config: PPOConfig) -> PPOConfig:
     Raises:
         TypeError: if ``config`` is not a :class:`PPOConfig` or a size is not an int.
         ValueError: naming the field, for a size that is not positive, an unknown
-            ``task``, ``network`` or ``reset``, ``gamma`` or ``gae_lambda``
+            ``task`` or ``reset``, ``gamma`` or ``gae_lambda``
             outside [0, 1], ``clip_eps`` outside (0, 1], a negative coefficient,
             a budget below one update, or ``num_minibatches`` that does not
             divide the batch.
@@ -162,7 +146,6 @@ def check_config(config: PPOConfig) -> PPOConfig:
     if not isinstance(config, PPOConfig):
         raise TypeError(f"config: expected a PPOConfig, got {type(config).__name__}")
     one_of(config.task, maze_lib.TASKS, "config.task")
-    one_of(config.network, NETWORKS, "config.network")
     one_of(config.reset, RESETS, "config.reset")
     for field in (
         "num_envs",
@@ -172,16 +155,6 @@ def check_config(config: PPOConfig) -> PPOConfig:
         "num_minibatches",
     ):
         positive_int(getattr(config, field), f"config.{field}")
-    if config.iterations is None:
-        raise ValueError(
-            "config.iterations: None (backups until the values settle, in a while_loop) "
-            "cannot be differentiated in reverse mode; train with a positive int, for "
-            "example rows * cols - 1 = 99 on 10 x 10 mazes"
-        )
-    positive_int(config.iterations, "config.iterations")
-    positive_ints(config.hidden_sizes, "config.hidden_sizes")
-    if config.network == "propagation" or len(config.channels):
-        positive_ints(config.channels, "config.channels")
     number_in(config.gamma, "config.gamma", 0.0, 1.0)
     number_in(config.gae_lambda, "config.gae_lambda", 0.0, 1.0)
     number_in(config.clip_eps, "config.clip_eps", 0.0, 1.0, low_open=True)

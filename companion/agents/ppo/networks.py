@@ -7,8 +7,8 @@
 - :class:`~companion.agents.ppo.planning.ValueIterationActorCritic` (in
   :mod:`~companion.agents.ppo.planning`): value iteration on the maze (a fixed, convergent
   backup) with a learned input and a policy read off the values, for mazes of any size;
-- :func:`make_model`: the network a :class:`~companion.agents.ppo.PPOConfig`
-  describes.
+- :class:`ConvNet`, :class:`PropagationNet`, :class:`ValueIterationNet`: each network by
+  its sizes (hashable), and :func:`make_model`, which builds the one they describe.
 
 The layers they share are in :mod:`~companion.agents.ppo.layers`. All three map one
 float32 image ``(3, rows, cols)`` (walls, agent, target; see
@@ -19,6 +19,8 @@ implementation details of PPO").
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -207,64 +209,139 @@ class PropagationActorCritic(eqx.Module):
         return self.policy_head(z), self.value_head(z)
 
 
-NETWORKS = ("conv", "propagation", "value_iteration")
+class ConvNet(NamedTuple):
+    """:class:`ActorCritic` by its sizes: 3 x 3 convolutions with ``channels`` (may be
+    empty), then fully connected layers of ``hidden_sizes``. For one grid size."""
+
+    channels: tuple = (16,)
+    hidden_sizes: tuple = (128, 128)
 
 
-def make_model(config, key: jax.Array, grid_shape: tuple = (10, 10)):
-    """The network that ``config`` describes.
+class PropagationNet(NamedTuple):
+    """:class:`PropagationActorCritic` by its sizes: ``width`` features per cell,
+    ``iterations`` propagation steps, then fully connected layers of ``hidden_sizes``."""
+
+    width: int = 8
+    hidden_sizes: tuple = (64,)
+    iterations: int = 32
+
+
+class ValueIterationNet(NamedTuple):
+    """:class:`ValueIterationActorCritic` by its sizes: ``width`` value channels,
+    ``iterations`` backups (``None``: until the values settle; not for training) and a
+    value head of ``hidden_sizes``."""
+
+    width: int = 4
+    hidden_sizes: tuple = (64,)
+    iterations: int | None = 99
+
+
+#: The networks :func:`make_model` builds, by the name a saved agent records.
+NETWORKS = {"conv": ConvNet, "propagation": PropagationNet, "value_iteration": ValueIterationNet}
+
+
+def network_name(network) -> str:
+    """The name of a network description in :data:`NETWORKS` (``"conv"``, ...).
+
+    Raises:
+        TypeError: if ``network`` is not a :class:`ConvNet`, :class:`PropagationNet` or
+            :class:`ValueIterationNet`.
+    """
+    for name, kind in NETWORKS.items():
+        if type(network) is kind:
+            return name
+    raise TypeError(
+        "network: expected ppo.ConvNet, ppo.PropagationNet or ppo.ValueIterationNet, "
+        f"got {type(network).__name__}"
+    )
+
+
+def network_from_dict(fields: dict):
+    """The network description that ``{"name": ..., **sizes}`` (as saved in JSON) names.
+
+    Raises:
+        ValueError: for an unknown ``name``. TypeError: for an unknown size.
+    """
+    fields = dict(fields)
+    name = fields.pop("name", None)
+    if name not in NETWORKS:
+        raise ValueError(f"network: unknown name {name!r}; expected one of {tuple(NETWORKS)}")
+    kind = NETWORKS[name]
+    unknown = set(fields) - set(kind._fields)
+    if unknown:
+        raise TypeError(
+            f"network: unknown size(s) {sorted(unknown)} for {name!r}; expected {kind._fields}"
+        )
+    return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+def network_to_dict(network) -> dict:
+    """``{"name": ..., **sizes}``, the JSON form of a network description."""
+    return {"name": network_name(network), **network._asdict()}
+
+
+def check_network(network, trainable: bool = True):
+    """Return ``network`` if :func:`make_model` can build it (and, when ``trainable``, train
+    it: a positive number of iterations).
+
+    Raises:
+        TypeError: for another type, or a size that is not an int.
+        ValueError: naming the field, for a size that is not positive, or
+            ``iterations=None`` when ``trainable``.
+    """
+    name = network_name(network)
+    positive_ints(network.hidden_sizes, "network.hidden_sizes")
+    if name == "conv":
+        if len(network.channels):
+            positive_ints(network.channels, "network.channels")
+        return network
+    positive_int(network.width, "network.width")
+    if network.iterations is None and (trainable or name == "propagation"):
+        raise ValueError(
+            "network.iterations: None (backups until the values settle, in a while_loop) "
+            "cannot be differentiated in reverse mode; train with a positive int, for "
+            "example rows * cols - 1 = 99 on 10 x 10 mazes"
+        )
+    if network.iterations is not None:
+        positive_int(network.iterations, "network.iterations")
+    return network
+
+
+def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
+    """The network that ``network`` describes, with initial weights from ``key``.
 
     Args:
-        config: a :class:`~companion.agents.ppo.PPOConfig`; reads ``network``,
-            ``channels``, ``hidden_sizes`` and ``iterations``.
+        network: :class:`ConvNet`, :class:`PropagationNet` or :class:`ValueIterationNet`.
         key: PRNG key for the initial weights.
         grid_shape: ``(rows, cols)`` of the maze (used by :class:`ActorCritic`).
 
     Returns:
-        :class:`ActorCritic` (``network="conv"``), :class:`PropagationActorCritic`
-        (``network="propagation"``) or :class:`ValueIterationActorCritic`
-        (``network="value_iteration"``, ``channels[0]`` value channels, 4 when
-        ``channels`` is empty); all map one ``(3, rows, cols)`` image to
+        :class:`ActorCritic`, :class:`PropagationActorCritic` or
+        :class:`ValueIterationActorCritic`: one ``(3, rows, cols)`` image to
         ``(logits (4,), value ())``.
 
     Raises:
-        ValueError: for an unknown ``config.network`` or an empty ``config.channels``
-            with ``"propagation"``.
+        TypeError, ValueError: as :func:`check_network` (``iterations=None`` is accepted
+            for the planning network).
     """
-    if config.network == "conv":
-        channels, hidden = tuple(config.channels), tuple(config.hidden_sizes)
-        return ActorCritic(key, grid_shape, 4, channels=channels, hidden_sizes=hidden)
-    if config.network == "propagation":
-        if len(config.channels) == 0:
-            raise ValueError(
-                "config.channels: the propagation network reads its width per cell from "
-                "channels[0]; got an empty tuple"
-            )
-        width, hidden = config.channels[0], tuple(config.hidden_sizes)
-        return PropagationActorCritic(key, 4, width, hidden, iterations=config.iterations)
-    if config.network == "value_iteration":
-        width = config.channels[0] if len(config.channels) else 4
-        return ValueIterationActorCritic(
-            key, width, hidden_sizes=tuple(config.hidden_sizes), iterations=config.iterations
-        )
-    raise ValueError(
-        f"config.network: unknown network {config.network!r}; expected one of {NETWORKS}"
-    )
+    check_network(network, trainable=False)
+    hidden = tuple(network.hidden_sizes)
+    if isinstance(network, ConvNet):
+        return ActorCritic(key, grid_shape, 4, channels=tuple(network.channels), hidden_sizes=hidden)
+    if isinstance(network, PropagationNet):
+        return PropagationActorCritic(key, 4, network.width, hidden, network.iterations)
+    return ValueIterationActorCritic(key, network.width, hidden_sizes=hidden,
+                                     iterations=network.iterations)  # fmt: skip
 
 
-def model_skeleton(config, grid_shape: tuple = (10, 10)):
-    """The network of ``config`` with ``jax.ShapeDtypeStruct`` in place of its weights.
+def model_skeleton(network, grid_shape: tuple = (10, 10)):
+    """The network of ``network`` with ``jax.ShapeDtypeStruct`` in place of its weights.
 
     Built by ``eqx.filter_eval_shape``: only traced, so no initial weights are computed and
     nothing is compiled. It serves wherever only the structure is needed: the static part of
     a model in a training program, or ``like`` for ``eqx.tree_deserialise_leaves``.
 
-    Args:
-        config, grid_shape: as for :func:`make_model`.
-
-    Returns:
-        the module of :func:`make_model`, every array a ``jax.ShapeDtypeStruct`` (float32).
-
     Raises:
-        ValueError: as :func:`make_model`.
+        TypeError, ValueError: as :func:`make_model`.
     """
-    return eqx.filter_eval_shape(make_model, config, jax.random.key(0), grid_shape)
+    return eqx.filter_eval_shape(make_model, network, jax.random.key(0), grid_shape)

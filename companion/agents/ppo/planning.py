@@ -159,5 +159,3 @@ class ValueIterationActorCritic(eqx.Module):
             z = jax.nn.relu(layer(z))
         return logits, self.value_head(z)
 
-
-#: Names accepted by ``PPOConfig.network``.

@@ -2,7 +2,7 @@
 
 ``tools/train_random_maze.py`` trains each and writes two files to ``companion/data``:
 ``<name>.eqx`` (the model's arrays, ``eqx.tree_serialise_leaves``) and ``<name>.json``
-(configuration, timings, hardware, learning curve, evaluations). Colab gets them with the
+(configuration, network, timings, hardware, learning curve, evaluations). Colab gets them with the
 package.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import equinox as eqx
 
 from companion._validate import one_of
-from companion.agents.ppo.networks import model_skeleton
+from companion.agents.ppo.networks import model_skeleton, network_from_dict
 from companion.agents.ppo.train import PPOConfig
 
 #: The saved agents by network: the file name (without suffix) of each.
@@ -52,6 +52,13 @@ def saved_config(network: str = "propagation") -> PPOConfig:
     return PPOConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
+def saved_network(network: str = "propagation"):
+    """The network description the saved agent was trained with
+    (:class:`~companion.agents.ppo.PropagationNet` or
+    :class:`~companion.agents.ppo.ValueIterationNet`)."""
+    return network_from_dict(saved_summary(network)["network"])
+
+
 #: Default of :func:`load_saved_agent`'s ``iterations``: the number the agent trained with.
 AS_TRAINED = "as trained"
 
@@ -73,8 +80,8 @@ def load_saved_agent(network: str = "propagation", iterations=AS_TRAINED):
     Raises:
         ValueError: for an unknown ``network``.
     """
-    config = saved_config(network)
+    described = saved_network(network)
     if iterations != AS_TRAINED:
-        config = config._replace(iterations=iterations)
-    like = model_skeleton(config)  # the structure only: no weights to compute
+        described = described._replace(iterations=iterations)
+    like = model_skeleton(described)  # the structure only: no weights to compute
     return eqx.tree_deserialise_leaves(saved_agent_files(network)[0], like)

@@ -20,16 +20,19 @@ import optax
 from companion._validate import prng_key
 from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
     FIXED_MAZE_CONFIG,
+    FIXED_MAZE_NETWORK,
     RANDOM_MAZE_CONFIG,
+    RANDOM_MAZE_NETWORK,
     RESETS,
     VALUE_ITERATION_MAZE_CONFIG,
+    VALUE_ITERATION_NETWORK,
     PPOConfig,
     check_config,
     default_loss,
     make_optimizer,
 )
 from companion.agents.ppo.losses import Batch, gae
-from companion.agents.ppo.networks import make_model, model_skeleton
+from companion.agents.ppo.networks import check_network, make_model, model_skeleton
 from companion.agents.ppo.rollout import rollout
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
@@ -76,6 +79,7 @@ class Trainer(NamedTuple):
             (not jitted: jit it, vmap it over keys); see :func:`make_train`.
         model: ``model(runner)``: the current model of a runner.
         config: the configuration.
+        network: the network's description.
     """
 
     init: Callable
@@ -83,22 +87,27 @@ class Trainer(NamedTuple):
     train: Callable
     model: Callable
     config: PPOConfig
+    network: Any
 
 
 def make_trainer(
-    config: PPOConfig = PPOConfig(),
+    config: PPOConfig,
+    network: Any,
     loss_fn: Callable | None = None,
     env: Any = None,
     axis_name: str | None = None,
     progress_bar: bool = False,
 ) -> Trainer:
-    """Build the training program of ``config`` in pieces (see :class:`Trainer`).
+    """Build the training program of ``config`` and ``network`` in pieces (see :class:`Trainer`).
 
     ``train(key)`` runs ``run(init(key), config.num_updates)`` and adds the
     ``success_by_start`` metric; ``model(runner)`` is the trained model.
 
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
+        network: the network to train, by its sizes: :class:`~companion.agents.ppo.ConvNet`,
+            :class:`~companion.agents.ppo.PropagationNet` or
+            :class:`~companion.agents.ppo.ValueIterationNet`.
         loss_fn: the loss of one minibatch, ``loss_fn(model, batch) -> (loss, metrics)``
             with ``batch`` a :class:`~companion.agents.ppo.Batch` and ``metrics`` a dict
             of scalars (averaged over each update's minibatches in the training
@@ -115,11 +124,13 @@ def make_trainer(
         progress_bar: a jax-tqdm bar over the updates (a host callback in the program).
 
     Raises:
-        TypeError, ValueError: see :func:`check_config`; ``TypeError`` if
+        TypeError, ValueError: see :func:`check_config` and
+            :func:`~companion.agents.ppo.networks.check_network`; ``TypeError`` if
             ``loss_fn`` is not callable, ``env`` is not a Maze or ``axis_name``
             is not ``None`` or a string.
     """
     check_config(config)
+    check_network(network)
     loss_fn = default_loss(config) if loss_fn is None else loss_fn
     if axis_name is not None and not isinstance(axis_name, str):
         raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
@@ -134,7 +145,7 @@ def make_trainer(
     n = config.num_envs
     minibatch = config.batch_size // config.num_minibatches
     # The model's structure without its weights: traced, not computed (nothing compiles here).
-    skeleton = model_skeleton(config, grid_shape)
+    skeleton = model_skeleton(network, grid_shape)
     static_model = eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
 
     def episode_stats(runner: RunnerState, done, success):
@@ -234,7 +245,7 @@ def make_trainer(
 
     def init(key: jax.Array) -> RunnerState:
         key, model_key, env_key = jax.random.split(key, 3)
-        model = make_model(config, model_key, grid_shape)
+        model = make_model(network, model_key, grid_shape)
         params = eqx.filter(model, eqx.is_inexact_array)
         env_state, timestep = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
             env, jax.random.split(env_key, n)
@@ -281,7 +292,8 @@ def make_trainer(
         metrics["success_by_start"] = success_by_start(runner)
         return runner, metrics
 
-    return Trainer(init=init_jit, run=run_jit, train=train, model=model_of, config=config)
+    return Trainer(init=init_jit, run=run_jit, train=train, model=model_of, config=config,
+                   network=network)
 
 
 def success_by_start(runner: RunnerState) -> jax.Array:
@@ -311,12 +323,14 @@ def success_by_start(runner: RunnerState) -> jax.Array:
 
 
 def make_train(
-    config: PPOConfig = PPOConfig(),
+    config: PPOConfig,
+    network: Any,
     loss_fn: Callable | None = None,
     env: Any = None,
     progress_bar: bool = False,
 ) -> Callable:
-    """Build ``train(key) -> (runner, metrics)`` for ``config``: a pure function, not jitted.
+    """Build ``train(key) -> (runner, metrics)`` for ``config`` and ``network``: a pure
+    function, not jitted.
 
     ``train`` runs the whole experiment as one program: an outer ``lax.scan`` over
     ``config.num_updates`` updates, each a rollout (:func:`~companion.agents.ppo.rollout`),
@@ -324,7 +338,7 @@ def make_train(
     minibatch steps of ``loss_fn`` (both inside ``lax.scan``). Only the floating-point arrays
     of the model are trained (``eqx.partition(model, eqx.is_inexact_array)``). The caller
     compiles it, ``jax.jit(train)``, and runs several seeds with ``jax.vmap(train)``. The
-    trained model is ``make_trainer(config, ...).model(runner)``.
+    trained model is ``make_trainer(config, network, ...).model(runner)``.
 
     Metrics (float32, one entry per update, shape ``(num_updates,)``): ``env_steps``;
     ``episodes``, ``success_rate`` and ``episode_length`` of the episodes that *ended* in the
@@ -335,13 +349,14 @@ def make_train(
 
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
+        network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
         loss_fn: ``loss_fn(model, batch) -> (loss, metrics)`` (see :func:`make_trainer`);
             ``None`` for :func:`default_loss`.
         env: ``None`` for the Maze of ``config.task``, or a Maze of your own.
         progress_bar: a jax-tqdm bar over the updates.
 
     Raises:
-        TypeError, ValueError: for a config that cannot run (:func:`check_config`), or a
-            ``key`` that is not one PRNG key.
+        TypeError, ValueError: for a config or network that cannot run
+            (:func:`check_config`, ``check_network``), or a ``key`` that is not one PRNG key.
     """
-    return make_trainer(config, loss_fn, env, progress_bar=progress_bar).train
+    return make_trainer(config, network, loss_fn, env, progress_bar=progress_bar).train
