@@ -292,8 +292,8 @@ def check_network(network, trainable: bool = True):
     name = network_name(network)
     positive_ints(network.hidden_sizes, "network.hidden_sizes")
     if name == "conv":
-        if len(network.channels):
-            positive_ints(network.channels, "network.channels")
+        if not (isinstance(network.channels, (tuple, list)) and len(network.channels) == 0):
+            positive_ints(network.channels, "network.channels")  # () is allowed: no convolution
         return network
     positive_int(network.width, "network.width")
     if network.iterations is None and (trainable or name == "propagation"):
