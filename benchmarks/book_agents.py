@@ -55,7 +55,7 @@ def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 
         env_steps, train_s, success), ``steps_to_target``, ``time_to_target_s`` (None
         if never reached) and the final ``model`` (removed before writing JSON).
     """
-    trainer = ppo.make_trainer(config, PPO_NETWORK, env=env)
+    trainer = ppo.make_trainer(config, PPO_NETWORK, env)
     runner = trainer.init(jax.random.key(seed))
     chunks = config.num_updates // eval_every
     run, compile_s = _compiled(("ppo", task, config), trainer.run, runner, eval_every)

@@ -61,6 +61,7 @@ def measure_programs(quick: bool) -> dict:
 
     from companion.agents import dqn, ppo
     from companion.bench import compile_and_time
+    from companion.envs import maze
 
     repeats = 2 if quick else 3
     ppo_steps = {"tiny": 2_048} if quick else {"tiny": 4_096, "book": 65_536}
@@ -68,8 +69,8 @@ def measure_programs(quick: bool) -> dict:
     out = {}
     keys = jax.random.split(jax.random.key(0), 4)
     for budget, steps in ppo_steps.items():
-        config = ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=steps)
-        train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK)
+        config = ppo.FIXED_MAZE_CONFIG._replace(total_timesteps=steps)
+        train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK, maze.make_maze_task("medium"))
         timing, _ = compile_and_time(jax.vmap(train), (keys,), repeats)
         out[f"ppo_{budget}"] = {"env_steps": 4 * config.env_steps_run, **timing}
     for budget, steps in dqn_steps.items():

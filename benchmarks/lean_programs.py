@@ -38,7 +38,8 @@ CALLBACKS = ("pure_callback", "io_callback", "debug_callback", "callback")
 
 # Runs in a fresh process with the package under test first on sys.path. It works with both
 # conventions: make_train returning a jitted or a plain function, and the network given in
-# the config (the baseline) or apart from it (ppo.FIXED_MAZE_NETWORK: the same sizes).
+# the config (the baseline) or apart from it (ppo.FIXED_MAZE_NETWORK: the same sizes), and
+# the task in the config (the baseline) or the environment given.
 MEASURE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -61,10 +62,14 @@ def program(train):
 out = {}
 key = jax.random.key(0)
 ppo_steps, dqn_steps = (2048, 1_200) if sys.argv[2] == "quick" else (4096, 4_000)
-ppo_config = ppo.FIXED_MAZE_CONFIG._replace(task="medium", total_timesteps=ppo_steps)
-networks = (ppo.FIXED_MAZE_NETWORK,) if hasattr(ppo, "FIXED_MAZE_NETWORK") else ()
+ppo_config = ppo.FIXED_MAZE_CONFIG._replace(total_timesteps=ppo_steps)
+if hasattr(ppo, "FIXED_MAZE_NETWORK"):
+    from companion.envs import maze
+    ppo_train = ppo.make_train(ppo_config, ppo.FIXED_MAZE_NETWORK, maze.make_maze_task("medium"))
+else:
+    ppo_train = ppo.make_train(ppo_config._replace(task="medium"))
 programs = {
-    "ppo": ppo.make_train(ppo_config, *networks),
+    "ppo": ppo_train,
     "dqn": dqn.make_train(
         dqn.DQNConfig(total_steps=dqn_steps, learning_starts=min(2_000, dqn_steps // 2))
     ),

@@ -1,7 +1,7 @@
 """Profile of a PPO update on random mazes, and what pooled resets change.
 
 For the generalising chapter's convolutional agent on random mazes (its configuration
-for the fixed mazes, with ``task="random"``), and for each way of restarting episodes
+for the fixed mazes, on random mazes), and for each way of restarting episodes
 (``PPOConfig.reset``: jumanji's ``AutoResetWrapper``, which computes a fresh
 maze for every environment on every step, and the book's pooled resets), it
 measures:
@@ -35,12 +35,13 @@ from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-AGENTS = {"conv": (ppo.FIXED_MAZE_CONFIG._replace(task="random"), ppo.FIXED_MAZE_NETWORK)}
+AGENTS = {"conv": (ppo.FIXED_MAZE_CONFIG, ppo.FIXED_MAZE_NETWORK)}
+TASK = "random"
 
 
 def rollout_fn(config: ppo.PPOConfig, network):
     """One rollout of ``config``'s agent, with its reset scheme, as a function of a key."""
-    env = maze_lib.make_maze_task(config.task)
+    env = maze_lib.make_maze_task(TASK)
     model = ppo.make_model(network, jax.random.key(0), (env.num_rows, env.num_cols))
     n = config.num_envs
 
@@ -58,7 +59,8 @@ def rollout_fn(config: ppo.PPOConfig, network):
 def measure(config: ppo.PPOConfig, network, updates: int, repeats: int) -> dict:
     rollout, _ = compile_and_time(rollout_fn(config, network), (jax.random.key(1),), repeats)
     config = config._replace(total_timesteps=updates * config.batch_size)
-    train, _ = compile_and_time(ppo.make_train(config, network), (jax.random.key(2),), repeats)
+    train = ppo.make_train(config, network, maze_lib.make_maze_task(TASK))
+    train, _ = compile_and_time(train, (jax.random.key(2),), repeats)
     return {
         "num_envs": config.num_envs,
         "num_steps": config.num_steps,

@@ -34,6 +34,7 @@ import jax
 
 from companion.agents import dqn, ppo
 from companion.bench import compile_and_time, result_header, step_rates
+from companion.envs import maze as maze_lib
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: After two runs of a point, no more once its runs have taken this long (the largest sizes).
@@ -72,13 +73,13 @@ def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dic
 
 
 def ppo_point(config: ppo.PPOConfig, num_seeds: int | None, repeats: int) -> dict:
-    train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK)
+    train = ppo.make_train(config, ppo.FIXED_MAZE_NETWORK, maze_lib.make_maze_task("medium"))
     return train_point(train, config.env_steps_run, num_seeds, repeats)
 
 
 def ppo_config(num_envs: int, updates: int) -> ppo.PPOConfig:
     """The PPO chapter's medium-maze configuration with ``num_envs`` environments."""
-    config = ppo.FIXED_MAZE_CONFIG._replace(task="medium", num_envs=num_envs)
+    config = ppo.FIXED_MAZE_CONFIG._replace(num_envs=num_envs)
     return config._replace(total_timesteps=updates * config.batch_size)
 
 
@@ -153,7 +154,8 @@ def main(argv=None) -> dict:
 
     result["configs"] = {
         "dqn": {k: list(v) if isinstance(v, tuple) else v for k, v in base._asdict().items()},
-        "ppo": ppo.FIXED_MAZE_CONFIG._replace(task="medium")._asdict(),
+        "ppo": ppo.FIXED_MAZE_CONFIG._asdict(),
+        "ppo_task": "medium",
         "ppo_network": ppo.networks.network_to_dict(ppo.FIXED_MAZE_NETWORK),
     }
     result["wall_s"] = time.perf_counter() - started

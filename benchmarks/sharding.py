@@ -45,11 +45,13 @@ import jax  # noqa: E402
 from companion import parallel  # noqa: E402
 from companion.agents import ppo  # noqa: E402
 from companion.bench import compile_and_time, result_header, step_rates  # noqa: E402
+from companion.envs import maze as maze_lib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-CONFIG = ppo.FIXED_MAZE_CONFIG._replace(task="medium")
+CONFIG = ppo.FIXED_MAZE_CONFIG
 NETWORK = ppo.FIXED_MAZE_NETWORK
+ENV = maze_lib.make_maze_task("medium")
 
 
 def rate(timing: dict, steps: int) -> dict:
@@ -85,7 +87,7 @@ def main(argv=None) -> dict:
         "gradient_steps_per_update": config.num_epochs * config.num_minibatches,
     }
     steps = config.env_steps_run
-    train = ppo.make_train(config, NETWORK)
+    train = ppo.make_train(config, NETWORK, ENV)
     timing, _ = compile_and_time(train, (jax.random.key(1),), repeats)
     result["single_device"] = rate(timing, steps)
     seed_keys = jax.random.split(jax.random.key(2), num_seeds)
@@ -95,7 +97,8 @@ def main(argv=None) -> dict:
     for d in sizes:
         mesh = parallel.make_mesh(d)
         timing, _ = compile_and_time(
-            parallel.make_data_parallel_train(config, NETWORK, mesh), (jax.random.key(3),), repeats
+            parallel.make_data_parallel_train(config, NETWORK, ENV, mesh), (jax.random.key(3),),
+            repeats,
         )
         result["data_parallel"][str(d)] = rate(timing, steps)
         timing, _ = compile_and_time(

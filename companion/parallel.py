@@ -301,9 +301,9 @@ def _combine_metrics(metrics: dict, axis: str, num_devices: int) -> dict:
 def make_data_parallel_train(
     config: PPOConfig,
     network: Any,
+    env: Any,
     mesh: Mesh,
     loss_fn: Callable | None = None,
-    env: Any = None,
 ) -> Callable:
     """PPO training with the environments split over the devices of ``mesh``.
 
@@ -322,9 +322,9 @@ def make_data_parallel_train(
     Args:
         config: the hyperparameters; ``num_envs`` is the total over all devices.
         network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
+        env: the Maze to train on, as in :func:`~companion.agents.ppo.make_train`.
         mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
-        loss_fn: as in :func:`make_data_parallel_step`; env: as in
-            :func:`~companion.agents.ppo.make_train`.
+        loss_fn: as in :func:`make_data_parallel_step`.
 
     Returns:
         ``train(key) -> (model, metrics)``, jitted, with ``make_train``'s metrics
@@ -352,7 +352,7 @@ def make_data_parallel_train(
         num_envs=local_envs,
         total_timesteps=config.num_updates * local_batch,
     )
-    trainer = make_trainer(local, network, _global_normalise(local, loss_fn, axis), env,
+    trainer = make_trainer(local, network, env, _global_normalise(local, loss_fn, axis),
                            axis_name=axis)  # fmt: skip
 
     def on_each_device(key):
@@ -385,12 +385,12 @@ def make_data_parallel_train(
 
 
 def first_batch(
-    config: PPOConfig, network: Any, key: jax.Array, env: Any = None
+    config: PPOConfig, network: Any, env: Any, key: jax.Array
 ) -> tuple[Any, Any]:
     """The initial model and the batch of its first PPO update, on one device.
 
     A rollout of ``config.num_envs`` environments for ``config.num_steps`` steps
-    with the model of ``make_trainer(config, network).init``, then GAE, flattened the way
+    with the model of ``make_trainer(config, network, env).init``, then GAE, flattened the way
     the trainer does: what :func:`make_data_parallel_step` is compared on.
 
     Returns:
@@ -402,12 +402,10 @@ def first_batch(
     """
     from companion.agents.ppo.losses import Batch, gae
     from companion.agents.ppo.rollout import rollout
-    from companion.envs import maze as maze_lib
     from companion.envs.autoreset import make_reset_pool
 
     prng_key(key)
-    env = maze_lib.make_maze_task(config.task) if env is None else env
-    trainer = make_trainer(config, network, env=env)
+    trainer = make_trainer(config, network, env)
 
     @jax.jit
     def collect(key):

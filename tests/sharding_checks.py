@@ -22,12 +22,14 @@ jax.config.update("jax_debug_key_reuse", True)
 
 from companion import parallel  # noqa: E402
 from companion.agents import dqn, ppo  # noqa: E402
+from companion.envs import maze as maze_lib  # noqa: E402
 
 PPO_TINY = ppo.FIXED_MAZE_CONFIG._replace(
-    task="empty", num_envs=16, num_steps=8, total_timesteps=16 * 8 * 2, num_minibatches=2,
+    num_envs=16, num_steps=8, total_timesteps=16 * 8 * 2, num_minibatches=2,
     normalise_advantages=True,
 )  # fmt: skip
 PPO_TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
+EMPTY = maze_lib.make_maze_task("empty")
 DQN_TINY = dqn.DQNConfig(
     num_envs=2, total_steps=120, learning_starts=40, buffer_capacity=100, batch_size=8,
     eval_every=40, eval_episodes=1, hidden_sizes=(8,), epsilon_decay_steps=100,
@@ -131,7 +133,7 @@ def main(out: str) -> None:
     mesh4 = parallel.make_mesh(4)
     keys = lambda: jax.random.split(jax.random.key(2), 4)  # noqa: E731  (fresh keys per use)
     ppo_train = ppo.make_train(
-        PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8), PPO_TINY_NET
+        PPO_TINY._replace(num_epochs=1, total_timesteps=16 * 8), PPO_TINY_NET, EMPTY
     )
 
     def train(key):
@@ -154,7 +156,8 @@ def main(out: str) -> None:
     results["timing_seeds_s"] = time.perf_counter() - start
 
     # 3. Data-parallel training: the devices' copies of the parameters stay identical.
-    _, metrics = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, mesh4)(jax.random.key(3))
+    dp_train = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, EMPTY, mesh4)
+    _, metrics = dp_train(jax.random.key(3))
     results["dp_train"] = {
         "replica_spread": float(metrics["replica_spread"]),
         "env_steps": np.asarray(metrics["env_steps"]).tolist(),
@@ -167,10 +170,10 @@ def main(out: str) -> None:
         "seeds": error_of(lambda: parallel.shard_seeds(train, mesh4)(jax.random.split(
             jax.random.key(4), 6))),
         "num_envs": error_of(lambda: parallel.make_data_parallel_train(
-            PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), PPO_TINY_NET, mesh4)),
+            PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), PPO_TINY_NET, EMPTY, mesh4)),
         "minibatches": error_of(lambda: parallel.make_data_parallel_train(
             PPO_TINY._replace(num_envs=4, num_steps=3, num_minibatches=4,
-                              total_timesteps=12), PPO_TINY_NET, mesh4)),
+                              total_timesteps=12), PPO_TINY_NET, EMPTY, mesh4)),
         "batch": error_of(lambda: step8(model, ppo.make_optimizer(PPO_TINY).init(params0),
                                         jax.tree.map(lambda x: x[:6], batch))),
     }  # fmt: skip

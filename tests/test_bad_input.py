@@ -59,11 +59,12 @@ def _maze_obs():
 
 def _tiny_ppo(**changes):
     return ppo.PPOConfig(
-        task="empty", num_envs=4, num_steps=4, total_timesteps=64, num_minibatches=2,
+        num_envs=4, num_steps=4, total_timesteps=64, num_minibatches=2,
     )._replace(**changes)  # fmt: skip
 
 
 TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(4,))
+EMPTY = maze.make_maze_task("empty")
 
 
 def _tiny_dqn(**changes):
@@ -311,22 +312,22 @@ CASES = [
          lambda mp: ppo.check_config(dqn.DQNConfig()),
          TypeError, 'config: expected a PPOConfig'),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(task='maze-v9'), TINY_NET),
-         ValueError, "config.task: unknown value 'maze-v9'"),
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, 'medium'),
+         TypeError, "env: expected a jumanji Maze, got str; .*make_maze_task"),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(total_timesteps=10), TINY_NET),
+         lambda mp: ppo.make_train(_tiny_ppo(total_timesteps=10), TINY_NET, EMPTY),
          ValueError, 'config.total_timesteps: 10 is less than one update'),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET)(0),
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, EMPTY)(0),
          TypeError, 'key: expected a PRNG key, got the number 0'),
     Case('agents.ppo.train.make_train',
-         lambda mp: jax.jit(ppo.make_train(_tiny_ppo(), TINY_NET))(jnp.int32(0)),
+         lambda mp: jax.jit(ppo.make_train(_tiny_ppo(), TINY_NET, EMPTY))(jnp.int32(0)),
          TypeError, 'key: expected a PRNG key, got an integer scalar'),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(), 'conv'),
+         lambda mp: ppo.make_train(_tiny_ppo(), 'conv', EMPTY),
          TypeError, 'network: expected ppo.ConvNet, ppo.PropagationNet or ppo.ValueIterationNet'),
     Case('agents.ppo.train.make_trainer',
-         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, loss_fn='ppo'),
+         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, EMPTY, loss_fn='ppo'),
          TypeError, 'loss_fn: expected a function'),
     Case('agents.ppo.config.default_loss',
          lambda mp: ppo.default_loss({'clip_eps': 0.2}),
@@ -794,9 +795,9 @@ CASES += [
          lambda mp: parallel.make_data_parallel_step(_tiny_ppo(), None), TypeError, "mesh"),
     Case("parallel.make_data_parallel_train",
          lambda mp: parallel.make_data_parallel_train(_tiny_ppo()._replace(num_envs=0),
-                                                      TINY_NET, parallel.make_mesh()),
+                                                      TINY_NET, EMPTY, parallel.make_mesh()),
          ValueError, "config.num_envs"),
-    Case("parallel.first_batch", lambda mp: parallel.first_batch(_tiny_ppo(), TINY_NET, 3),
+    Case("parallel.first_batch", lambda mp: parallel.first_batch(_tiny_ppo(), TINY_NET, EMPTY, 3),
          TypeError,
          "key: expected a PRNG key"),
 ]

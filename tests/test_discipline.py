@@ -27,7 +27,6 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"  # recorded when a program is loaded
 
 PPO_TINY = ppo.PPOConfig(
-    task="random",
     num_envs=4,
     num_steps=4,
     total_timesteps=32,
@@ -36,6 +35,7 @@ PPO_TINY = ppo.PPOConfig(
 )
 PPO_TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
 PPO_TINY_PROPAGATION = ppo.PropagationNet(width=2, hidden_sizes=(8,), iterations=3)
+RANDOM = maze_lib.make_maze_task("random")
 DQN_TINY = dqn.DQNConfig(
     num_envs=2,
     total_steps=600,
@@ -94,17 +94,17 @@ def _rollout(reset, task="random"):
 
 
 ENTRY_POINTS = {
-    "ppo.make_train pooled": lambda: jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET))(
+    "ppo.make_train pooled": lambda: jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))(
         jax.random.key(0)
     ),
     "ppo.make_train per_step": lambda: jax.jit(
-        ppo.make_train(PPO_TINY._replace(reset="per_step"), PPO_TINY_NET)
+        ppo.make_train(PPO_TINY._replace(reset="per_step"), PPO_TINY_NET, RANDOM)
     )(jax.random.key(0)),
     "ppo.make_train propagation": lambda: jax.jit(
-        ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION)
+        ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION, RANDOM)
     )(jax.random.key(0)),
     "ppo.make_train vmapped seeds": lambda: jax.jit(
-        jax.vmap(ppo.make_train(PPO_TINY, PPO_TINY_NET))
+        jax.vmap(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))
     )(jax.random.split(jax.random.key(0), 2)),
     "ppo.rollout pooled": lambda: _rollout("pooled"),
     "ppo.rollout per_step": lambda: _rollout("per_step"),
@@ -175,7 +175,7 @@ def test_a_program_loaded_from_the_persistent_cache_counts_as_a_compilation():
 
 
 def test_ppo_train_compiles_once_for_new_keys():
-    train = jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET))
+    train = jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))
     jax.block_until_ready(train(jax.random.key(0)))
     with count_compiles() as compiles:
         jax.block_until_ready(train(jax.random.key(1)))
@@ -217,12 +217,13 @@ def test_dqn_train_and_greedy_returns_compile_once():
 
 def test_trainer_runs_in_chunks_like_one_train_call():
     """make_trainer's init and run, in two chunks, give make_train's result."""
-    config = PPO_TINY._replace(task="medium", total_timesteps=64)
-    trainer = ppo.make_trainer(config, PPO_TINY_NET)
+    config = PPO_TINY._replace(total_timesteps=64)
+    medium = maze_lib.make_maze_task("medium")
+    trainer = ppo.make_trainer(config, PPO_TINY_NET, medium)
     runner = trainer.init(jax.random.key(0))
     runner, first = trainer.run(runner, 2)
     runner, second = trainer.run(runner, config.num_updates - 2)
-    whole, metrics = jax.jit(ppo.make_train(config, PPO_TINY_NET))(jax.random.key(0))
+    whole, metrics = jax.jit(ppo.make_train(config, PPO_TINY_NET, medium))(jax.random.key(0))
     for a, b in zip(jax.tree.leaves(runner.params), jax.tree.leaves(whole.params)):
         assert jnp.allclose(a, b, atol=1e-6)
     steps = jnp.concatenate([first["env_steps"], second["env_steps"]])
@@ -276,8 +277,8 @@ def _dqn_greedy_returns():
 
 # Each entry builds a function of one key (what is built outside the trace stays outside).
 LEAN_PROGRAMS = {
-    "ppo train": lambda: ppo.make_train(PPO_TINY, PPO_TINY_NET),
-    "ppo train propagation": lambda: ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION),
+    "ppo train": lambda: ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM),
+    "ppo train propagation": lambda: ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION, RANDOM),
     "ppo evaluate": _ppo_evaluate,
     "dqn train": lambda: dqn.make_train(DQN_TINY),
     "dqn greedy_returns": _dqn_greedy_returns,
@@ -294,7 +295,7 @@ def test_default_programs_have_no_host_callback(name):
 
 
 def test_a_progress_bar_is_the_only_callback_and_is_asked_for():
-    train = ppo.make_train(PPO_TINY, PPO_TINY_NET, progress_bar=True)
+    train = ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM, progress_bar=True)
     closed = jax.make_jaxpr(train)(jax.random.key(1))
     assert _callbacks(closed.jaxpr)  # jax-tqdm's bar is a host callback: opt in only
 
@@ -334,11 +335,12 @@ jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 from companion.agents import dqn, ppo
+from companion.envs import maze as maze_lib
 hits = []
 jax.monitoring.register_event_listener(
     lambda event, **kw: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None
 )
-ppo_config = ppo.PPOConfig(task="empty", num_envs=4, num_steps=4, total_timesteps=32,
+ppo_config = ppo.PPOConfig(num_envs=4, num_steps=4, total_timesteps=32,
                            num_epochs=1, num_minibatches=2)
 ppo_network = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
 dqn_config = dqn.DQNConfig(num_envs=2, total_steps=400, learning_starts=200, batch_size=8,
@@ -349,7 +351,8 @@ if sys.argv[2] == "other programs first":  # checks traced before: checkify coun
         jax.make_jaxpr(lambda x: checkify.debug_check(x > 0, "x: expected > 0"))(1.0)
     jax.make_jaxpr(dqn.make_train(dqn_config))(jax.random.key(1))
 loaded = []  # per training program: 1 if it came from the cache
-for train in (ppo.make_train(ppo_config, ppo_network), dqn.make_train(dqn_config)):
+ppo_train = ppo.make_train(ppo_config, ppo_network, maze_lib.make_maze_task("empty"))
+for train in (ppo_train, dqn.make_train(dqn_config)):
     key = jax.random.key(0)
     before = len(hits)
     jax.block_until_ready(jax.jit(train)(key))  # one program: jit(train)

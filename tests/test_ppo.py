@@ -355,7 +355,6 @@ def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
 
 
 TINY = ppo.PPOConfig(
-    task="empty",
     num_envs=8,
     num_steps=8,
     total_timesteps=256,
@@ -363,12 +362,13 @@ TINY = ppo.PPOConfig(
     num_minibatches=2,
 )
 TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
+EMPTY = maze_lib.make_maze_task("empty")
 
 
 def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
     from test_discipline import count_compiles
 
-    trainer = ppo.make_trainer(TINY, TINY_NET)
+    trainer = ppo.make_trainer(TINY, TINY_NET, EMPTY)
     train = jax.jit(trainer.train)
     runner_a, metrics = train(jax.random.PRNGKey(0))
     with count_compiles() as compiles:
@@ -388,7 +388,6 @@ def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"task": "maze-v9"}, "config.task: unknown value .maze-v9."),
         ({"num_minibatches": 3}, "num_minibatches"),
         ({"total_timesteps": 10}, "total_timesteps"),
         ({"reset": "every step"}, "config.reset: unknown value"),
@@ -396,17 +395,17 @@ def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
 )
 def test_make_train_rejects_bad_configs(changes, message):
     with pytest.raises(ValueError, match=message):
-        ppo.make_train(TINY._replace(**changes), TINY_NET)
+        ppo.make_train(TINY._replace(**changes), TINY_NET, EMPTY)
 
 
 def test_ppo_learns_the_empty_maze():
     config = ppo.FIXED_MAZE_CONFIG._replace(
-        task="empty", num_envs=32, total_timesteps=40_960, num_minibatches=2
+        num_envs=32, total_timesteps=40_960, num_minibatches=2
     )
-    trainer = ppo.make_trainer(config, ppo.FIXED_MAZE_NETWORK)
+    env = maze_lib.make_maze_task("empty")
+    trainer = ppo.make_trainer(config, ppo.FIXED_MAZE_NETWORK, env)
     runner, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
-    env = maze_lib.make_maze_task("empty")
     result = ppo.evaluate(model, env, jax.random.PRNGKey(7), num_episodes=50, greedy=True)
     assert np.mean(result.success) == 1.0
     np.testing.assert_array_equal(result.length, 18)  # the shortest path, 9 + 9 moves
@@ -543,9 +542,9 @@ def test_propagation_network_shapes_and_description():
     assert logits.shape == (5, 4) and value.shape == (5,)
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
     with pytest.raises(TypeError, match="network: expected ppo.ConvNet, .* got str"):
-        ppo.make_train(TINY, "resnet")
+        ppo.make_train(TINY, "resnet", EMPTY)
     with pytest.raises(ValueError, match="network.iterations"):
-        ppo.make_train(TINY, network._replace(iterations=0))
+        ppo.make_train(TINY, network._replace(iterations=0), EMPTY)
     with pytest.raises(ValueError, match="iterations"):
         ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
 
@@ -564,6 +563,7 @@ def test_network_descriptions_round_trip_through_json_and_match_the_saved_agents
     assert saved_network("value_iteration") == ppo.VALUE_ITERATION_NETWORK
     # the config is the algorithm's alone: no field says which network it trains
     assert not {"network", "channels", "hidden_sizes", "iterations"} & set(ppo.PPOConfig._fields)
+    assert "task" not in ppo.PPOConfig._fields  # nor which environment: make_train takes it
 
 
 def test_vmapped_training_runs_repeatedly():
@@ -576,7 +576,7 @@ def test_vmapped_training_runs_repeatedly():
     # Three seeds: the program test_train_is_pure_compiles_once_per_config... compiles, so a
     # worker that ran that test first loads it from the persistent compilation cache.
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    compiled = jax.jit(jax.vmap(ppo.make_train(TINY, TINY_NET))).lower(keys).compile()
+    compiled = jax.jit(jax.vmap(ppo.make_train(TINY, TINY_NET, EMPTY))).lower(keys).compile()
     for seed in range(10):
         _, metrics = jax.block_until_ready(compiled(jax.random.split(jax.random.PRNGKey(seed), 3)))
         assert metrics["entropy"].shape == (3, TINY.num_updates)
@@ -589,8 +589,8 @@ def test_make_train_accepts_another_loss_and_uses_it():
         logits, value = jax.vmap(model)(batch.image)
         return 0.0 * (jnp.sum(logits) + jnp.sum(value)), {"mean_value": jnp.mean(value)}
 
-    trainer = ppo.make_trainer(TINY, TINY_NET, loss_fn=no_learning)
-    train = ppo.make_train(TINY, TINY_NET, loss_fn=no_learning)
+    trainer = ppo.make_trainer(TINY, TINY_NET, EMPTY, loss_fn=no_learning)
+    train = ppo.make_train(TINY, TINY_NET, EMPTY, loss_fn=no_learning)
     runner, metrics = jax.jit(train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
     initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
@@ -628,8 +628,8 @@ def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
 
 
 def test_success_by_start_counts_every_episode_once_under_its_start():
-    config = TINY._replace(task="medium", total_timesteps=8 * 8 * 24)  # 24 updates
-    trainer = ppo.make_trainer(config, TINY_NET)
+    config = TINY._replace(total_timesteps=8 * 8 * 24)  # 24 updates
+    trainer = ppo.make_trainer(config, TINY_NET, maze_lib.make_maze_task("medium"))
     runner, metrics = trainer.run(trainer.init(jax.random.PRNGKey(3)), config.num_updates)
     episodes = np.asarray(metrics["episodes"])
     successes = np.round(np.nan_to_num(np.asarray(metrics["success_rate"])) * episodes)

@@ -156,7 +156,8 @@ def test_value_iteration_network_and_bad_input():
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
     with pytest.raises(ValueError, match="network.iterations: None .* reverse mode"):
-        ppo.make_train(ppo.VALUE_ITERATION_MAZE_CONFIG, network._replace(iterations=None))
+        ppo.make_train(ppo.VALUE_ITERATION_MAZE_CONFIG, network._replace(iterations=None),
+                       maze_lib.make_maze_task("random"))
     with pytest.raises(ValueError, match="iterations"):
         ppo.ValueIterationActorCritic(jax.random.key(0), iterations=0)
     with pytest.raises(TypeError, match="width"):

@@ -81,7 +81,8 @@ def main(argv=None) -> dict:
     total = base.total_timesteps if args.total is None else args.total
     config = base._replace(total_timesteps=total)
 
-    trainer = ppo.make_trainer(config, network, progress_bar=True)
+    env = maze_lib.make_maze_task("random")  # a new 10 x 10 maze every episode
+    trainer = ppo.make_trainer(config, network, env, progress_bar=True)
     key = jax.random.key(TRAIN_SEED)
     start = time.perf_counter()
     compiled = jax.jit(trainer.train).lower(key).compile()
@@ -104,6 +105,7 @@ def main(argv=None) -> dict:
         larger = {f"evaluation_1000_unseen_{n}x{n}": evaluate_size(model, n) for n in (15, 20)}
 
     summary = {
+        "task": "random",
         "config": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()
         },

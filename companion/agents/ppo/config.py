@@ -18,7 +18,6 @@ import optax
 from companion._validate import number_in, one_of, positive_int, positive_number
 from companion.agents.ppo.losses import ppo_loss
 from companion.agents.ppo.networks import ConvNet, PropagationNet, ValueIterationNet
-from companion.envs import maze as maze_lib
 
 #: Names accepted by ``PPOConfig.reset``.
 RESETS = ("pooled", "per_step")
@@ -28,8 +27,6 @@ class PPOConfig(NamedTuple):
     """Hyperparameters of :func:`make_train` (hashable, so one compile per config).
 
     Attributes:
-        task: ``"empty"``, ``"medium"`` or ``"random"``
-            (:func:`companion.envs.maze.make_maze_task`).
         num_envs: parallel environments.
         num_steps: rollout length per environment and update.
         total_timesteps: environment steps in all (rounded down to whole updates).
@@ -48,7 +45,6 @@ class PPOConfig(NamedTuple):
     accepted; every size must be a positive int.
     """
 
-    task: str = "medium"
     num_envs: int = 64
     num_steps: int = 32
     total_timesteps: int = 200_000
@@ -79,7 +75,7 @@ class PPOConfig(NamedTuple):
 
 
 #: The PPO chapter's configuration for the fixed mazes ("empty", "medium"); set
-#: ``task`` and ``total_timesteps`` with ``_replace``.
+#: ``total_timesteps`` with ``_replace``.
 FIXED_MAZE_CONFIG = PPOConfig(
     normalise_advantages=False,
     num_envs=64,
@@ -93,7 +89,6 @@ FIXED_MAZE_NETWORK = ConvNet(channels=(8,), hidden_sizes=(64, 64))
 
 #: The configuration of the chapter's random-maze agent (``tools/train_random_maze.py``).
 RANDOM_MAZE_CONFIG = PPOConfig(
-    task="random",
     normalise_advantages=True,
     num_envs=128,
     num_steps=32,
@@ -138,14 +133,13 @@ def check_config(config: PPOConfig) -> PPOConfig:
     Raises:
         TypeError: if ``config`` is not a :class:`PPOConfig` or a size is not an int.
         ValueError: naming the field, for a size that is not positive, an unknown
-            ``task`` or ``reset``, ``gamma`` or ``gae_lambda``
+            ``reset``, ``gamma`` or ``gae_lambda``
             outside [0, 1], ``clip_eps`` outside (0, 1], a negative coefficient,
             a budget below one update, or ``num_minibatches`` that does not
             divide the batch.
     """
     if not isinstance(config, PPOConfig):
         raise TypeError(f"config: expected a PPOConfig, got {type(config).__name__}")
-    one_of(config.task, maze_lib.TASKS, "config.task")
     one_of(config.reset, RESETS, "config.reset")
     for field in (
         "num_envs",

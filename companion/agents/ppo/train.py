@@ -34,7 +34,6 @@ from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
 from companion.agents.ppo.losses import Batch, gae
 from companion.agents.ppo.networks import check_network, make_model, model_skeleton
 from companion.agents.ppo.rollout import rollout
-from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
 
@@ -93,12 +92,13 @@ class Trainer(NamedTuple):
 def make_trainer(
     config: PPOConfig,
     network: Any,
+    env: Any,
     loss_fn: Callable | None = None,
-    env: Any = None,
     axis_name: str | None = None,
     progress_bar: bool = False,
 ) -> Trainer:
-    """Build the training program of ``config`` and ``network`` in pieces (see :class:`Trainer`).
+    """Build the training program of ``config``, ``network`` and ``env`` in pieces (see
+    :class:`Trainer`).
 
     ``train(key)`` runs ``run(init(key), config.num_updates)`` and adds the
     ``success_by_start`` metric; ``model(runner)`` is the trained model.
@@ -108,14 +108,16 @@ def make_trainer(
         network: the network to train, by its sizes: :class:`~companion.agents.ppo.ConvNet`,
             :class:`~companion.agents.ppo.PropagationNet` or
             :class:`~companion.agents.ppo.ValueIterationNet`.
+        env: the jumanji Maze to train on: a task of
+            :func:`companion.envs.maze.make_maze_task` (``"empty"``, ``"medium"``,
+            ``"random"``) or a Maze of your own (a layout from
+            :class:`companion.envs.maze.FixedMazeGenerator`, another size, another time
+            limit).
         loss_fn: the loss of one minibatch, ``loss_fn(model, batch) -> (loss, metrics)``
             with ``batch`` a :class:`~companion.agents.ppo.Batch` and ``metrics`` a dict
             of scalars (averaged over each update's minibatches in the training
             metrics); bind hyperparameters with ``functools.partial``. ``None``:
             :func:`default_loss` (``ppo_loss`` with the config's coefficients).
-        env: ``None`` for the Maze of ``config.task``, or a jumanji Maze of your own
-            (a layout from :class:`companion.envs.maze.FixedMazeGenerator`, another
-            size, another time limit); ``config.task`` is then not used.
         axis_name: ``None`` on one device. Inside ``shard_map`` over a device
             mesh, the name of the mesh axis that splits the environments: each
             minibatch gradient is then averaged over that axis
@@ -136,10 +138,11 @@ def make_trainer(
         raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function, got {type(loss_fn).__name__}")
-    if env is None:
-        env = maze_lib.make_maze_task(config.task)
-    elif not all(hasattr(env, a) for a in ("reset", "step", "num_rows", "num_cols")):
-        raise TypeError(f"env: expected a jumanji Maze, got {type(env).__name__}")
+    if not all(hasattr(env, a) for a in ("reset", "step", "num_rows", "num_cols")):
+        raise TypeError(
+            f"env: expected a jumanji Maze, got {type(env).__name__}; the book's tasks are "
+            "companion.envs.maze.make_maze_task('empty' | 'medium' | 'random')"
+        )
     grid_shape = (env.num_rows, env.num_cols)
     optimizer = make_optimizer(config)
     n = config.num_envs
@@ -273,7 +276,7 @@ def make_trainer(
                 num_updates,
                 print_rate=max(1, num_updates // 10),
                 tqdm_type="std",
-                desc=f"PPO {config.task}",
+                desc="PPO",
             )(lambda r, i: update(r, i))
         first = runner.update
         runner, metrics = jax.lax.scan(body, runner, jnp.arange(num_updates))
@@ -325,12 +328,12 @@ def success_by_start(runner: RunnerState) -> jax.Array:
 def make_train(
     config: PPOConfig,
     network: Any,
+    env: Any,
     loss_fn: Callable | None = None,
-    env: Any = None,
     progress_bar: bool = False,
 ) -> Callable:
-    """Build ``train(key) -> (runner, metrics)`` for ``config`` and ``network``: a pure
-    function, not jitted.
+    """Build ``train(key) -> (runner, metrics)`` for ``config`` and ``network`` on ``env``: a
+    pure function, not jitted.
 
     ``train`` runs the whole experiment as one program: an outer ``lax.scan`` over
     ``config.num_updates`` updates, each a rollout (:func:`~companion.agents.ppo.rollout`),
@@ -338,7 +341,7 @@ def make_train(
     minibatch steps of ``loss_fn`` (both inside ``lax.scan``). Only the floating-point arrays
     of the model are trained (``eqx.partition(model, eqx.is_inexact_array)``). The caller
     compiles it, ``jax.jit(train)``, and runs several seeds with ``jax.vmap(train)``. The
-    trained model is ``make_trainer(config, network, ...).model(runner)``.
+    trained model is ``make_trainer(config, network, env, ...).model(runner)``.
 
     Metrics (float32, one entry per update, shape ``(num_updates,)``): ``env_steps``;
     ``episodes``, ``success_rate`` and ``episode_length`` of the episodes that *ended* in the
@@ -350,13 +353,13 @@ def make_train(
     Args:
         config: the hyperparameters (:class:`PPOConfig`).
         network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
+        env: the Maze to train on (see :func:`make_trainer`).
         loss_fn: ``loss_fn(model, batch) -> (loss, metrics)`` (see :func:`make_trainer`);
             ``None`` for :func:`default_loss`.
-        env: ``None`` for the Maze of ``config.task``, or a Maze of your own.
         progress_bar: a jax-tqdm bar over the updates.
 
     Raises:
         TypeError, ValueError: for a config or network that cannot run
             (:func:`check_config`, ``check_network``), or a ``key`` that is not one PRNG key.
     """
-    return make_trainer(config, network, loss_fn, env, progress_bar=progress_bar).train
+    return make_trainer(config, network, env, loss_fn, progress_bar=progress_bar).train
