@@ -1,10 +1,11 @@
 """The hyperparameters of PPO training, their checks, the optimiser and the default loss.
 
 :class:`PPOConfig` holds the algorithm's settings (hashable, so a jitted program is compiled
-once per configuration); the network is described apart
-(:class:`~companion.agents.ppo.ConvNet`, ...). :func:`check_config` validates a config in
-Python before anything is traced. The chapters' agents are :data:`FIXED_MAZE_CONFIG` with
-:data:`FIXED_MAZE_NETWORK`, :data:`RANDOM_MAZE_CONFIG` with :data:`RANDOM_MAZE_NETWORK`, and
+once per configuration); the environment and the network (described by its sizes:
+:class:`~companion.agents.ppo.ConvNet`, ...) are given to ``make_train`` apart.
+:func:`check_config` validates a config in Python before anything is traced. The chapters'
+agents are :data:`FIXED_MAZE_CONFIG` with :data:`FIXED_MAZE_NETWORK`,
+:data:`RANDOM_MAZE_CONFIG` with :data:`RANDOM_MAZE_NETWORK`, and
 :data:`VALUE_ITERATION_MAZE_CONFIG` with :data:`VALUE_ITERATION_NETWORK`.
 """
 

@@ -327,7 +327,8 @@ def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
     check_network(network, trainable=False)
     hidden = tuple(network.hidden_sizes)
     if isinstance(network, ConvNet):
-        return ActorCritic(key, grid_shape, 4, channels=tuple(network.channels), hidden_sizes=hidden)
+        channels = tuple(network.channels)
+        return ActorCritic(key, grid_shape, 4, channels=channels, hidden_sizes=hidden)
     if isinstance(network, PropagationNet):
         return PropagationActorCritic(key, 4, network.width, hidden, network.iterations)
     return ValueIterationActorCritic(key, network.width, hidden_sizes=hidden,

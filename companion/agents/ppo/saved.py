@@ -2,8 +2,8 @@
 
 ``tools/train_random_maze.py`` trains each and writes two files to ``companion/data``:
 ``<name>.eqx`` (the model's arrays, ``eqx.tree_serialise_leaves``) and ``<name>.json``
-(configuration, network, timings, hardware, learning curve, evaluations). Colab gets them with the
-package.
+(task, configuration, network, timings, hardware, learning curve, evaluations). Colab gets
+them with the package.
 """
 
 from __future__ import annotations
