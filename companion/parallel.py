@@ -422,13 +422,13 @@ def first_batch(
             rollout_key,
             config.num_steps,
         )
-        _, value_tp1 = jax.vmap(jax.vmap(model))(traj.next_image)
         advantage, target = gae(
-            traj.reward, traj.value, value_tp1, traj.terminated, traj.done,
+            traj.reward, traj.value, traj.next_value, traj.terminated, traj.done,
             config.gamma, config.gae_lambda,
         )  # fmt: skip
         names = ("image", "action_mask", "action", "log_prob", "value")
         batch = Batch(**{f: getattr(traj, f) for f in names}, advantage=advantage, target=target)
+        batch = batch._replace(image=batch.image.astype(jnp.float32))
         return runner.params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
 
     params, batch = collect(key)

@@ -68,20 +68,23 @@ def test_batched_rollout_mistakes_are_named(wrong, message):
 # --- bytes of a PPO rollout -----------------------------------------------------------------
 
 def test_rollout_bytes(capsys):
-    check_rollout_bytes(lambda num_steps, num_envs: 2426 * num_steps * num_envs)
-    assert "2,426 bytes per step and environment" in capsys.readouterr().out
+    check_rollout_bytes(lambda num_steps, num_envs: 330 * num_steps * num_envs)
+    assert "330 bytes per step and environment" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "bytes_fn, message",
     [
-        (lambda t, n: 2444 * t * n, "1 byte, not 4"),
-        (lambda t, n: 1226 * t * n, "next_image"),
-        (lambda t, n: 4838 * t * n, "float64"),
-        (lambda t, n: 826 * t * n, "3 channels"),
-        (lambda t, n: 626 * t * n, "not 1"),
-        (lambda t, n: 2426 * n, "num_steps \\* num_envs"),
-        (lambda t, n: 2426 * t * n + 8, "expected 2,426"),
+        (lambda t, n: 1230 * t * n, "stored as bool"),
+        (lambda t, n: 348 * t * n, "1 byte, not 4 \\(action_mask"),
+        (lambda t, n: 1248 * t * n, "1 byte, not 4 \\(the image"),
+        (lambda t, n: 626 * t * n, "no next image"),
+        (lambda t, n: 1526 * t * n, "no next image"),
+        (lambda t, n: 326 * t * n, "next_value"),
+        (lambda t, n: 346 * t * n, "float64"),
+        (lambda t, n: 130 * t * n, "3 channels"),
+        (lambda t, n: 330 * n, "num_steps \\* num_envs"),
+        (lambda t, n: 330 * t * n + 8, "expected 330"),
         (lambda t, n: "many", "a number of bytes"),
     ],
 )

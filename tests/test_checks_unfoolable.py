@@ -210,8 +210,8 @@ def _summed_parts_gradient(w, x, y, mesh):
 
 
 def _bytes_by_fields(num_steps, num_envs):
-    image = 3 * 10 * 10 * 4
-    per = 2 * image + 4 + 2 * 4 + 3 * 4 + 2
+    image = 3 * 10 * 10  # bool
+    per = image + 4 + 2 * 4 + 4 * 4 + 2
     return per * num_steps * num_envs
 
 
@@ -264,7 +264,7 @@ RIGHT = {
         batched_scan,
         jax.vmap(scan_rollout, in_axes=(0, 1), out_axes=(0, 1)),
     ],
-    "check_rollout_bytes": [lambda t, n: 2426 * t * n, _bytes_by_fields],
+    "check_rollout_bytes": [lambda t, n: 330 * t * n, _bytes_by_fields],
     "check_allreduce_bytes": [ring, lambda p, n: int(8 * p * (n - 1) // n)],
     "check_data_parallel_grad": [mean_gradient, _summed_parts_gradient],
 }
@@ -664,7 +664,7 @@ class _StaticWeight(eqx.Module):
         ("check_frozen_constant",
          lambda key: _StaticWeight(jax.random.normal(key, (4,))),
          "static fields are not trained"),
-        ("check_rollout_bytes", lambda t, n: 2426 * t * n / 1e6, "a whole number of bytes"),
+        ("check_rollout_bytes", lambda t, n: 330 * t * n / 1e6, "a whole number of bytes"),
     ],
 )  # fmt: skip
 @pytest.mark.filterwarnings("ignore:A JAX array is being set as static")

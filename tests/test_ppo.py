@@ -322,6 +322,44 @@ def test_rollout_takes_only_legal_actions_and_labels_episode_ends(reset):
     np.testing.assert_array_equal(np.asarray(traj.action_mask[0, 0]), expected)
 
 
+@pytest.mark.parametrize("reset", ["pooled", "per_step"])
+def test_next_value_is_the_value_of_the_true_next_observation(reset):
+    # Reference: V of the next observation, built independently from what the rollout stored:
+    # the next step's image within an episode, the image the rollout ends on after its last
+    # step, and at a truncation this step's image with the agent moved by the action taken.
+    # time_limit 3 and a first rollout of 2 steps put ceil(10 / 3) = 4 truncations into one
+    # environment's 10 steps: the most that next_values makes room for.
+    env = maze_lib.make_maze_task("random", time_limit=3)
+    model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
+    n, T = 6, 10
+    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+        env, jax.random.split(jax.random.PRNGKey(1), n)
+    )
+    pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
+    state, ts, _ = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), 2)
+    _, ts_end, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(4), T)
+    done, term = np.asarray(traj.done), np.asarray(traj.terminated)
+    truncated = done & ~term
+    assert truncated.sum(0).max() == 4 and term.any()
+    image = np.asarray(traj.image, np.float32)
+    last = np.asarray(jax.vmap(maze_lib.observation_image)(ts_end.observation))
+    next_image = np.concatenate([image[1:], last[None]])
+    moves = np.array([(-1, 0), (0, 1), (1, 0), (0, -1)])  # up, right, down, left
+    for t, i in zip(*np.nonzero(truncated)):
+        (r, c), = np.argwhere(image[t, i, 1] > 0)
+        dr, dc = moves[int(traj.action[t, i])]
+        next_image[t, i] = image[t, i]
+        next_image[t, i, 1] = 0.0
+        next_image[t, i, 1, r + dr, c + dc] = 1.0
+    _, value_tp1 = jax.vmap(jax.vmap(model))(jnp.asarray(next_image))
+    expected = np.where(term, 0.0, np.asarray(value_tp1))
+    assert traj.next_value.dtype == jnp.float32 and traj.image.dtype == jnp.bool_
+    np.testing.assert_allclose(np.asarray(traj.next_value), expected, rtol=1e-5, atol=1e-6)
+    # at a truncation the next step belongs to a new episode, whose value is another one
+    naive = np.concatenate([np.asarray(traj.value)[1:], np.asarray(value_tp1)[-1:]])
+    assert not np.allclose(np.asarray(traj.next_value)[truncated], naive[truncated])
+
+
 def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
     # Both reset schemes step the same environments with the same keys; they may
     # differ only after an episode ends (where each starts a new one its own way).
@@ -339,7 +377,7 @@ def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
     assert (first_end < T).any()
     for t in range(T):
         same = t <= first_end  # up to and including the step that ends the first episode
-        for field in ("image", "action", "reward", "terminated", "done", "next_image"):
+        for field in ("image", "action", "reward", "terminated", "done", "next_value"):
             a, b = np.asarray(getattr(pooled, field)[t]), np.asarray(getattr(per_step, field)[t])
             np.testing.assert_array_equal(a[same], b[same], err_msg=f"{field} at t={t}")
     # after an end, the per-step reset draws a new maze: the pooled one comes from the pool

@@ -132,7 +132,7 @@ def check_rollout_keys(rollout: Callable) -> None:
     action = check_shape(transitions.action, (num_steps, num_envs), "transitions.action")
     mask = np.asarray(transitions.action_mask)
     done = np.asarray(transitions.done)
-    logits = jax.vmap(jax.vmap(model))(transitions.image)[0]
+    logits = jax.vmap(jax.vmap(model))(jnp.asarray(transitions.image, jnp.float32))[0]
     logits = ppo.masked_logits(logits, transitions.action_mask)
     probs = np.asarray(jax.nn.softmax(logits), np.float64)  # (T, N, 4)
     if not np.take_along_axis(mask, action[..., None].astype(int), -1).all():

@@ -148,24 +148,27 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
 
     The rollout (:func:`companion.agents.ppo.rollout` on the 10 x 10 Maze)
     stores one :class:`companion.agents.ppo.Transition` per step and
-    environment: ``image`` and ``next_image`` float32 (3, 10, 10),
-    ``action_mask`` bool (4,), ``action`` and ``step_count`` int32,
-    ``log_prob``, ``value`` and ``reward`` float32, ``terminated`` and ``done``
-    bool: 2,426 bytes.
+    environment: ``image`` bool (3, 10, 10), ``action_mask`` bool (4,),
+    ``action`` and ``step_count`` int32, ``log_prob``, ``value``, ``reward``
+    and ``next_value`` float32, ``terminated`` and ``done`` bool: 330 bytes.
 
     Raises:
-        CheckFailed: naming the mistake (a bool counted as 4 bytes, next_image
-            left out, float64, images of one channel or of 1-byte cells, a size
-            not proportional to num_steps * num_envs).
+        CheckFailed: naming the mistake (the image counted as float32, a bool
+            counted as 4 bytes, a next image counted, next_value left out,
+            float64, an image of one channel, a size not proportional to
+            num_steps * num_envs).
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()
     mistakes = {
+        per + 900: "the image is stored as bool, 1 byte a cell and channel, not float32",
         per + 18: "a bool takes 1 byte, not 4 (action_mask, terminated, done)",
-        per - 1200: "next_image is stored too: 3 * 10 * 10 float32, 1,200 bytes per step",
-        per + 2412: "the floats are float32 (4 bytes), not float64",
-        per - 1600: "an image has 3 channels (walls, agent, target): 3 * 10 * 10 floats",
-        per - 1800: "the images are float32, 4 bytes per cell and channel, not 1",
+        per + 918: "a bool takes 1 byte, not 4 (the image, action_mask, terminated, done)",
+        per + 296: "no next image is stored: next_value (4 bytes) replaces it",
+        per + 1196: "no next image is stored: next_value (4 bytes) replaces it",
+        per - 4: "next_value, V(s_{t+1}) for GAE, is stored too: float32, 4 bytes",
+        per + 16: "the floats are float32 (4 bytes), not float64",
+        per - 200: "an image has 3 channels (walls, agent, target): 3 * 10 * 10 cells",
     }
     for num_steps, num_envs in ((1, 1), (32, 64), (128, 16)):
         call = f"rollout_bytes({num_steps}, {num_envs})"

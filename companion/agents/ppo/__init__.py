@@ -12,11 +12,11 @@ The pieces, each a pure function over pytrees, one module each:
   actions only (illegal actions get logit ``-inf``, hence probability exactly
   0; log-probabilities, entropy and their gradients stay finite);
 - :mod:`~companion.agents.ppo.rollout`: :func:`rollout`, ``num_steps`` steps
-  of ``num_envs`` environments inside ``jax.lax.scan``;
+  of ``num_envs`` environments inside ``jax.lax.scan``, and :func:`next_values`,
+  the V(s_{t+1}) that GAE bootstraps from;
 - :mod:`~companion.agents.ppo.losses`: :func:`gae`, generalised advantage
   estimation (Schulman et al., 2016) that cuts the recursion at episode
-  boundaries and bootstraps from the true final observation unless the
-  episode *terminated*; :func:`ppo_loss`, the clipped surrogate objective, a
+  boundaries and bootstraps unless the episode *terminated*; :func:`ppo_loss`, the clipped surrogate objective, a
   value loss and an entropy bonus;
 - :mod:`~companion.agents.ppo.config`: :class:`PPOConfig`, its checks, the optimiser and
   the default loss;
@@ -46,7 +46,7 @@ from companion.agents.ppo.networks import (
     orthogonal_linear,
 )
 from companion.agents.ppo.policy import entropy, log_prob, masked_logits
-from companion.agents.ppo.rollout import Transition, reached_target, rollout
+from companion.agents.ppo.rollout import Transition, next_values, reached_target, rollout
 from companion.agents.ppo.train import (
     FIXED_MAZE_CONFIG,
     FIXED_MAZE_NETWORK,
@@ -101,6 +101,7 @@ __all__ = [
     "make_trainer",
     "masked_logits",
     "neighbour",
+    "next_values",
     "normalise",
     "orthogonal_linear",
     "ppo_loss",

@@ -1,8 +1,11 @@
 """The PPO rollout: ``num_steps`` steps of a batch of Maze environments in one ``lax.scan``.
 
 Episodes that end restart from a reset pool (:mod:`companion.envs.autoreset`)
-or through jumanji's ``AutoResetWrapper``; every transition keeps the true
-next observation, so that GAE can bootstrap a truncated episode from it.
+or through jumanji's ``AutoResetWrapper``. Each transition stores its image as
+bool and the critic's V(s_{t+1}) for bootstrapping: the next step's value within
+an episode, the value of the true final observation where the time limit
+truncated one (the only next observations the critic sees again), none where it
+terminated.
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ from companion.envs.maze import reached_target
 from companion.agents.ppo.policy import log_prob, masked_logits
 from jumanji.wrappers import AutoResetWrapper  # noqa: E402  (after maze: it sets up jumanji)
 
-__all__ = ["Transition", "reached_target", "rollout"]
+__all__ = ["Transition", "next_values", "reached_target", "rollout"]
 
 
 class Transition(NamedTuple):
     """A batch of steps; leaves have leading axes ``(num_steps, num_envs)``.
 
     Fields:
-        image: float32 ``(..., 3, rows, cols)``, the observation at time t.
+        image: bool ``(..., 3, rows, cols)``, the observation image at time t
+            (:func:`companion.envs.maze.observation_image`, whose entries are 0
+            and 1), 1 byte a cell and channel; ``.astype(jnp.float32)`` gives the
+            network's input.
         action_mask: bool ``(..., 4)``, the mask used to pick the action (and
             used again in the update).
         action: int32 ``(...)``.
@@ -38,10 +44,11 @@ class Transition(NamedTuple):
             agent reached the target or has no legal move left
             (:func:`companion.envs.maze.terminated`); GAE does not bootstrap here.
         done: bool ``(...)``, the episode ended, terminated or truncated by the
-            time limit (``timestep.last()``); a truncated step bootstraps from
-            ``next_image``.
-        next_image: float32 ``(..., 3, rows, cols)``, the true observation at
-            t+1 (the final one when ``done``).
+            time limit (``timestep.last()``).
+        next_value: float32 ``(...)``, V_old(s_{t+1}) to bootstrap from:
+            ``value`` of the next step within an episode (of the observation after
+            the rollout at its last step), the value of the true final observation
+            where the episode was truncated, and 0 where it terminated.
         step_count: int32 ``(...)``, steps taken in the episode after step t
             (the episode length when ``done``).
     """
@@ -54,7 +61,7 @@ class Transition(NamedTuple):
     reward: jax.Array
     terminated: jax.Array
     done: jax.Array
-    next_image: jax.Array
+    next_value: jax.Array
     step_count: jax.Array
 
 
@@ -72,7 +79,9 @@ def rollout(
     Args:
         model: the actor-critic, a function from one float32 image
             ``(3, rows, cols)`` to ``(logits (4,), value ())``.
-        env: a jumanji Maze (without wrappers).
+        env: a jumanji Maze (without wrappers); its ``time_limit`` bounds the
+            truncations a rollout can hold, ``ceil(num_steps / time_limit)`` per
+            environment, whose final observations get a second network pass.
         pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`),
             or ``None`` to restart episodes with jumanji's
             ``AutoResetWrapper(env, next_obs_in_extras=True)``: a fresh reset
@@ -117,7 +126,7 @@ def rollout(
         env_state, timestep = step_env(env_state, action_t)
         next_obs = timestep.extras["next_obs"]
         transition = Transition(
-            image=image_t,
+            image=image_t.astype(jnp.bool_),
             action_mask=obs_t.action_mask,
             action=action_t,
             log_prob=log_prob(logits_t, action_t),
@@ -125,15 +134,55 @@ def rollout(
             reward=timestep.reward.astype(jnp.float32),
             terminated=maze_lib.terminated(next_obs) & timestep.last(),
             done=timestep.last(),
-            next_image=images(next_obs),
+            next_value=jnp.zeros_like(value_t),  # filled in after the scan
             step_count=next_obs.step_count.astype(jnp.int32),
         )
-        return (env_state, timestep, key), transition
+        return (env_state, timestep, key), (transition, next_obs)
 
     # The key is carried and split at every step (not split into num_steps keys up front
     # and scanned over): JAX's key-reuse checker accepts both, but rejects the second form
     # under vmap (jax 0.10), and training is vmapped over seeds.
-    (env_state, timestep, _), transitions = jax.lax.scan(
+    (env_state, timestep, _), (transitions, next_obs) = jax.lax.scan(
         step, (env_state, timestep, key), None, length=num_steps
     )
-    return env_state, timestep, transitions
+    _, value_last = jax.vmap(model)(images(timestep.observation))
+    next_value = next_values(model, transitions, next_obs, value_last, env)
+    return env_state, timestep, transitions._replace(next_value=next_value)
+
+
+def next_values(
+    model: Any, transitions: Transition, next_obs: Any, value_last: jax.Array, env: Any
+) -> jax.Array:
+    """V(s_{t+1}) for every step of a rollout, with one network pass for the few that need it.
+
+    Within an episode, s_{t+1} is the next step's observation, whose value the
+    rollout already has; after the last step it is the observation the rollout
+    ends on (``value_last``). Where an episode terminated there is no future
+    (0). Where it was truncated, s_{t+1} is the true final observation, which
+    no later step sees: only those go through the network. A truncation comes
+    at most once every ``env.time_limit`` steps of an environment, so there are
+    at most ``ceil(T / time_limit)`` per environment: a static number of
+    observations, gathered with ``jnp.nonzero(..., size=...)``.
+
+    Args:
+        model: the actor-critic (one float32 image to ``(logits, value)``).
+        transitions: a rollout's :class:`Transition` s, leaves ``(T, N, ...)``.
+        next_obs: the Maze observations after each step (the true final one
+            where an episode ended), leaves ``(T, N, ...)``.
+        value_last: float32 ``(N,)``, V of the observation after step T - 1.
+        env: the Maze (its ``time_limit``; without one, every step counts).
+
+    Returns:
+        float32 ``(T, N)``: the ``next_value`` field of :class:`Transition`.
+    """
+    num_steps, num_envs = transitions.value.shape
+    truncated = transitions.done & ~transitions.terminated
+    time_limit = getattr(env, "time_limit", None) or 1
+    most = num_envs * min(num_steps, -(-num_steps // time_limit))
+    (where,) = jnp.nonzero(truncated.reshape(-1), size=most, fill_value=0)
+    final_obs = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[where], next_obs)
+    _, value_final = jax.vmap(model)(jax.vmap(maze_lib.observation_image)(final_obs))
+    value_final = jnp.zeros(num_steps * num_envs).at[where].set(value_final)
+    value_tp1 = jnp.concatenate([transitions.value[1:], value_last[None]])
+    value_tp1 = jnp.where(truncated, value_final.reshape(num_steps, num_envs), value_tp1)
+    return jnp.where(transitions.terminated, 0.0, value_tp1)

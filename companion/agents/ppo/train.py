@@ -171,11 +171,10 @@ def make_trainer(
         env_state, timestep, traj = rollout(
             model, env, pool, runner.env_state, runner.timestep, rollout_key, config.num_steps
         )
-        _, value_tp1 = jax.vmap(jax.vmap(model))(traj.next_image)
         advantages, targets = gae(
             traj.reward,
             traj.value,
-            value_tp1,
+            traj.next_value,
             traj.terminated,
             traj.done,
             config.gamma,
@@ -196,6 +195,7 @@ def make_trainer(
 
         def minibatch_step(carry, batch):
             params, opt_state = carry
+            batch = batch._replace(image=batch.image.astype(jnp.float32))  # stored as bool
 
             def loss_of(p):
                 return loss_fn(eqx.combine(p, static_model), batch)
