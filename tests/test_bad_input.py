@@ -78,6 +78,11 @@ def _buffer():
     return replay.replay_init({"x": jnp.zeros(2)}, 4)
 
 
+def _transitions(T, N):
+    """A rollout's Transition of zeros, leaves (T, N)."""
+    return ppo.Transition(*(jnp.zeros((T, N)),) * len(ppo.Transition._fields))
+
+
 def _jit_rollout_bad_key():
     env = maze.make_maze_task("empty")
     model = ppo.ActorCritic(_key(), channels=(2,), hidden_sizes=(4,))
@@ -263,6 +268,12 @@ CASES = [
     Case('agents.ppo.rollout.rollout',
          lambda mp: _rollout_without_next_obs(),
          ValueError, "timestep: expected extras\\['next_obs'\\]"),
+    Case('agents.ppo.rollout.next_values',
+         lambda mp: ppo.next_values(None, {"value": jnp.zeros((3, 2))}, None, jnp.zeros(2), None),
+         TypeError, 'transitions: expected a ppo.Transition, got dict'),
+    Case('agents.ppo.rollout.next_values',
+         lambda mp: ppo.next_values(None, _transitions(3, 2), None, jnp.zeros(3), None),
+         ValueError, 'value_last: expected shape \\(2,\\)'),
     Case('agents.ppo.losses.gae',
          lambda mp: ppo.gae(*(jnp.zeros(3),) * 5, 1.5, 0.95),
          ValueError, 'gamma'),

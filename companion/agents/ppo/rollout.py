@@ -174,8 +174,27 @@ def next_values(
 
     Returns:
         float32 ``(T, N)``: the ``next_value`` field of :class:`Transition`.
+
+    Raises:
+        TypeError: if ``transitions`` is not a :class:`Transition`.
+        ValueError: if ``transitions.value`` is not ``(T, N)`` or ``value_last``
+            not ``(N,)``.
     """
+    if not isinstance(transitions, Transition):
+        raise TypeError(
+            f"transitions: expected a ppo.Transition, got {type(transitions).__name__}"
+        )
+    if jnp.ndim(transitions.value) != 2:
+        raise ValueError(
+            f"transitions: expected leaves (T, N, ...), got value of shape "
+            f"{jnp.shape(transitions.value)}"
+        )
     num_steps, num_envs = transitions.value.shape
+    if jnp.shape(value_last) != (num_envs,):
+        raise ValueError(
+            f"value_last: expected shape ({num_envs},), one value per environment, got "
+            f"{jnp.shape(value_last)}"
+        )
     truncated = transitions.done & ~transitions.terminated
     time_limit = getattr(env, "time_limit", None) or 1
     most = num_envs * min(num_steps, -(-num_steps // time_limit))
