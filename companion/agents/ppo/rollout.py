@@ -145,21 +145,21 @@ def rollout(
     (env_state, timestep, _), (transitions, next_obs) = jax.lax.scan(
         step, (env_state, timestep, key), None, length=num_steps
     )
-    _, value_last = jax.vmap(model)(images(timestep.observation))
-    next_value = next_values(model, transitions, next_obs, value_last, env)
+    next_value = next_values(model, transitions, next_obs, timestep.observation, env)
     return env_state, timestep, transitions._replace(next_value=next_value)
 
 
 def next_values(
-    model: Any, transitions: Transition, next_obs: Any, value_last: jax.Array, env: Any
+    model: Any, transitions: Transition, next_obs: Any, last_obs: Any, env: Any
 ) -> jax.Array:
     """V(s_{t+1}) for every step of a rollout, with one network pass for the few that need it.
 
     Within an episode, s_{t+1} is the next step's observation, whose value the
     rollout already has; after the last step it is the observation the rollout
-    ends on (``value_last``). Where an episode terminated there is no future
+    ends on (``last_obs``). Where an episode terminated there is no future
     (0). Where it was truncated, s_{t+1} is the true final observation, which
-    no later step sees: only those go through the network. A truncation comes
+    no later step sees. Only those and ``last_obs`` go through the network, in
+    one batch. A truncation comes
     at most once every ``env.time_limit`` steps of an environment, so there are
     at most ``ceil(T / time_limit)`` per environment: a static number of
     observations, gathered with ``jnp.nonzero(..., size=...)``.
@@ -169,7 +169,7 @@ def next_values(
         transitions: a rollout's :class:`Transition` s, leaves ``(T, N, ...)``.
         next_obs: the Maze observations after each step (the true final one
             where an episode ended), leaves ``(T, N, ...)``.
-        value_last: float32 ``(N,)``, V of the observation after step T - 1.
+        last_obs: the Maze observations after step T - 1, leaves ``(N, ...)``.
         env: the Maze (its ``time_limit``; without one, every step counts).
 
     Returns:
@@ -177,8 +177,8 @@ def next_values(
 
     Raises:
         TypeError: if ``transitions`` is not a :class:`Transition`.
-        ValueError: if ``transitions.value`` is not ``(T, N)`` or ``value_last``
-            not ``(N,)``.
+        ValueError: if ``transitions.value`` is not ``(T, N)`` or ``last_obs``
+            does not hold ``N`` observations.
     """
     if not isinstance(transitions, Transition):
         raise TypeError(
@@ -190,17 +190,21 @@ def next_values(
             f"{jnp.shape(transitions.value)}"
         )
     num_steps, num_envs = transitions.value.shape
-    if jnp.shape(value_last) != (num_envs,):
+    walls = jnp.shape(last_obs.walls) if hasattr(last_obs, "walls") else None
+    if walls is None or len(walls) != 3 or walls[0] != num_envs:
         raise ValueError(
-            f"value_last: expected shape ({num_envs},), one value per environment, got "
-            f"{jnp.shape(value_last)}"
+            f"last_obs: expected {num_envs} Maze observations (walls of shape ({num_envs}, "
+            "rows, cols)), got "
+            + (f"walls of shape {walls}" if walls else type(last_obs).__name__)
         )
     truncated = transitions.done & ~transitions.terminated
     time_limit = getattr(env, "time_limit", None) or 1
     most = num_envs * min(num_steps, -(-num_steps // time_limit))
     (where,) = jnp.nonzero(truncated.reshape(-1), size=most, fill_value=0)
     final_obs = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[where], next_obs)
-    _, value_final = jax.vmap(model)(jax.vmap(maze_lib.observation_image)(final_obs))
+    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), final_obs, last_obs)
+    _, values = jax.vmap(model)(jax.vmap(maze_lib.observation_image)(both))
+    value_final, value_last = values[:most], values[most:]
     value_final = jnp.zeros(num_steps * num_envs).at[where].set(value_final)
     value_tp1 = jnp.concatenate([transitions.value[1:], value_last[None]])
     value_tp1 = jnp.where(truncated, value_final.reshape(num_steps, num_envs), value_tp1)
