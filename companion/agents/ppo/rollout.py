@@ -159,10 +159,11 @@ def next_values(
     ends on (``last_obs``). Where an episode terminated there is no future
     (0). Where it was truncated, s_{t+1} is the true final observation, which
     no later step sees. Only those and ``last_obs`` go through the network, in
-    one batch. A truncation comes
-    at most once every ``env.time_limit`` steps of an environment, so there are
-    at most ``ceil(T / time_limit)`` per environment: a static number of
-    observations, gathered with ``jnp.nonzero(..., size=...)``.
+    one batch. A truncation comes at most once every ``env.time_limit`` steps
+    of an environment, so there are at most ``ceil(T / time_limit)`` per
+    environment: a static number of observations, gathered with
+    ``jnp.nonzero(..., size=...)``. GAE (Schulman et al., 2016) bootstraps from
+    the result (:func:`companion.agents.ppo.gae`).
 
     Args:
         model: the actor-critic (one float32 image to ``(logits, value)``).
