@@ -155,6 +155,20 @@ def test_cartpole_animation_has_every_frame_and_closes_its_figure():
     assert _frame_count(html) == 4
 
 
+def test_each_frame_is_drawn_only_to_be_saved(monkeypatch):
+    """Saving a frame draws the figure twice (savefig's draw, and a draw it stops at once to
+    find the renderer); FuncAnimation's redraw after each frame (``draw_idle``), which
+    nothing sees, is skipped: 2 draws a frame, not 3."""
+    from matplotlib.figure import Figure
+
+    draws, draw = [], Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, r: draws.append(1) or draw(fig, r))
+    states = _cartpole_episode()
+    html = animate_cartpole(states).data
+    assert _frame_count(html) == 15
+    assert len(draws) == 2 * 15
+
+
 def _frame_interval_ms(html: str) -> float:
     (interval,) = re.findall(r"new Animation\(frames, img_id, slider_id, ([\d.]+),", html)
     return float(interval)
