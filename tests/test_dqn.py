@@ -164,7 +164,7 @@ def test_config_errors():
 
 def test_make_train_accepts_another_target_and_uses_it():
     """The target_fn hook: double DQN trains to other weights; a zero target pulls Q to 0."""
-    config = TINY._replace(total_steps=800, eval_every=100)
+    config = TINY  # the plain run is then test_make_train_runs_...'s program, from the cache
 
     def double_dqn(reward, terminated, q_next_online, q_next_target, gamma):
         action = jnp.argmax(q_next_online, axis=-1)

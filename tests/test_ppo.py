@@ -296,11 +296,16 @@ def test_rollout_takes_only_legal_actions_and_labels_episode_ends(reset):
     env = maze_lib.make_maze_task("random", time_limit=12)
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
     n, T = 8, 40
-    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
-        env, jax.random.split(jax.random.PRNGKey(1), n)
-    )
-    pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
-    _, _, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
+
+    @jax.jit  # one program, not one per operation
+    def rollout(model):
+        state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+            env, jax.random.split(jax.random.PRNGKey(1), n)
+        )
+        pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
+        return ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)[2]
+
+    traj = jax.tree.map(np.asarray, rollout(model))
     assert traj.action.shape == (T, n) and traj.image.shape == (T, n, 3, 10, 10)
     legal = np.take_along_axis(np.asarray(traj.action_mask), np.asarray(traj.action)[..., None], -1)
     assert legal.all()
@@ -332,12 +337,18 @@ def test_next_value_is_the_value_of_the_true_next_observation(reset):
     env = maze_lib.make_maze_task("random", time_limit=3)
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
     n, T = 6, 10
-    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
-        env, jax.random.split(jax.random.PRNGKey(1), n)
-    )
-    pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
-    state, ts, _ = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), 2)
-    _, ts_end, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(4), T)
+
+    @jax.jit  # one program, not one per operation
+    def rollouts(model):
+        state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+            env, jax.random.split(jax.random.PRNGKey(1), n)
+        )
+        pool = make_reset_pool(env, jax.random.PRNGKey(2), n) if reset == "pooled" else None
+        state, ts, _ = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), 2)
+        _, ts_end, traj = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(4), T)
+        return ts_end, traj
+
+    ts_end, traj = rollouts(model)
     done, term = np.asarray(traj.done), np.asarray(traj.terminated)
     truncated = done & ~term
     assert truncated.sum(0).max() == 4 and term.any()
@@ -351,7 +362,7 @@ def test_next_value_is_the_value_of_the_true_next_observation(reset):
         next_image[t, i] = image[t, i]
         next_image[t, i, 1] = 0.0
         next_image[t, i, 1, r + dr, c + dc] = 1.0
-    _, value_tp1 = jax.vmap(jax.vmap(model))(jnp.asarray(next_image))
+    _, value_tp1 = jax.jit(jax.vmap(jax.vmap(model)))(jnp.asarray(next_image))
     expected = np.where(term, 0.0, np.asarray(value_tp1))
     assert traj.next_value.dtype == jnp.float32 and traj.image.dtype == jnp.bool_
     np.testing.assert_allclose(np.asarray(traj.next_value), expected, rtol=1e-5, atol=1e-6)
@@ -366,12 +377,18 @@ def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
     env = maze_lib.make_maze_task("random")
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
     n, T = 16, 30
-    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
-        env, jax.random.split(jax.random.PRNGKey(1), n)
-    )
-    pool = make_reset_pool(env, jax.random.PRNGKey(2), n)
-    _, _, pooled = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
-    _, _, per_step = ppo.rollout(model, env, None, state, ts, jax.random.PRNGKey(3), T)
+
+    @jax.jit  # one program, not one per operation
+    def rollouts(model):
+        state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+            env, jax.random.split(jax.random.PRNGKey(1), n)
+        )
+        pool = make_reset_pool(env, jax.random.PRNGKey(2), n)
+        _, _, pooled = ppo.rollout(model, env, pool, state, ts, jax.random.PRNGKey(3), T)
+        _, _, per_step = ppo.rollout(model, env, None, state, ts, jax.random.PRNGKey(3), T)
+        return pool, pooled, per_step
+
+    pool, pooled, per_step = rollouts(model)
     done = np.asarray(pooled.done)
     first_end = np.where(done.any(0), done.argmax(0), T)  # per environment
     assert (first_end < T).any()
