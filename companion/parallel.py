@@ -1,23 +1,7 @@
-"""The book's agents over many devices, with JAX's own SPMD tools.
+"""The book's agents on many devices: a 1-D mesh (:func:`make_mesh`) and ``shard_map``.
 
-A 1-D device mesh (:func:`make_mesh`, a ``jax.sharding.Mesh``) names the
-devices along one axis; ``shard_map`` runs one program per device on its slice
-of the inputs. Two ways to use the devices:
-
-- :func:`shard_seeds`: independent runs (seeds), ``S / D`` of them on each of
-  ``D`` devices, each device running ``jax.vmap(train)`` over its own keys. No
-  communication at all.
-- :func:`make_data_parallel_step` and :func:`make_data_parallel_train`: one
-  PPO run whose environments (the batch) are split over the devices; every
-  device computes the gradient of its part of each minibatch, the gradients
-  are averaged across devices (``jax.lax.pmean``, an all-reduce) and every
-  device applies the same optimiser step, so the parameters stay identical.
-  This is synchronous data parallelism (as in Goyal et al., 2017, for
-  supervised learning; the JAX sharding tutorials show the same pattern).
-
-Nothing here depends on the kind of device: the same code runs on
-``jax.devices()`` whether they are CPU cores simulated with
-``XLA_FLAGS=--xla_force_host_platform_device_count=8``, GPUs or TPU cores.
+Seeds split over the devices (:func:`shard_seeds`), or one PPO run's batch split with gradients
+averaged by ``pmean`` (synchronous data parallelism: Goyal et al., 2017; JAX sharding tutorials).
 """
 
 from __future__ import annotations
@@ -43,19 +27,14 @@ from companion.agents.ppo.train import (
 
 
 def make_mesh(num_devices: int | None = None, axis_name: str = "devices") -> Mesh:
-    """A 1-D mesh of the first ``num_devices`` of ``jax.devices()``.
-
-    Args:
-        num_devices: how many devices (default: all of them).
-        axis_name: the name of the mesh axis, used in ``PartitionSpec`` and collectives.
+    """A 1-D mesh of the first ``num_devices`` (default: all) of ``jax.devices()``.
 
     Returns:
         ``jax.sharding.Mesh`` of shape ``{axis_name: num_devices}``.
 
     Raises:
-        TypeError, ValueError: if ``num_devices`` is not a positive int or more than
-            there are devices (the message says how to simulate more on a CPU), or
-            ``axis_name`` is not a non-empty str.
+        TypeError: ``num_devices`` not an int, or ``axis_name`` not a non-empty str.
+        ValueError: ``num_devices`` not positive, or more than there are devices.
     """
     devices = jax.devices()
     num_devices = len(devices) if num_devices is None else num_devices
@@ -82,6 +61,7 @@ def split_evenly(size: int, mesh: Mesh, name: str) -> int:
     """``size // D`` for a mesh of ``D`` devices: the part of ``size`` on each device.
 
     Raises:
+        TypeError: if ``mesh`` is not a 1-D mesh.
         ValueError: naming ``name``, when ``D`` does not divide ``size``.
     """
     axis, num = _axis(mesh)
@@ -108,25 +88,15 @@ def shard_map(f: Callable, mesh: Mesh, in_specs: Any, out_specs: Any) -> Callabl
 
 
 def shard_seeds(train: Callable, mesh: Mesh) -> Callable:
-    """``jax.vmap(train)`` with its seeds split over the devices of ``mesh``.
-
-    Args:
-        train: a function of one PRNG key, such as ``ppo.make_train(config, network)`` or
-            ``dqn.make_train(config)``.
-        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
+    """``jax.vmap(train)``, ``train`` a function of one PRNG key, its seeds split over ``mesh``.
 
     Returns:
-        ``train_seeds(keys)``, jitted: ``keys`` holds ``S`` PRNG keys (typed keys of
-        shape ``(S,)`` or raw uint32 keys ``(S, 2)``); each device runs
-        ``jax.vmap(train)`` over its ``S / D`` keys, with no communication. The
-        result is ``jax.vmap(train)(keys)``: every leaf has leading axis ``S``,
-        sharded over the devices. (On JAX 0.7.2, whose ``shard_map`` cannot batch the
-        gradient of a convolution, ``jax.vmap(train)`` is traced outside the mesh first
-        and its jaxpr run on each device: the same program; jax-ml/jax#32157.)
+        jitted ``train_seeds(keys)``, ``keys`` typed ``(S,)`` or uint32 ``(S, 2)``, ``S / D`` on
+        each of ``D`` devices, no communication: ``jax.vmap(train)(keys)``, leading axis ``S``.
 
     Raises:
-        TypeError: if ``train`` is not callable or ``mesh`` is not a 1-D mesh.
-        ValueError: (from ``train_seeds``) if ``D`` does not divide ``S``, naming ``keys``.
+        TypeError: ``train`` not callable, ``mesh`` not 1-D; from ``train_seeds``: non-key ``keys``.
+        ValueError: from ``train_seeds``, for unbatched ``keys`` or ``D`` not dividing ``S``.
     """
     if not callable(train):
         raise TypeError(f"train: expected a function of a key, got {type(train).__name__}")
@@ -156,8 +126,8 @@ _CONV_GRAD_VMAP_BROKEN_IN_SHARD_MAP = tuple(jax.__version_info__[:3]) == (0, 7, 
 
 
 def _shard_pretraced(f: Callable, mesh: Mesh, axis: str, num_devices: int) -> Callable:
-    """``jax.jit(shard_map(f, mesh, P(axis), P(axis)))``, with ``f`` traced outside
-    the mesh (once per shape and dtype of its input) and its jaxpr run on each device."""
+    """``jax.jit(shard_map(f, mesh, P(axis), P(axis)))`` with ``f`` traced outside the mesh and its
+    jaxpr run on each device (JAX 0.7.2 workaround, jax-ml/jax#32157)."""
     compiled: dict = {}
 
     def mapped(keys):
@@ -180,12 +150,9 @@ def _shard_pretraced(f: Callable, mesh: Mesh, axis: str, num_devices: int) -> Ca
 
 
 def _global_normalise(config: PPOConfig, loss_fn: Callable | None, axis: str) -> Callable:
-    """The loss of one device's part of a minibatch. When ``config.normalise_advantages``,
-    the advantages are standardised first with the mean and standard deviation of the
-    whole minibatch across devices (``pmean``), not of this device's part, so that they
-    equal :func:`~companion.agents.ppo.normalise` on one device; ``loss_fn`` (by default
-    :func:`~companion.agents.ppo.default_loss` without its own standardisation) then sees
-    them standardised."""
+    """The loss of one device's part of a minibatch (``loss_fn``, default ``default_loss`` without
+    standardisation); with ``config.normalise_advantages``, advantages are first standardised with
+    the whole minibatch's mean and std across devices (``pmean``)."""
     if loss_fn is None:
         loss_fn = default_loss(config._replace(normalise_advantages=False))
 
@@ -203,36 +170,19 @@ def _global_normalise(config: PPOConfig, loss_fn: Callable | None, axis: str) ->
 def make_data_parallel_step(
     config: PPOConfig, mesh: Mesh, loss_fn: Callable | None = None
 ) -> Callable:
-    """One PPO minibatch step with the minibatch split over the devices of ``mesh``.
-
-    Each device computes ``loss_fn`` and its gradient on its ``B / D``
-    transitions; ``jax.lax.pmean`` averages the gradients (an all-reduce);
-    every device then applies the same optimiser step (:func:`make_optimizer`
-    of ``config``), so the parameters stay identical on all devices. Because the
-    loss is a mean over the minibatch and the parts are equal in size, the
-    mean of the parts' gradients is the whole minibatch's gradient: the step
-    equals the single-device step up to float32 rounding (sums in another order).
-    Advantages are standardised with the whole minibatch's statistics.
+    """One PPO minibatch step on the ``D`` devices of ``mesh``: minibatch split, gradients averaged.
 
     Args:
-        config: the hyperparameters (:class:`~companion.agents.ppo.PPOConfig`).
-        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
-        loss_fn: the minibatch loss ``loss_fn(model, batch) -> (loss, metrics)``, a mean
-            over the minibatch, that does not standardise the advantages itself (done
-            across devices when ``config.normalise_advantages``); ``None``:
-            ``ppo_loss`` with the config's coefficients.
+        loss_fn: ``loss_fn(model, batch) -> (loss, metrics)``, a minibatch mean that does not
+            standardise advantages (done across devices); ``None``: ``default_loss(config)``.
 
     Returns:
-        ``step(model, opt_state, batch) -> (model, opt_state, loss, metrics)``:
-        ``batch`` a :class:`~companion.agents.ppo.Batch` of ``B`` transitions
-        (leading axis ``B``); ``loss`` float32 ``()`` and ``metrics`` (dict of
-        float32 ``()``), averaged over the devices. ``step.lower(model, opt_state,
-        batch)`` lowers it without running it (``.compile().as_text()``: the program).
+        ``step(model, opt_state, batch) -> (model, opt_state, loss, metrics)``, ``batch`` of ``B``
+        transitions; ``loss``, ``metrics`` float32 ``()``, device means; ``step.lower`` lowers it.
 
     Raises:
-        TypeError, ValueError: for a config that cannot run (``check_config``) or a
-            mesh that is not 1-D; from ``step``, a ``ValueError`` naming the batch when
-            ``D`` does not divide ``B``.
+        TypeError, ValueError: a config :func:`check_config` rejects; TypeError for a mesh that is
+            not 1-D; ValueError from ``step`` when ``D`` does not divide ``B``.
     """
     check_config(config)
     axis, _ = _axis(mesh)
@@ -305,39 +255,19 @@ def make_data_parallel_train(
     mesh: Mesh,
     loss_fn: Callable | None = None,
 ) -> Callable:
-    """PPO training with the environments split over the devices of ``mesh``.
-
-    Each of the ``D`` devices steps ``num_envs / D`` environments, computes GAE
-    on its own rollouts, shuffles its own transitions into ``num_minibatches``
-    parts of ``minibatch / D`` transitions, and takes the gradient of each part;
-    the gradients are averaged across devices before every optimiser step
-    (``make_trainer(..., axis_name=...)``), with advantages standardised over
-    the whole minibatch, as in :func:`make_data_parallel_step`. The model and
-    the optimiser start identical on every device (from one key) and stay so.
-    Each device's environments and shuffles use their own keys
-    (``fold_in(key, device index)``), so the run differs from ``make_train``'s
-    in its random draws but not in its algorithm: every update sees
-    ``num_envs * num_steps`` transitions and takes the same number of steps.
+    """PPO training, environments split over the ``D`` devices of ``mesh``, each with its own keys.
 
     Args:
-        config: the hyperparameters; ``num_envs`` is the total over all devices.
-        network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
-        env: the Maze to train on, as in :func:`~companion.agents.ppo.make_train`.
-        mesh: a 1-D mesh (:func:`make_mesh`) of ``D`` devices.
-        loss_fn: as in :func:`make_data_parallel_step`.
+        config: ``num_envs`` is the total over all devices.
+        network, env, loss_fn: as in ``ppo.make_train`` and :func:`make_data_parallel_step`.
 
     Returns:
-        ``train(key) -> (model, metrics)``, jitted, with ``make_train``'s metrics
-        over all devices (episodes summed, rates weighted by episodes, loss
-        metrics averaged), plus ``replica_spread``, float32 ``()``: the largest
-        difference between the devices' copies of any parameter at the end
-        (0.0 when they agree exactly).
+        jitted ``train(key) -> (model, metrics)``: ``make_train``'s metrics over all devices, plus
+        ``replica_spread``, float32 ``()``, the largest gap between devices' copies of a parameter.
 
     Raises:
-        TypeError, ValueError: for a config that cannot run; a ``ValueError``
-            naming ``config.num_envs`` when ``D`` does not divide it, or
-            ``config.num_minibatches`` when each device's share of the batch does
-            not divide into that many minibatches.
+        TypeError, ValueError: a config, network, env, mesh or key that cannot run; ValueError
+            naming ``config.num_envs`` or ``config.num_minibatches`` when the batch does not split.
     """
     check_config(config)
     axis, num = _axis(mesh)
@@ -387,15 +317,11 @@ def make_data_parallel_train(
 def first_batch(
     config: PPOConfig, network: Any, env: Any, key: jax.Array
 ) -> tuple[Any, Any]:
-    """The initial model and the batch of its first PPO update, on one device.
-
-    A rollout of ``config.num_envs`` environments for ``config.num_steps`` steps
-    with the model of ``make_trainer(config, network, env).init``, then GAE, flattened the way
-    the trainer does: what :func:`make_data_parallel_step` is compared on.
+    """The initial model and the batch of its first PPO update (rollout, GAE), on one device.
 
     Returns:
-        ``(model, batch)``: the model, and a :class:`~companion.agents.ppo.Batch`
-        of ``num_envs * num_steps`` transitions (leading axis first).
+        ``(model, batch)``: ``batch`` a :class:`~companion.agents.ppo.Batch` of
+        ``num_envs * num_steps`` transitions, flattened as the trainer does, ``image`` float32.
 
     Raises:
         TypeError, ValueError: for a config or network that cannot run or a bad key.

@@ -1,19 +1,7 @@
 """The maze playground: the PPO chapter's saved random-maze agents on a maze you draw.
 
-Two front ends share the rules written here:
-
-- the book's playground page (``book/playground.md``) runs in the browser with no
-  Python: ``book/_static/playground/agent.js`` computes the same forward passes from
-  the weights that :func:`weights_js` exports (``tools/export_playground.py``
-  writes them to ``book/_static/playground/weights.js``);
-- :func:`companion.playground_widget.maze_playground` is an ipywidgets version for
-  Jupyter and Colab that calls the JAX models themselves.
-
-The environment rules are those of jumanji's ``Maze-v0`` (``Maze.step``, jumanji
-1.1): actions 0 up, 1 right, 2 down, 3 left; a move into a wall or off the grid is
-a no-op that still counts as a step; after each step the episode ends when the
-agent stands on the target, has no legal move, or the step count reaches the
-time limit (``rows * cols`` by default).
+Used by the book's page (``book/_static/playground/agent.js`` runs :func:`weights_js`'s weights)
+and by :mod:`companion.playground_widget`. Rules: jumanji 1.1's ``Maze-v0`` (``Maze.step``).
 """
 
 from __future__ import annotations
@@ -47,15 +35,11 @@ def saved_agent_files() -> tuple[Path, Path]:
 
 
 def load_agent(name: str = "planning"):
-    """One of the PPO chapter's saved random-maze agents, ready to act on a maze of any size.
+    """The PPO chapter's saved random-maze agent ``name``, for a maze of any size.
 
-    Args:
-        name: ``"planning"`` (:class:`~companion.agents.ppo.ValueIterationActorCritic`,
-            backups until its values settle) or ``"propagation"``
-            (:class:`~companion.agents.ppo.PropagationActorCritic`, 32 propagation steps).
-
-    Returns:
-        the equinox module: one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
+    ``"planning"``: ``ValueIterationActorCritic`` (backups until its values settle), or
+    ``"propagation"``: ``PropagationActorCritic`` (32 steps); either maps one float32 image
+    ``(3, rows, cols)`` to ``(logits (4,), value ())``.
 
     Raises:
         ValueError: for another ``name``.
@@ -69,9 +53,7 @@ def load_agent(name: str = "planning"):
 def load_random_maze_agent() -> ppo.PropagationActorCritic:
     """The propagation agent trained on random 10 x 10 mazes (``load_agent("propagation")``).
 
-    Built from the configuration saved next to the weights
-    (``companion/data/ppo_random_maze.json``) and filled with
-    ``eqx.tree_deserialise_leaves``, as chapter 9 does
+    Built from ``companion/data/ppo_random_maze.json`` and its weights
     (:func:`companion.agents.ppo.saved.load_saved_agent`).
     """
     return load_agent("propagation")
@@ -106,26 +88,15 @@ def _named_arrays(model) -> tuple[str, dict]:
 
 
 def export_weights(model) -> dict:
-    """The arrays of a playground agent as plain lists, for the playground page.
-
-    Args:
-        model: a :class:`~companion.agents.ppo.ValueIterationActorCritic` or a
-            :class:`~companion.agents.ppo.PropagationActorCritic`, with one hidden layer
-            or more.
+    """A playground agent's arrays as plain lists, for the playground page.
 
     Returns:
-        dict with ``network`` (``"value_iteration"`` or ``"propagation"``), ``iterations``
-        (the propagation steps; ``None`` for the planning network, which backs up until its
-        values settle) and ``arrays``: name to ``{"shape": [...], "data": [...]}``, ``data``
-        the float32 values in row-major order written as exact Python floats. Linear weights
-        are ``(out, in)`` as in ``eqx.nn.Linear``. Names: ``embed`` (2, W) or (3, W),
-        ``dense.{i}.weight``, ``dense.{i}.bias``, ``value.weight`` (1, H), ``value.bias``
-        (1,), and per network ``log_cost`` (W,), ``policy_hidden.*``, ``policy_out.*``
-        (planning) or ``w_self``, ``w_nbr`` (W, W), ``w_in`` (3, W), ``bias`` (W,),
-        ``policy.weight`` (4, H), ``policy.bias`` (4,) (propagation).
+        ``{"network": "value_iteration" | "propagation", "iterations": int | None, "arrays"}``
+        (``None``: until settled); ``arrays``: name (``embed``, ``dense.{i}.weight``, ...) ->
+        ``{"shape", "data"}``: float32, row-major, as Python floats; Linear weights ``(out, in)``.
 
     Raises:
-        TypeError: for another kind of model.
+        TypeError: for a model not a ``ValueIterationActorCritic`` or ``PropagationActorCritic``.
     """
     network, named = _named_arrays(model)
     arrays = {}
@@ -136,20 +107,15 @@ def export_weights(model) -> dict:
 
 
 def weights_js(models: dict | None = None) -> str:
-    """The text of ``weights.js``: a global ``MAZE_PLAYGROUND_WEIGHTS``, ``{format, agents:
-    {name: export_weights(model)}}``.
-
-    A script rather than a JSON file, so that the page also works when opened from
-    disk (browsers refuse ``fetch`` of ``file://`` addresses).
+    """The text of ``weights.js``: ``var MAZE_PLAYGROUND_WEIGHTS = {format, agents}``.
 
     Args:
-        models: agent name (a key of :data:`AGENTS`) to model; ``None`` loads both saved
-            agents (:func:`load_agent`).
+        models: agent name (a key of :data:`AGENTS`) to model, exported into ``agents`` with
+            :func:`export_weights`; ``None`` loads both saved agents.
 
     Raises:
         ValueError: for a name that is not in :data:`AGENTS`.
-        TypeError: for ``models`` that is not a dict, or a model :func:`export_weights`
-            cannot export.
+        TypeError: ``models`` not a dict, or a model :func:`export_weights` cannot export.
     """
     if models is None:
         models = {name: load_agent(name) for name in AGENTS}
@@ -167,18 +133,13 @@ def weights_js(models: dict | None = None) -> str:
 
 
 def action_mask(walls: Any, agent: Any) -> np.ndarray:
-    """Legal moves of jumanji's Maze from ``agent``: into a free cell inside the grid.
-
-    Args:
-        walls: bool array-like ``(rows, cols)``, True for a wall.
-        agent: ``(row, col)`` of a free cell.
+    """Legal moves of jumanji's Maze from ``agent`` ``(row, col)``, bool ``walls`` ``(rows, cols)``.
 
     Returns:
-        bool ``(4,)``, indexed by action (0 up, 1 right, 2 down, 3 left).
+        bool ``(4,)`` by action (0 up, 1 right, 2 down, 3 left): True into a free cell of the grid.
 
     Raises:
-        ValueError: for a ``walls`` that is not a 2-D boolean grid, or an ``agent``
-            outside it or on a wall.
+        ValueError: for ``walls`` not a 2-D boolean grid, or ``agent`` outside it or on a wall.
     """
     walls = maze_lib.check_walls(walls)
     r, c = maze_lib.check_cell(agent, "agent", walls)
@@ -198,7 +159,8 @@ class StepResult(NamedTuple):
         agent: ``(row, col)`` after the step.
         step_count: steps taken so far in the episode (int).
         done: whether the episode ended with this step.
-        reason: ``"target"``, ``"no legal move"``, ``"time limit"``, or ``""`` while it runs.
+        reason: first that holds of ``"target"``, ``"no legal move"``, ``"time limit"``; else ``""``
+            (the episode runs on).
     """
 
     agent: tuple
@@ -215,26 +177,17 @@ def step(
     step_count: int = 0,
     time_limit: int | None = None,
 ) -> StepResult:
-    """One step of jumanji's Maze (``Maze.step``), in plain Python.
-
-    A legal action moves the agent one cell; an illegal one leaves it in place
-    (jumanji turns it into a no-op) and still counts as a step. The episode ends
-    when the agent stands on the target, has no legal move left, or the new step
-    count reaches ``time_limit`` (checked in that order for ``reason``).
+    """One step of jumanji's Maze (``Maze.step``) in plain Python; an illegal action is a no-op.
 
     Args:
-        walls: bool array-like ``(rows, cols)``.
-        agent, target: ``(row, col)`` free cells.
+        walls: bool array-like ``(rows, cols)``; agent, target: ``(row, col)`` free cells.
         action: 0 up, 1 right, 2 down or 3 left.
-        step_count: steps taken before this one (int >= 0).
-        time_limit: steps per episode; ``None`` for jumanji's default ``rows * cols``.
-
-    Returns:
-        :class:`StepResult`.
+        step_count: steps taken before this one (int >= 0), illegal actions included.
+        time_limit: the episode ends when the step count reaches it; ``None``: ``rows * cols``.
 
     Raises:
-        ValueError: for a bad grid or cell, an ``action`` outside 0..3, a negative
-            ``step_count`` or a ``time_limit`` that is not a positive int.
+        ValueError: bad grid or cell, ``action`` not 0..3, ``step_count`` < 0 or ``time_limit`` < 1.
+        TypeError: a ``time_limit`` that is not an int.
     """
     walls = maze_lib.check_walls(walls)
     mask = action_mask(walls, agent)
@@ -292,18 +245,12 @@ def _mask_of(walls: jax.Array, agent: jax.Array) -> jax.Array:
 
 
 def agent_policy(model, walls: Any, agent: Any, target: Any) -> tuple[np.ndarray, int, float]:
-    """The agent's masked policy in one state, computed by the JAX model.
-
-    Args:
-        model: a network from :func:`~companion.agents.ppo.make_model` (for example
-            :func:`load_random_maze_agent`).
-        walls: bool array-like ``(rows, cols)``.
-        agent, target: ``(row, col)`` free cells; the agent must have a legal move.
+    """The masked policy of ``model`` (e.g. :func:`load_agent`) in one state, by the JAX model.
 
     Returns:
-        ``(probs, greedy, value)``: float32 ``(4,)`` probabilities (0 for illegal
-        moves), the greedy action (``argmax`` of the masked logits, as
-        ``ppo.evaluate(..., greedy=True)``) and the value estimate.
+        ``(probs, greedy, value)`` for bool ``walls`` ``(rows, cols)`` and free cells ``agent``,
+        ``target`` ``(row, col)``: float32 ``(4,)`` probabilities (0 for illegal moves), the greedy
+        action (int, ``argmax`` of the masked logits) and the value estimate (float).
 
     Raises:
         ValueError: for a bad grid or cell, or an agent with no legal move.

@@ -1,8 +1,7 @@
-"""The maze playground as an ipywidgets widget, for Jupyter and Colab: the book's playground
-page (``book/playground.md``) with the JAX agents themselves in place of its JavaScript.
+"""The maze playground as an ipywidgets widget, for Jupyter and Colab.
 
-The rules (jumanji's ``Maze.step``, the action mask, the agents' policies) are those of
-:mod:`companion.playground`.
+The book's playground page (``book/playground.md``) with the JAX agents in place of its
+JavaScript; the rules are :mod:`companion.playground`'s.
 """
 
 from __future__ import annotations
@@ -55,19 +54,14 @@ def _values(model, walls: jax.Array, target: jax.Array) -> jax.Array:
 
 
 def value_map(model, walls: Any, target: Any) -> np.ndarray:
-    """The planning agent's settled value map, as the playground draws it.
-
-    Args:
-        model: a :class:`~companion.agents.ppo.ValueIterationActorCritic`.
-        walls: bool array-like ``(rows, cols)``.
-        target: ``(row, col)`` of a free cell.
+    """The planning agent's settled value map for bool ``walls`` ``(rows, cols)`` and ``target``.
 
     Returns:
-        float ``(rows, cols)``: per cell the mean over the value channels of
-        ``model.values``; NaN on walls and on cells that no value reached.
+        float ``(rows, cols)``: per cell the mean over the value channels of ``model.values``;
+        NaN on walls and on cells that no value reached.
 
     Raises:
-        TypeError: if ``model`` does not plan (has no value map).
+        TypeError: if ``model`` is not a ``ValueIterationActorCritic`` (it has no value map).
         ValueError: for a bad grid or target.
     """
     if not isinstance(model, ppo.ValueIterationActorCritic):
@@ -130,41 +124,19 @@ def maze_playground(
     time_limit: int | None = None,
     delay_s: float = 0.1,
 ):
-    """An ipywidgets playground: choose an agent and a maze size, edit the maze, step or run
-    the agent, see its policy and (planning agent) its value map.
-
-    Click a cell to toggle a wall or, in the other modes, to place the start or the target;
-    Step takes the agent's greedy action (:func:`~companion.playground.agent_policy`), Run
-    steps until the episode ends (:func:`~companion.playground.step`: target, no legal move
-    or time limit) with ``delay`` seconds between steps, Reset puts the agent back on the
-    start, New maze draws a jumanji random maze of the chosen rows and columns (5 to 30).
-    With the planning agent the cells are coloured by its settled value map
-    (:func:`value_map`).
+    """An ipywidgets playground: edit a maze, step or run an agent, see its policy and value map.
 
     Args:
-        model: a network of your own (from ``ppo.make_model``), offered as ``"given model"``
-            beside the saved agents; ``None`` offers the saved agents only.
-        walls: bool array-like ``(rows, cols)``; ``None`` draws a jumanji random maze
-            (with its start and target) from ``key``.
-        start, target: ``(row, col)`` free cells; default the jumanji maze's, or
-            ``(0, 0)`` and ``(rows - 1, cols - 1)`` for given walls.
-        agent: the agent selected first: ``"planning"``, ``"propagation"`` (the saved agents
-            of :data:`companion.playground.AGENTS`) or ``"given model"``; default the given
-            model if there is one, else ``"planning"``.
-        key: PRNG key for the random mazes (default ``jax.random.key(0)``).
-        time_limit: steps per episode; default ``rows * cols`` (jumanji's).
-        delay_s: seconds between two steps of Run (so that the walk can be seen).
+        model: your own network (``ppo.make_model``), offered as ``agent="given model"``.
+        walls: bool ``(rows, cols)``; ``None``: a jumanji random maze drawn from ``key``.
+        start, target: ``(row, col)`` free cells; default the random maze's, or the two corners.
 
     Returns:
-        ``ipywidgets.VBox``; the last expression of a cell displays it. Its attributes:
-        ``episode`` (the state), ``cells`` (the grid's buttons), ``controls`` (name to
-        widget: ``agent``, ``rows``, ``cols``, ``new_maze``, ``delay``, ``value_map``,
-        ``mode``, ``step``, ``run``, ``reset``), ``models`` (agent name to model).
+        ``ipywidgets.VBox`` with ``episode``, ``cells``, ``controls`` (name to widget), ``models``.
 
     Raises:
-        ValueError: for ``walls`` that are not a 2-D boolean grid (a bad shape), a start or
-            target outside it, on a wall, or both on the same cell, an unknown ``agent``, a
-            ``time_limit`` that is not a positive int or a negative ``delay_s``.
+        TypeError, ValueError: a ``time_limit`` that is not a positive int; ValueError: a bad grid
+            or cell, ``start == target``, an unknown ``agent`` or a negative ``delay_s``.
     """
     import ipywidgets as widgets
 

@@ -1,10 +1,7 @@
 """Each chapter's self-check quiz: load it, check it, show it with jupyterquiz.
 
-The questions live next to the notebooks, in ``notebooks/quizzes/<chapter>.json``, in
-jupyterquiz's format: a list of questions, each
-``{"question": str, "type": "multiple_choice", "answers": [{"answer": str,
-"correct": bool, "feedback": str}, ...]}``, texts in HTML (``<code>``, ``<em>``). jupyterquiz draws the quiz with JavaScript, so it
-works in Jupyter, in Colab and in the static pages of the book.
+A quiz is ``notebooks/quizzes/<chapter>.json`` in jupyterquiz's format, HTML texts: a list of
+``{"question", "type": "multiple_choice", "answers": [{"answer", "correct", "feedback"}, ...]}``.
 """
 
 from __future__ import annotations
@@ -24,20 +21,14 @@ MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
 
 
 def check_quiz(questions: Any, name: str = "quiz") -> None:
-    """Check a quiz: 4 to 6 single-choice questions, each with at least two answers, exactly
-    one of them correct, and feedback on every answer (why it is right or wrong). Texts are
-    HTML (jupyterquiz inserts them as HTML): Markdown backticks would show as they are.
+    """Check a quiz (decoded JSON, see the module): 4 to 6 questions, 2+ answers each, one correct.
 
-    Args:
-        questions: the decoded JSON of a quiz file (a list of dicts, see the module).
-        name: what to call the quiz in error messages (its file name).
+    Every question, answer and feedback must be non-empty HTML (no Markdown backticks).
 
     Raises:
-        TypeError: if ``questions`` or one of its parts has the wrong type.
-        ValueError: naming the quiz and the question (1-based): the number of questions,
-            an unknown question type, fewer than two answers, not exactly one correct
-            answer, an empty question, answer or feedback, Markdown backticks, or an
-            escaped HTML tag.
+        TypeError: if ``questions`` or a question has the wrong type.
+        ValueError: naming ``name`` and the question (1-based): a wrong number of questions, answers
+            or correct answers, an unknown type, a missing or empty text, backticks, escaped HTML.
     """
     if not isinstance(questions, list):
         raise TypeError(f"{name}: expected a list of questions, got {type(questions).__name__}")
@@ -97,9 +88,9 @@ def load_quiz(chapter: str) -> list[dict]:
     from :data:`QUIZ_URL`.
 
     Raises:
-        ValueError: if ``chapter`` is not a plain name, or the quiz fails :func:`check_quiz`.
-        FileNotFoundError: if the quiz is neither local nor downloadable; the message says
-            whether the repository has no such file or could not be reached.
+        ValueError: if ``chapter`` is not a plain name.
+        TypeError, ValueError: if the quiz fails :func:`check_quiz`.
+        FileNotFoundError: if the quiz is neither local nor downloadable (the message says why).
     """
     import urllib.error
     import urllib.request
@@ -135,7 +126,7 @@ def show_quiz(chapter: str) -> None:
     web page shows it, instead of failing the notebook.
 
     Raises:
-        ValueError: if ``chapter`` is not a plain name or its quiz is malformed.
+        TypeError, ValueError: if ``chapter`` is not a plain name or its quiz is malformed.
     """
     from jupyterquiz import display_quiz
 

@@ -1,11 +1,7 @@
 """Figures and inline animations that show in Jupyter, Colab and the static book.
 
-Animations are rendered with matplotlib's ``FuncAnimation.to_jshtml``: every
-frame is embedded as a PNG in a small HTML/JavaScript player with play, pause
-and step controls. It needs no ffmpeg and no running kernel, so it works in
-the published HTML pages as well as in notebooks. The frames are then stored as
-palette PNGs of at most :data:`FRAME_COLORS` colours, about a third of the bytes
-of matplotlib's full-colour frames, which keeps the pages light.
+Animations are matplotlib ``FuncAnimation.to_jshtml`` players (no ffmpeg, no kernel needed),
+their frames re-encoded as palette PNGs of at most :data:`FRAME_COLORS` colours.
 """
 
 from __future__ import annotations
@@ -56,27 +52,16 @@ def animate_frames(
     panel_inches: float = 2.4,
     dpi: int = 80,
 ):
-    """Turn images into an inline HTML animation with play controls.
+    """An inline HTML animation of images with play controls (``IPython.display.HTML``).
 
     Args:
-        frames: a non-empty sequence of frames; each frame is a sequence of
-            ``num_panels`` RGB images (float in [0, 1] or uint8, shape
-            ``(height, width, 3)``) drawn side by side. Every frame must have
-            the same number of panels.
-        titles: optional title of each panel (``num_panels`` strings).
-        captions: optional text shown under the panels, one string a frame.
-        interval_ms: delay between frames in milliseconds.
-        panel_inches: width of one panel in inches (the figure is
-            ``num_panels * panel_inches`` wide).
-        dpi: dots per inch of the embedded PNG frames.
-
-    Returns:
-        ``IPython.display.HTML`` holding the player; the last expression of a
-        cell displays it. Its ``.data`` is the HTML text.
+        frames: non-empty sequence of frames, each a sequence of ``num_panels`` RGB images drawn
+            side by side (float in [0, 1] or uint8, ``(height, width, 3)``), alike in every frame.
+        titles, captions: ``num_panels`` panel titles; one caption a frame, under the panels.
 
     Raises:
-        ValueError: if ``frames`` is empty, frames differ in their number of
-            panels, or ``titles``/``captions`` have the wrong length.
+        ValueError: empty ``frames`` or ``frames[0]``, frames with different numbers of panels,
+            or ``titles`` / ``captions`` of the wrong length.
     """
     if len(frames) == 0:
         raise ValueError("frames: expected a non-empty sequence of frames, got an empty one")
@@ -152,19 +137,14 @@ def _palette_frames(html: str, colors: int = FRAME_COLORS) -> str:
 
 
 def animate_maze(states: Sequence[Any], *, interval_ms: int = 200, panel_inches: float = 2.4):
-    """Animate one Maze episode from a list of single states.
+    """Animate one Maze episode: ``IPython.display.HTML``, one frame per state, play controls.
 
     Args:
-        states: non-empty list of single (not batched) Maze states, one per
-            time step, for example ``companion.trees.unstack(states_over_time)``.
-        interval_ms: delay between frames in milliseconds.
-        panel_inches: width of the maze picture in inches.
-
-    Returns:
-        ``IPython.display.HTML`` with one frame per state and play controls.
+        states: non-empty list of single (not batched) Maze states, one per time step
+            (``companion.trees.unstack(states_over_time)``).
 
     Raises:
-        TypeError: if ``states`` is not a list or tuple (a stacked state).
+        TypeError: ``states`` not a list or tuple (a stacked state), or an item not a Maze state.
         ValueError: if ``states`` is empty or holds a batched state.
     """
     return animate_mazes([states], interval_ms=interval_ms, panel_inches=panel_inches)
@@ -177,23 +157,15 @@ def animate_mazes(
     interval_ms: int = 200,
     panel_inches: float = 2.4,
 ):
-    """Animate several Maze episodes side by side.
-
-    Episodes may differ in length; a finished episode keeps showing its last
-    state until the longest one ends.
+    """Animate several Maze episodes side by side: ``IPython.display.HTML``, ``max(len(e))`` frames.
 
     Args:
-        episodes: non-empty list of episodes, each a non-empty list of single
-            Maze states.
+        episodes: non-empty list of episodes, each a non-empty list of single Maze states; a
+            finished episode shows its last state until the longest one ends.
         titles: optional title of each episode's panel.
-        interval_ms: delay between frames in milliseconds.
-        panel_inches: width of one maze picture in inches.
-
-    Returns:
-        ``IPython.display.HTML`` with ``max(len(e) for e in episodes)`` frames.
 
     Raises:
-        TypeError, ValueError: as :func:`animate_maze`, naming the episode.
+        TypeError, ValueError: as :func:`animate_maze`, naming the episode; wrong-length ``titles``.
     """
     _check_episode_list(episodes, "episodes")
     images = []
@@ -279,11 +251,13 @@ def _place_cartpole(cart, pole, physics, params: CartPoleParams):
 def show_cartpole(state: Any, ax=None, params: CartPoleParams = DEFAULT_PARAMS, title=None):
     """Draw one CartPole state (a ``CartPoleState`` or an observation ``(4,)``).
 
-    The dotted red lines mark the track limits (|x| = 2.4 m); the pole is drawn
-    at its full length of ``2 * params.length`` metres.
+    Dotted red lines: the track limits (``params.x_threshold``, m); the pole: ``2 * params.length``.
 
     Returns:
         The matplotlib ``Axes``.
+
+    Raises:
+        ValueError: if ``state`` is not a single state of shape ``(4,)``.
     """
     (physics,) = _cartpole_physics([state], "state")
     if ax is None:
@@ -304,28 +278,16 @@ def animate_cartpole(
     title: str | None = None,
     max_frames: int = 200,
 ):
-    """Animate a CartPole episode.
+    """Animate a CartPole episode: ``IPython.display.HTML`` with play controls.
 
     Args:
-        states: non-empty list of single ``CartPoleState``s or observations of
-            shape ``(4,)``, one per time step (``companion.trees.unstack`` turns
-            a scanned state into such a list).
-        params: the constants used for drawing (track limits, pole length).
-        interval_ms: delay between frames (gymnasium's time step is 20 ms).
-        width_inches: width of the figure.
-        title: optional title above the track.
-        max_frames: most frames to embed. A longer episode shows every k-th state
-            (k the smallest stride that fits), always ending on the last one, and
-            each frame lasts k times ``interval_ms``, so the episode plays at the
-            same speed; every frame's caption gives its true step. A 500-step
-            episode then shows 168 frames, 120 ms each: about 0.7 MB of page.
-
-    Returns:
-        ``IPython.display.HTML`` with play controls.
+        states: non-empty list of single ``CartPoleState``s or observations ``(4,)``, one a step.
+        max_frames: most frames; a longer episode shows every k-th state (smallest k that fits,
+            ending on the last), each frame lasting ``k * interval_ms``, captioned with its step.
 
     Raises:
-        TypeError: if ``states`` is not a list or tuple.
-        ValueError: if it is empty or an item is not a single state.
+        TypeError: ``states`` not a list or tuple, or ``max_frames`` not an int.
+        ValueError: empty ``states``, an item not a single state, or ``max_frames`` < 1.
     """
     physics = _cartpole_physics(states, "states")
     max_frames = positive_int(max_frames, "max_frames")
@@ -374,24 +336,10 @@ def figure_png(fig, dpi: int = 80) -> bytes:
 
 
 def step_explorer(draw: Callable[[int], Any], num_steps: int, *, description: str = "step"):
-    """A slider over steps ``0 .. num_steps - 1`` above the figure that ``draw(step)`` makes.
-
-    The figure is sent to the notebook as a PNG in an ``ipywidgets.Image``, redrawn when the
-    slider moves. It works alike with ipywidgets 7 (Colab) and 8. It needs no ``Output``
-    widget: under nbclient (the tests, the book build), an ``Output`` widget that captures a
-    figure while its cell runs makes the client send the captured state back to the kernel
-    on the shell channel while it waits there for the cell's reply; jupyter_client sends it
-    through a synchronous shadow of the client's asyncio socket, which can swallow the wake-up
-    for the reply, so the cell seems to hang until the client's timeout.
+    """An ipywidgets ``VBox``: a slider over steps ``0 .. num_steps - 1`` and ``draw(step)``'s PNG.
 
     Args:
-        draw: ``draw(step) -> matplotlib.figure.Figure`` for an ``int`` step; the figure is
-            closed after it is rendered.
-        num_steps: number of steps, at least 1.
-        description: the slider's label.
-
-    Returns:
-        ``ipywidgets.VBox([slider, image])``; the last expression of a cell displays it.
+        draw: ``draw(step: int) -> matplotlib.figure.Figure``; shown as a PNG, then closed.
 
     Raises:
         TypeError: if ``draw`` is not callable or ``num_steps`` is not an int.

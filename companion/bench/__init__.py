@@ -1,8 +1,7 @@
 """Timing helpers shared by the notebooks and ``benchmarks/``.
 
-Rules they follow: compile time is measured apart from run time; results are
-waited for with ``jax.block_until_ready``; each figure is the median of
-several runs, reported with its spread (min and max); the hardware is named.
+Compile time is measured apart from run time, results are waited for (``block_until_ready``),
+each figure is the median of several runs with its min and max, and the hardware is named.
 """
 
 from __future__ import annotations
@@ -49,21 +48,15 @@ def _check_fn_and_repeats(fn: Any, repeats: Any) -> None:
 
 
 def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
-    """Run ``fn()`` once to warm up (compile), then ``repeats`` more times.
-
-    Args:
-        fn: a function of no arguments; its result is waited for with
-            ``jax.block_until_ready``.
-        repeats: number of timed runs after the first, at least 1.
+    """Run ``fn()`` (no arguments) once to compile, then ``repeats`` more times, each waited for.
 
     Returns:
-        dict with ``first_s`` (the first call: compile plus one run),
-        ``compile_s`` (``first_s - median_s``, at least 0),
-        ``median_s``, ``min_s``, ``max_s`` (of the timed runs) and ``repeats``.
+        dict: ``first_s`` (compile plus one run), ``compile_s`` (``first_s - median_s``, >= 0),
+        ``median_s``, ``min_s``, ``max_s`` (seconds, of the timed runs) and ``repeats``.
 
     Raises:
-        TypeError: if ``fn`` is not callable.
-        ValueError: if ``repeats`` is not a positive int.
+        TypeError: if ``fn`` is not callable or ``repeats`` is not an int.
+        ValueError: if ``repeats`` < 1.
     """
     _check_fn_and_repeats(fn, repeats)
     start = time.perf_counter()
@@ -89,7 +82,8 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
     """:func:`timed`, plus steps per second: median and spread (from max and min times).
 
     Raises:
-        TypeError, ValueError: if ``steps_per_call`` or ``repeats`` is not a positive int.
+        TypeError, ValueError: if ``fn`` is not callable, or ``steps_per_call`` or ``repeats`` is
+            not a positive int.
     """
     positive_int(steps_per_call, "steps_per_call")
     result = timed(fn, repeats)
@@ -98,19 +92,15 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
 
 
 def step_rates(timing: dict, steps: int) -> dict:
-    """Steps per second of a timing (from :func:`timed` or :func:`compile_and_time`).
-
-    Args:
-        timing: dict with ``median_s``, ``min_s`` and ``max_s`` (seconds, > 0) of one call.
-        steps: steps one call takes (environment steps, say), a positive int.
+    """Steps per second of a timing (from :func:`timed` or :func:`compile_and_time`) of ``steps``.
 
     Returns:
-        dict of floats: ``steps_per_s`` (``steps / median_s``), and its spread,
-        ``steps_per_s_low`` (from the slowest call) and ``steps_per_s_high`` (the fastest).
+        dict of floats: ``steps_per_s`` (``steps / median_s``), ``steps_per_s_low`` (from
+        ``max_s``) and ``steps_per_s_high`` (from ``min_s``).
 
     Raises:
-        TypeError, ValueError: if ``steps`` is not a positive int, or ``timing`` lacks a
-            positive ``median_s``, ``min_s`` or ``max_s``.
+        TypeError, ValueError: if ``steps`` is not a positive int.
+        ValueError: if ``timing`` is not a dict with positive ``median_s``, ``min_s``, ``max_s``.
     """
     positive_int(steps, "steps")
     for name in ("median_s", "min_s", "max_s"):
@@ -130,13 +120,12 @@ def step_rates(timing: dict, steps: int) -> dict:
 def memory_bytes(compiled: Any) -> dict:
     """Bytes a compiled program needs on its device, from XLA's memory analysis.
 
-    Args:
-        compiled: a compiled JAX program (``jax.jit(f).lower(*args).compile()``).
-
     Returns:
-        dict of ints: ``argument_bytes``, ``output_bytes``, ``temp_bytes``
-        (temporaries), ``alias_bytes`` (outputs that reuse argument buffers) and
-        ``total_bytes`` = arguments + outputs + temporaries - aliases.
+        dict of ints: ``argument_bytes``, ``output_bytes``, ``temp_bytes``, ``alias_bytes``
+        (outputs reusing argument buffers), ``total_bytes`` (arguments + outputs + temp - aliases).
+
+    Raises:
+        TypeError: if ``compiled`` is not a compiled program (``jax.jit(f).lower(*a).compile()``).
     """
     if not hasattr(compiled, "memory_analysis"):
         raise TypeError(
@@ -159,24 +148,15 @@ def memory_bytes(compiled: Any) -> dict:
 def compile_and_time(
     fn: Callable, args: tuple, repeats: int = 3, max_total_s: float | None = None
 ) -> tuple[dict, Any]:
-    """Compile ``jax.jit(fn)`` for ``args`` ahead of time, then time runs of it.
-
-    Args:
-        fn: a function of ``args``.
-        args: its arguments (their shapes and dtypes fix the program).
-        repeats: timed runs, at least 1.
-        max_total_s: if given, stop after two runs once the runs have taken
-            this many seconds in all (for the largest sizes of a sweep).
+    """Compile ``jax.jit(fn)`` for the tuple ``args`` ahead of time, then time ``repeats`` runs.
 
     Returns:
-        ``(timing, out)``: ``timing`` has ``compile_s`` (lowering and
-        compiling), ``median_s``, ``min_s``, ``max_s``, ``repeats`` (runs
-        done) and ``memory`` (:func:`memory_bytes`); ``out`` is the last
-        run's result.
+        ``(timing, out)``: ``timing`` has ``compile_s``, ``median_s``, ``min_s``, ``max_s`` (s),
+        ``repeats`` (runs done; after two, they stop once past ``max_total_s`` s in all) and
+        ``memory`` (:func:`memory_bytes`); ``out`` is the last run's result.
 
     Raises:
-        TypeError: if ``fn`` is not callable or ``args`` not a tuple.
-        ValueError: if ``repeats`` is not a positive int.
+        TypeError, ValueError: ``fn`` not callable, ``args`` not a tuple, bad ``repeats`` (>= 1).
     """
     _check_fn_and_repeats(fn, repeats)
     if not isinstance(args, tuple):
@@ -238,25 +218,15 @@ def find_results_dir(start: str | os.PathLike | None = None):
 
 
 def load_result(name: str, results_dir: str | os.PathLike | None = None) -> dict:
-    """Load the JSON that ``benchmarks/<name>.py`` wrote (``benchmarks/results/<name>.json``).
+    """The JSON dict that ``benchmarks/<name>.py`` wrote (``benchmarks/results/<name>.json``).
 
-    Looks in ``results_dir`` if given, else in the repository's
-    ``benchmarks/results`` (:func:`find_results_dir`); where the repository is
-    not checked out (Colab), downloads the committed file from
-    :data:`RESULTS_URL`.
-
-    Args:
-        name: a benchmark's name, such as ``"scaling"`` (letters, digits, ``_``).
-
-    Returns:
-        The decoded JSON, a dict.
+    Read from ``results_dir``, else :func:`find_results_dir`; outside a checkout (Colab),
+    downloaded from :data:`RESULTS_URL`.
 
     Raises:
-        ValueError: if ``name`` is not a plain name.
-        FileNotFoundError: if ``results_dir`` is given and has no such file, or
-            the file is neither local nor downloadable; the message says which:
-            the repository has no such file (an HTTP error), or its host could
-            not be reached (no network).
+        ValueError: if ``name`` is not a plain name (letters, digits, ``_``).
+        FileNotFoundError: if the file is missing where it was looked for, or cannot be
+            downloaded; the message says why (HTTP error, or no network).
     """
     import json
     import re

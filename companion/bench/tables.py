@@ -1,9 +1,7 @@
 """Markdown tables of the committed benchmark results, for the chapters.
 
-The chapters show these tables with their code hidden (a reader sees the results, not the
-formatting), so the formatting lives here, tested. Each function takes a result as
-:func:`companion.bench.load_result` returns it and raises ``ValueError``, naming the argument,
-when it is not that result.
+Each function takes a result as :func:`companion.bench.load_result` returns it and raises
+``ValueError``, naming the argument, when it is not that result.
 """
 
 from __future__ import annotations
@@ -164,13 +162,12 @@ def _require_result(result: Any, name: str, *keys: str) -> None:
 
 
 def benchmarks_against_others(env: dict, dqn: dict, posts: dict) -> str:
-    """Markdown: three comparisons, each of two programs measured in one run on one machine:
-    environment steps per second against gymnasium and gymnax, DQN's time to solve against
-    rejax's, and PPO's time to 0.99 against the PPO post's; then the ratios.
+    """Markdown: env steps/s against gymnasium and gymnax, DQN against rejax, PPO against the post.
+
+    Each comparison is of two programs measured in one run on one machine; the ratios follow.
 
     Args:
-        env: the ``env_throughput`` result; dqn: the ``dqn_cartpole`` result; posts: the
-            ``source_posts`` result.
+        env, dqn, posts: the ``env_throughput``, ``dqn_cartpole`` and ``source_posts`` results.
 
     Raises:
         ValueError: naming the argument that is not its result.

@@ -16,24 +16,15 @@ from companion.envs import cartpole
 def greedy_returns(
     params: Any, key: jax.Array, num_episodes: int = 100, network: hk.Transformed | None = None
 ) -> jax.Array:
-    """Returns of ``num_episodes`` greedy episodes (argmax Q, no exploration).
-
-    Episodes start from independent resets and last until termination or the
-    500-step truncation of CartPole-v1. Compiled once per network and
-    ``num_episodes``.
+    """Returns of greedy (argmax Q) CartPole-v1 episodes (up to 500 steps), float32 (num_episodes,).
 
     Args:
-        params: Q-network parameters.
-        key: PRNG key.
+        key: PRNG key; each episode starts from its own reset.
         num_episodes: number of episodes (static), a positive int.
-        network: the Q-network; the default is ``make_q_network()`` (64, 64).
-
-    Returns:
-        float32 (num_episodes,).
+        network: the Q-network; default ``make_q_network()`` (64, 64).
 
     Raises:
-        TypeError, ValueError: if ``num_episodes`` is not a positive int or ``key``
-            is not one PRNG key.
+        TypeError, ValueError: if ``num_episodes`` is not a positive int or ``key`` not a PRNG key.
     """
     positive_int(num_episodes, "num_episodes")
     prng_key(key)

@@ -29,22 +29,15 @@ class Transition(NamedTuple):
 def td_target(
     reward: jax.Array, terminated: jax.Array, q_next_target: jax.Array, gamma: float
 ) -> jax.Array:
-    """The one-step TD target ``r + gamma * (1 - terminated) * max_a Q_target(s', a)``.
+    """TD target ``r + gamma * (1 - terminated) * max_a Q_target(s', a)``: float (batch,).
 
     Args:
-        reward: float (batch,).
-        terminated: bool (batch,); True only when the episode really ended
-            (a truncation must be False here, so that the target bootstraps).
-        q_next_target: float (batch, num_actions), target-network Q-values of
-            the true next observations.
-        gamma: discount in [0, 1].
-
-    Returns:
-        float (batch,).
+        reward, terminated: float and bool (batch,); ``terminated`` is False on a truncation.
+        q_next_target: float (batch, num_actions), target-network Q-values of the next observations.
 
     Raises:
-        ValueError: if the shapes do not fit (batch,), (batch,), (batch,
-            num_actions), or ``gamma`` is outside [0, 1].
+        TypeError: if ``gamma`` is not a number.
+        ValueError: if the shapes do not fit, or ``gamma`` is outside [0, 1].
     """
     number_in(gamma, "gamma", 0.0, 1.0)
     reward, terminated = jnp.asarray(reward), jnp.asarray(terminated)
@@ -73,30 +66,19 @@ def dqn_loss(
     huber_delta: float = 1.0,
     target_fn: Callable | None = None,
 ) -> tuple[jax.Array, dict]:
-    """Loss between Q(s, a) and the TD target; no gradient flows through the target.
+    """``(loss, aux)``: loss of Q(s, a) against the TD target, with no gradient through it.
+
+    ``loss`` is a float scalar; ``aux`` holds the float scalars ``q_mean`` and ``td_abs``.
 
     Args:
-        params, target_params: online and target network parameters.
         batch: :class:`Transition` with a leading batch axis.
         apply_fn: the Q-network's ``apply(params, obs)``.
-        gamma: discount.
-        loss: ``"squared"`` for ``mean(td_error ** 2) / 2`` or ``"huber"`` for
-            ``mean(huber(td_error, huber_delta))``; they agree for errors below
-            ``huber_delta``. Huber bounds each sample's gradient by
-            ``huber_delta``, which also weakens the rare, large corrections
-            that terminal transitions make.
-        huber_delta: the Huber loss's threshold.
-        target_fn: ``None`` for the DQN target (:func:`td_target`), or a function
-            ``target_fn(reward, terminated, q_next_online, q_next_target, gamma)
-            -> (batch,)`` that computes another one from the online and the
-            target network's Q-values of the next observations (both
-            ``(batch, num_actions)``), for example double DQN's.
-
-    Returns:
-        ``(loss, aux)`` with ``aux = {"q_mean": ..., "td_abs": ...}`` for diagnostics.
+        loss: ``"squared"`` (``mean(td_error ** 2) / 2``) or ``"huber"`` (with ``huber_delta``).
+        target_fn: ``None`` for :func:`td_target`, or ``target_fn(reward, terminated,
+            q_next_online, q_next_target, gamma) -> (batch,)``, e.g. for double DQN.
 
     Raises:
-        ValueError: for an unknown ``loss``.
+        ValueError: for an unknown ``loss``, or a ``target_fn`` result that is not (batch,).
     """
     one_of(loss, ("squared", "huber"), "loss")
     q = apply_fn(params, batch.obs)  # (batch, num_actions)
@@ -122,22 +104,14 @@ def dqn_loss(
 
 
 def update_target(params: Any, target_params: Any, updates: jax.Array, period: int, tau: float):
-    """Target network after ``updates`` gradient steps.
+    """Target parameters after ``updates`` gradient steps (same pytree structure as ``params``).
 
-    Every ``period`` steps the target moves to ``tau * params + (1 - tau) * target``:
-    with ``tau = 1`` that is the periodic hard copy of Mnih et al. (2015), with
-    ``period = 1`` and a small ``tau`` it is Polyak averaging. Between those steps
-    the target does not change.
-
-    Args:
-        params, target_params: pytrees of the same structure.
-        updates: int32 (), gradient steps done so far.
-        period: gradient steps between target updates, a positive int.
-        tau: in (0, 1].
+    When ``updates % period == 0`` the target becomes ``tau * params + (1 - tau) * target``,
+    else it is unchanged: ``tau = 1`` is the hard copy of Mnih et al. (2015), ``period = 1``
+    with small ``tau`` is Polyak averaging. ``updates`` is int32 ().
 
     Raises:
-        TypeError, ValueError: if ``period`` is not a positive int or ``tau`` is
-            outside (0, 1].
+        TypeError, ValueError: if ``period`` is not a positive int or ``tau`` is outside (0, 1].
     """
     positive_int(period, "period")
     number_in(tau, "tau", 0.0, 1.0, low_open=True)

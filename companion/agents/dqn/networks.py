@@ -35,19 +35,15 @@ def _q_network(num_actions: int, hidden_sizes: tuple) -> hk.Transformed:
 
 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
-    """With probability ``epsilon`` a uniform random action, else ``argmax q_values``.
+    """With probability ``epsilon`` a uniform random action, else ``argmax q_values``: int32 ().
 
     Args:
-        key: PRNG key.
-        q_values: float (num_actions,).
+        q_values: float (num_actions,); vmap for a batch.
         epsilon: float scalar in [0, 1].
 
-    Returns:
-        int32 () action.
-
     Raises:
-        ValueError: if ``q_values`` is not 1-D, or ``epsilon`` is outside [0, 1] (traced:
-            under :func:`companion.debug.checked`).
+        ValueError: if ``q_values`` is not 1-D and non-empty, or ``epsilon`` is outside [0, 1]
+            (traced: under :func:`companion.debug.checked`).
     """
     q_values = jnp.asarray(q_values)
     if q_values.ndim != 1 or q_values.shape[0] == 0:

@@ -29,14 +29,11 @@ from companion.replay import ReplayBuffer, replay_add_batch, replay_init, replay
 class DQNConfig(NamedTuple):
     """Hyperparameters.
 
-    Units: ``total_steps``, ``learning_starts`` and ``epsilon_decay_steps`` count
-    environment steps over all environments; ``eval_every`` counts iterations
-    (one vectorised step of ``num_envs`` environments); ``target_update_period``
-    counts gradient steps. Training runs ``warmup_iterations`` plus
-    ``num_blocks * block_iterations`` iterations, so up to one block less than
-    ``total_steps`` when they do not divide evenly (``env_steps_run``).
-
-    The DQN chapter measures what the defaults achieve on CartPole-v1.
+    Units: ``total_steps``, ``learning_starts`` and ``epsilon_decay_steps`` count environment
+    steps over all environments; ``eval_every`` counts iterations (one vectorised step of
+    ``num_envs`` environments); ``target_update_period`` counts gradient steps. Training runs
+    ``warmup_iterations + num_blocks * block_iterations`` iterations (``env_steps_run``), so up
+    to one block less than ``total_steps``.
     """
 
     num_envs: int = 4
@@ -103,12 +100,10 @@ class RunnerState(NamedTuple):
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    """Adam with gradient clipping and a decaying learning rate.
+    """Adam after global-norm clipping, with a learning rate that decays over the run.
 
-    The learning rate falls from ``learning_rate`` to ``learning_rate * lr_final_fraction``
-    over the run's gradient steps, along half a cosine (``optax.cosine_decay_schedule``,
-    Loshchilov and Hutter, 2017) or a straight line (``optax.linear_schedule``), as
-    ``lr_schedule`` says.
+    The rate falls from ``learning_rate`` to ``learning_rate * lr_final_fraction`` along a
+    cosine (Loshchilov and Hutter, 2017) or a line, as ``lr_schedule`` says.
 
     Raises:
         TypeError: if ``config`` is not a :class:`DQNConfig`.
@@ -133,11 +128,12 @@ def check_config(config: DQNConfig) -> DQNConfig:
     """Return ``config`` if :func:`make_train` can run it.
 
     Raises:
-        TypeError: if ``config`` is not a :class:`DQNConfig` or a size is not an int.
-        ValueError: naming the field, for a size that is not positive, a
-            probability or discount outside [0, 1], an unknown ``loss`` or
-            ``lr_schedule``, ``learning_starts`` below ``batch_size``, a buffer smaller
-            than one vectorised step, or no training iterations after the warm-up.
+        TypeError: if ``config`` is not a :class:`DQNConfig`, a size is not an int, or a rate,
+            probability or discount is not a number.
+        ValueError: naming the field: a non-positive size, rate or ``huber_delta``, a probability,
+            discount or ``target_tau`` out of range, an unknown ``loss`` or ``lr_schedule``,
+            ``learning_starts < batch_size``, ``buffer_capacity < num_envs``, or no iterations
+            after the warm-up.
     """
     if not isinstance(config, DQNConfig):
         raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
@@ -184,13 +180,9 @@ class Trainer(NamedTuple):
     """The pieces of :func:`make_train`, for training in chunks.
 
     Fields:
-        init: ``init(key) -> (runner, metrics)``, jitted: a new network,
-            optimiser, replay buffer and batch of environments, then the
-            ``warmup_iterations`` of random actions that fill the buffer.
-        run: ``run(runner, num_blocks) -> (runner, metrics)``, jitted with
-            ``num_blocks`` static: that many blocks of ``eval_every`` learning
-            iterations, each followed by the greedy evaluation that keeps the
-            best parameters; the schedules continue across calls.
+        init: jitted ``init(key) -> (runner, metrics)``: new state, then the random warm-up.
+        run: jitted ``run(runner, num_blocks) -> (runner, metrics)`` (``num_blocks`` static):
+            blocks of ``eval_every`` iterations, each then evaluated; schedules go on across calls.
         config: the configuration.
     """
 
@@ -366,38 +358,19 @@ def make_train(
     target_fn: Callable | None = None,
     progress_bar: bool = False,
 ) -> Callable:
-    """Build ``train(key) -> (runner_state, metrics)`` for CartPole.
+    """Build the pure ``train(key) -> (runner_state, metrics)``; jit it, vmap it over seeds.
 
-    ``metrics`` has one entry per iteration (one vectorised env step), stacked:
-    ``env_steps`` int32, ``returns_sum``, ``returns_max`` and ``episodes`` (the sum
-    and the largest of the returns of the episodes completed in that iteration,
-    0 when none, and their count), ``epsilon``, ``loss``,
-    ``q_mean``. The first ``warmup_iterations`` entries (random actions, no
-    updates) report ``loss = q_mean = 0``. It also has one entry per block of
-    ``eval_every`` iterations: ``eval_return`` (mean greedy return over
-    ``eval_episodes`` episodes) and ``eval_env_steps``.
-
-    ``runner_state.params`` are the final parameters; ``runner_state.best_params``
-    those with the best evaluation during training (the later ones on ties), and
-    ``best_score`` that evaluation. Selecting by a 10-episode evaluation is
-    model selection: confirm the choice on fresh episodes (:func:`greedy_returns`).
-
-    The function is pure: ``jax.jit(train)`` compiles it once and
-    ``jax.vmap(train)`` runs several seeds at once. :func:`make_trainer` gives
-    the same program in pieces, to train in chunks.
+    ``metrics``, per iteration: ``env_steps`` int32, ``returns_sum``, ``returns_max``, ``episodes``
+    (of the episodes completed in it; 0 if none), ``epsilon``, ``loss``, ``q_mean`` (0 in the
+    warm-up); per block: ``eval_return`` (mean greedy return), ``eval_env_steps``.
+    ``runner_state.best_params`` and ``best_score`` keep the best evaluation (the later on ties).
 
     Args:
-        config: the hyperparameters (:class:`DQNConfig`).
-        target_fn: ``None`` for the DQN target, or a function of
-            ``(reward, terminated, q_next_online, q_next_target, gamma)`` that
-            returns another target, one per transition (see :func:`dqn_loss`):
-            the way to train double DQN, say, with this loop.
+        target_fn: ``None`` for the DQN target, or another target as in :func:`dqn_loss`.
         progress_bar: a jax-tqdm bar over the blocks (a host callback in the program).
 
     Raises:
-        TypeError, ValueError: for a configuration that cannot run
-            (:func:`check_config`), a ``target_fn`` that is not callable, or a
-            ``key`` that is not one PRNG key.
+        TypeError, ValueError: bad config (:func:`check_config`), ``target_fn``, or ``key``.
     """
     trainer = make_trainer(config, target_fn, progress_bar)
 

@@ -1,29 +1,7 @@
 """PPO (Schulman et al., 2017) on jumanji's Maze, with equinox and optax.
 
-The pieces, each a pure function over pytrees, one module each:
-
-- :mod:`~companion.agents.ppo.networks`: :class:`ActorCritic`,
-  :class:`PropagationActorCritic` and :class:`ValueIterationActorCritic`, equinox modules from
-  the 3-channel maze image (:func:`companion.envs.maze.observation_image`) to policy logits
-  and a state value, described by their sizes (:class:`ConvNet`, :class:`PropagationNet`,
-  :class:`ValueIterationNet`) for :func:`make_train`;
-- :mod:`~companion.agents.ppo.policy`: :func:`masked_logits`,
-  :func:`log_prob`, :func:`entropy`, a categorical policy over the *legal*
-  actions only (illegal actions get logit ``-inf``, hence probability exactly
-  0; log-probabilities, entropy and their gradients stay finite);
-- :mod:`~companion.agents.ppo.rollout`: :func:`rollout`, ``num_steps`` steps
-  of ``num_envs`` environments inside ``jax.lax.scan``, and :func:`next_values`,
-  the V(s_{t+1}) that GAE bootstraps from;
-- :mod:`~companion.agents.ppo.losses`: :func:`gae`, generalised advantage
-  estimation (Schulman et al., 2016) that cuts the recursion at episode
-  boundaries and bootstraps unless the episode *terminated*; :func:`ppo_loss`, the clipped surrogate objective, a
-  value loss and an entropy bonus;
-- :mod:`~companion.agents.ppo.config`: :class:`PPOConfig`, its checks, the optimiser and
-  the default loss;
-- :mod:`~companion.agents.ppo.train`: :func:`make_train`, the whole
-  experiment as one pure function ``train(key)``, which the caller jits once per
-  configuration and ``jax.vmap``-s over seeds (structure of PureJaxRL's PPO, Lu et al., 2022);
-- :mod:`~companion.agents.ppo.evaluate`: :func:`evaluate` on fresh episodes.
+Networks, masked policy, rollouts, GAE (Schulman et al., 2016), loss, config, training
+(structure of PureJaxRL's PPO, Lu et al., 2022), evaluation and the saved agents.
 """
 
 from companion.agents.ppo.evaluate import (

@@ -1,12 +1,7 @@
-"""The hyperparameters of PPO training, their checks, the optimiser and the default loss.
+"""PPO hyperparameters (:class:`PPOConfig`), their checks, the optimiser and the default loss.
 
-:class:`PPOConfig` holds the algorithm's settings (hashable, so a jitted program is compiled
-once per configuration); the environment and the network (described by its sizes:
-:class:`~companion.agents.ppo.ConvNet`, ...) are given to ``make_train`` apart.
-:func:`check_config` validates a config in Python before anything is traced. The chapters'
-agents are :data:`FIXED_MAZE_CONFIG` with :data:`FIXED_MAZE_NETWORK`,
-:data:`RANDOM_MAZE_CONFIG` with :data:`RANDOM_MAZE_NETWORK`, and
-:data:`VALUE_ITERATION_MAZE_CONFIG` with :data:`VALUE_ITERATION_NETWORK`.
+The chapters' agents: :data:`FIXED_MAZE_CONFIG` / :data:`FIXED_MAZE_NETWORK`, ``RANDOM_MAZE_*``
+and ``VALUE_ITERATION_MAZE_CONFIG`` / ``VALUE_ITERATION_NETWORK``.
 """
 
 from __future__ import annotations
@@ -37,13 +32,7 @@ class PPOConfig(NamedTuple):
         learning_rate: Adam step size, decayed linearly to 0 when ``anneal_lr``.
         normalise_advantages: standardise advantages per minibatch (:func:`normalise`).
         max_grad_norm: global gradient-norm clip.
-        reset: how episodes restart within a rollout: ``"pooled"`` (from a pool
-            of ``num_envs`` resets drawn once per rollout,
-            :mod:`companion.envs.autoreset`) or ``"per_step"`` (jumanji's
-            ``AutoResetWrapper``, a fresh reset computed on every step).
-
-    :func:`check_config` (called by :func:`make_train`) says which values are
-    accepted; every size must be a positive int.
+        reset: ``"pooled"`` (a reset pool per rollout) or ``"per_step"`` (``AutoResetWrapper``).
     """
 
     num_envs: int = 64
@@ -132,12 +121,12 @@ def check_config(config: PPOConfig) -> PPOConfig:
     """Return ``config`` if :func:`make_train` can run it.
 
     Raises:
-        TypeError: if ``config`` is not a :class:`PPOConfig` or a size is not an int.
-        ValueError: naming the field, for a size that is not positive, an unknown
-            ``reset``, ``gamma`` or ``gae_lambda``
-            outside [0, 1], ``clip_eps`` outside (0, 1], a negative coefficient,
-            a budget below one update, or ``num_minibatches`` that does not
-            divide the batch.
+        TypeError: if ``config`` is not a :class:`PPOConfig`, a size is not an int, or a
+            coefficient or rate is not a number.
+        ValueError: naming the field: an unknown ``reset``, a non-positive size, ``learning_rate``
+            or ``max_grad_norm``, ``gamma`` or ``gae_lambda`` outside [0, 1], ``clip_eps`` outside
+            (0, 1], a negative coefficient, a budget below one update, or ``num_minibatches``
+            that does not divide the batch.
     """
     if not isinstance(config, PPOConfig):
         raise TypeError(f"config: expected a PPOConfig, got {type(config).__name__}")
@@ -171,14 +160,12 @@ def check_config(config: PPOConfig) -> PPOConfig:
 
 
 def default_loss(config: PPOConfig, loss: Callable = ppo_loss) -> Callable:
-    """``loss`` (by default :func:`~companion.agents.ppo.ppo_loss`) with ``config``'s
-    coefficients bound by keyword: ``loss_fn(model, batch) -> (loss, metrics)``, what
-    :func:`~companion.agents.ppo.make_train` takes.
+    """``loss`` with ``config``'s ``clip_eps``, ``vf_coef``, ``ent_coef`` and
+    ``normalise_advantages`` bound by keyword: the ``loss_fn(model, batch) -> (loss, metrics)``
+    that :func:`~companion.agents.ppo.make_train` takes.
 
     Args:
-        config: the :class:`PPOConfig` whose ``clip_eps``, ``vf_coef``, ``ent_coef`` and
-            ``normalise_advantages`` are bound.
-        loss: a function with ``ppo_loss``'s keyword arguments.
+        loss: a function with :func:`~companion.agents.ppo.ppo_loss`'s keyword arguments.
 
     Raises:
         TypeError: if ``config`` is not a :class:`PPOConfig` or ``loss`` is not callable.

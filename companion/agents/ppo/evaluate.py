@@ -16,19 +16,15 @@ from companion.envs.autoreset import env_reset
 from companion.envs.maze import reached_target
 
 class Evaluation(NamedTuple):
-    """Episodes run by :func:`evaluate`; leading axis ``num_episodes``.
+    """Episodes run by :func:`evaluate`; leading axis ``num_episodes`` (N).
 
     Fields:
         success: bool ``(N,)``, the target was reached within the time limit.
-        length: int32 ``(N,)``, steps taken (the time limit when the episode
-            was truncated).
-        start: the reset Maze states, leaves ``(N, ...)`` (for breadth-first search:
-            :func:`shortest_path_lengths`).
+        length: int32 ``(N,)``, steps taken (the time limit when truncated).
+        start: the reset Maze states, leaves ``(N, ...)`` (for :func:`shortest_path_lengths`).
         states: ``None``, or with ``record_states=True`` the Maze states, leaves
-            ``(time_limit + 1, N, ...)``: the reset state, then the state after every
-            step (frozen once the episode has ended), for animations and for
-            breadth-first search on ``states.walls[0]``. Their ``key`` field holds raw
-            uint32 keys (:func:`companion.envs.autoreset.env_reset`).
+            ``(time_limit + 1, N, ...)``: reset, then after every step (frozen once ended);
+            their ``key`` field holds raw uint32 keys.
     """
 
     success: jax.Array
@@ -94,41 +90,21 @@ def evaluate(
     greedy: bool = False,
     record_states: bool = False,
 ) -> Evaluation:
-    """Run ``num_episodes`` independent episodes of ``env`` with ``model``.
+    """Run ``num_episodes`` independent episodes of ``env`` with ``model``: an :class:`Evaluation`.
 
-    Each episode starts from ``env.reset`` with its own key (for the random
-    Maze: a maze drawn from ``key``, which training never used when ``key`` is
-    kept apart from the training keys). Actions are sampled from the masked
-    policy, or its most likely legal action when ``greedy``. The program is
-    compiled once per model structure, environment and ``num_episodes``
-    and ``record_states`` (``greedy`` is an input of the program, not a part of it);
-    later calls with new weights, keys or ``greedy`` reuse it.
-
-    On a fixed maze the episodes differ only in their (start, target) pair:
-    the empty maze has 1 pair and the medium maze 9, so with ``greedy=True``
-    (a deterministic policy on a deterministic task) the result of every
-    episode with the same pair is the same, and success is a fraction of the
-    pairs drawn, not of independent trials.
+    Each episode resets with its own key. Compiled once per model structure, ``env``,
+    ``num_episodes`` and ``record_states``; new weights, keys or ``greedy`` reuse the program.
+    On a fixed maze with ``greedy=True``, success is a fraction of the (start, target) pairs
+    drawn, not of independent trials.
 
     Args:
-        model: the actor-critic (an equinox module, or any function from one
-            float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``).
+        model: one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
         env: a jumanji Maze (no auto-reset wrapper).
-        key: one PRNG key.
-        num_episodes: number of episodes (static), a positive int.
-        greedy: take ``argmax`` of the masked logits instead of sampling: a
-            Python bool, or a bool scalar array (which may be traced, for
-            example an argument of your own ``jax.jit``).
-        record_states: also return every step's Maze state (``Evaluation.states``;
-            at 20 x 20 and 1,000 episodes about 160 MB); otherwise ``states`` is ``None``.
-
-    Returns:
-        :class:`Evaluation`.
+        greedy: argmax of the masked logits instead of sampling; a bool or bool scalar array.
+        record_states: also return every step's state (1,000 episodes at 20 x 20: about 160 MB).
 
     Raises:
-        TypeError, ValueError: if ``num_episodes`` is not a positive int,
-            ``greedy`` not a bool or a bool scalar array, or ``key`` not one
-            PRNG key.
+        TypeError, ValueError: bad ``num_episodes``, ``greedy``, ``record_states`` or ``key``.
     """
     positive_int(num_episodes, "num_episodes")
     if isinstance(greedy, (bool, np.bool_)):
@@ -142,14 +118,10 @@ def evaluate(
 
 
 def shortest_path_lengths(states: Any) -> np.ndarray:
-    """Breadth-first-search distance from start to target of each episode.
+    """Breadth-first-search distance from start to target of each episode: int64 ``(N,)``.
 
-    Args:
-        states: batched Maze states (leaves ``(N, ...)``), for example
-            ``evaluation.start``.
-
-    Returns:
-        int64 ``(N,)``; -1 where the target cannot be reached.
+    ``states``: batched Maze states (leaves ``(N, ...)``), e.g. ``evaluation.start``; -1 where
+    the target cannot be reached.
 
     Raises:
         ValueError: if ``states`` is not a batch of Maze states (``walls`` ``(N, rows, cols)``).

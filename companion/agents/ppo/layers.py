@@ -1,6 +1,4 @@
-"""The layers the PPO chapter's networks share: orthogonally initialised linear layers,
-the check of a maze image, and the shift of a grid of features by one move.
-"""
+"""Layers the PPO networks share: orthogonal linear layers, the image check, grid shifts."""
 
 from __future__ import annotations
 
@@ -17,17 +15,13 @@ def _orthogonal(key: jax.Array, shape: tuple, scale: float) -> jax.Array:
 
 
 def orthogonal_linear(key: jax.Array, in_size: int, out_size, gain: float) -> eqx.nn.Linear:
-    """An ``eqx.nn.Linear`` with orthogonal weights (float32 ``(out_size, in_size)``, rows of
-    norm ``gain`` when ``out_size <= in_size``) and zero bias, as PPO implementations
-    initialise (Huang et al., 2022, "The 37 implementation details of PPO").
+    """``eqx.nn.Linear`` with orthogonal float32 ``(out_size, in_size)`` weights and zero bias.
 
-    Args:
-        key: PRNG key, split once: the layer and the orthogonal matrix.
-        in_size: input features, a positive int.
-        out_size: output features, a positive int, or ``"scalar"`` (a value head).
-        gain: scale of the orthogonal matrix, a positive float.
+    ``out_size`` is a positive int or ``"scalar"`` (a value head); rows have norm ``gain`` when
+    ``out_size <= in_size``. As in Huang et al., 2022, "The 37 implementation details of PPO".
 
     Raises:
+        TypeError: if a size is not an int.
         ValueError: for a non-positive size or gain.
     """
     positive_int(in_size, "in_size")
@@ -72,15 +66,11 @@ def _check_image(image: jax.Array, grid_shape: tuple | None = None) -> None:
 
 
 def neighbour(h: jax.Array, direction: int) -> jax.Array:
-    """The value at each cell's neighbour in ``direction`` (0 up, 1 right, 2 down, 3 left).
+    """Shift by one move: ``out[r, c] = h[r + dr, c + dc]``, 0 off the grid; ``h``'s shape.
 
     Args:
         h: array ``(rows, cols, ...)``.
-        direction: an action id of Maze, a Python int in 0..3.
-
-    Returns:
-        array of ``h``'s shape: ``out[r, c] = h[r + dr, c + dc]``, and 0 where that
-        cell is outside the grid.
+        direction: a Python int, a Maze action id: 0 up, 1 right, 2 down, 3 left.
 
     Raises:
         ValueError: if ``h`` has fewer than 2 axes or ``direction`` is not 0, 1, 2 or 3.

@@ -1,9 +1,7 @@
-"""Generalised advantage estimation and the PPO loss.
+"""Generalised advantage estimation (Schulman et al., 2016) and the PPO loss.
 
-- :func:`gae`: advantages and value targets over a rollout (Schulman et al.,
-  2016), cut at episode boundaries, bootstrapping unless the episode terminated;
-- :func:`clipped_surrogate` and :func:`ppo_loss`: the clipped objective of
-  Schulman et al. (2017), a value loss and an entropy bonus.
+:func:`clipped_surrogate` and :func:`ppo_loss`: the clipped objective of Schulman et al. (2017),
+a value loss and an entropy bonus.
 """
 
 from __future__ import annotations
@@ -26,32 +24,19 @@ def gae(
     gamma: float,
     gae_lambda: float,
 ) -> tuple[jax.Array, jax.Array]:
-    """Generalised advantage estimation over a rollout (Schulman et al., 2016).
+    """Generalised advantage estimation (Schulman et al., 2016): ``(advantages, returns)``.
 
-    With ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)``::
-
-        A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1},   A_T = 0
-
-    ``value_tp1[t]`` is the value of the true next observation of step t (the
-    final observation when the episode ended there), so a *truncated* episode
-    still bootstraps and a *terminated* one does not. ``done_t`` cuts the sum
-    at every episode boundary. The recursion runs backwards with
-    ``jax.lax.scan(..., reverse=True)``.
+    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, ``delta_t = r_t + gamma *
+    (1 - terminated_t) * V(s_{t+1}) - V(s_t)``; ``returns = A_t + value_t``; all float ``(T, ...)``.
 
     Args:
-        reward_t, value_t, value_tp1: float ``(T, ...)``.
-        terminated_t, done_t: bool or float ``(T, ...)``; ``terminated_t``
-            implies ``done_t``.
-        gamma: discount in [0, 1]; gae_lambda: lambda in [0, 1].
-
-    Returns:
-        ``(advantages, returns)``, both float ``(T, ...)``; ``returns =
-        advantages + value_t`` are the value targets (lambda-returns).
+        reward_t, value_t, value_tp1: float ``(T, ...)``; ``value_tp1`` of the true next obs.
+        terminated_t, done_t: bool or float ``(T, ...)``; ``terminated_t`` implies ``done_t``.
 
     Raises:
-        ValueError: if the inputs differ in shape, have no time axis or an
-            empty one (T = 0), or ``gamma`` or ``gae_lambda`` is outside [0, 1].
-        TypeError: if the rewards or values are not floating point.
+        TypeError: non-float rewards or values, or a non-number ``gamma`` or ``gae_lambda``.
+        ValueError: differing shapes, ``T = 0`` or no time axis, or ``gamma`` or ``gae_lambda``
+            outside [0, 1].
     """
     number_in(gamma, "gamma", 0.0, 1.0)
     number_in(gae_lambda, "gae_lambda", 0.0, 1.0)
@@ -89,17 +74,10 @@ def gae(
 
 
 def normalise(advantages: jax.Array, eps: float = 1e-8) -> jax.Array:
-    """``(a - mean) / (std + eps)``: zero (not nan) for constant advantages.
-
-    Args:
-        advantages: float ``(...)``, at least one element.
-        eps: added to the standard deviation.
-
-    Returns:
-        float, the shape of ``advantages``.
+    """``(a - mean) / (std + eps)``, float, ``advantages``' shape: zero (not nan) if constant.
 
     Raises:
-        ValueError: for an empty array (its mean would be nan).
+        ValueError: for an empty ``advantages``.
     """
     if jnp.size(advantages) == 0:
         raise ValueError("advantages: expected at least one advantage, got an empty array")
@@ -121,19 +99,13 @@ class Batch(NamedTuple):
 
 
 def clipped_surrogate(ratio: jax.Array, advantage: jax.Array, clip_eps: float) -> jax.Array:
-    """PPO's clipped objective per sample (to be *maximised*).
+    """PPO's clipped objective per sample, to be *maximised* (Schulman et al., 2017).
 
-    ``min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)``, elementwise.
-
-    Args:
-        ratio: float ``(...)``, ``pi_new(a|s) / pi_old(a|s)``.
-        advantage: float ``(...)``, the same shape.
-        clip_eps: epsilon > 0 (0.2 in Schulman et al., 2017).
-
-    Returns:
-        float ``(...)``.
+    ``min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps) * A)`` elementwise, float ``(...)``;
+    ``ratio = pi_new(a|s) / pi_old(a|s)`` and ``advantage`` are float ``(...)`` of one shape.
 
     Raises:
+        TypeError: if ``clip_eps`` is not a number.
         ValueError: if ``clip_eps`` is not in (0, 1] or the shapes differ.
     """
     number_in(clip_eps, "clip_eps", 0.0, 1.0, low_open=True)
@@ -154,31 +126,18 @@ def ppo_loss(
     ent_coef: float = 0.01,
     normalise_advantages: bool = True,
 ) -> tuple[jax.Array, dict]:
-    """PPO loss of one minibatch (to be *minimised*).
+    """PPO loss of one minibatch, to be *minimised*: ``(loss, metrics)``.
 
-    ``loss = -mean(clipped surrogate) + vf_coef * value_loss - ent_coef * mean(entropy)``,
-    with ``value_loss = 0.5 * mean((V(s) - target)^2)``. The policy is
-    recomputed from ``batch.image`` and masked with ``batch.action_mask``, the
-    mask stored when the action was taken.
-
-    Args:
-        model: the actor-critic, from one image ``(3, rows, cols)`` to
-            ``(logits (num_actions,), value ())``.
-        batch: :class:`Batch` with leading axis B.
-        clip_eps, vf_coef, ent_coef: the loss's coefficients.
-        normalise_advantages: standardise the advantages over the minibatch first.
-
-    Returns:
-        ``(loss, metrics)``: a float32 scalar and a dict of scalars
-        (``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``,
-        ``clip_fraction``).
+    ``loss = -mean(clipped surrogate) + vf_coef * 0.5 * mean((V(s) - target)^2) - ent_coef *
+    mean(entropy)``, float32 (), the policy masked by the stored ``batch.action_mask``;
+    ``metrics``: scalars ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``,
+    ``clip_fraction``. ``model``: one image ``(3, rows, cols)`` to ``(logits, value ())``;
+    ``batch``: a :class:`Batch` with leading axis B.
 
     Raises:
         TypeError: if ``batch`` is not a :class:`Batch`.
-        ValueError: if the model's values do not have the targets' shape (B,): a
-            value head with output shape ``(1,)`` instead of ``()`` would make
-            ``value - target`` broadcast to ``(B, B)`` and pull every value
-            towards every target of the minibatch.
+        ValueError: if the model's values are not ``(B,)`` (e.g. a ``(1,)`` value head), or
+            ``clip_eps`` is outside (0, 1].
     """
     if not isinstance(batch, Batch):
         raise TypeError(f"batch: expected a ppo.Batch, got {type(batch).__name__}")

@@ -1,21 +1,7 @@
-"""The actor-critic networks of the PPO chapter, as equinox modules.
+"""The PPO chapter's actor-critics (equinox), their size descriptions and :func:`make_model`.
 
-- :class:`ActorCritic`: a small convolutional torso for one fixed grid size;
-- :class:`PropagationActorCritic`: a size-agnostic torso that passes messages
-  along the maze's open cells, one cell per iteration (value iteration
-  networks, Tamar et al., 2016);
-- :class:`~companion.agents.ppo.planning.ValueIterationActorCritic` (in
-  :mod:`~companion.agents.ppo.planning`): value iteration on the maze (a fixed, convergent
-  backup) with a learned input and a policy read off the values, for mazes of any size;
-- :class:`ConvNet`, :class:`PropagationNet`, :class:`ValueIterationNet`: each network by
-  its sizes (hashable), and :func:`make_model`, which builds the one they describe.
-
-The layers they share are in :mod:`~companion.agents.ppo.layers`. All three map one
-float32 image ``(3, rows, cols)`` (walls, agent, target; see
-:func:`companion.envs.maze.observation_image`) to ``(logits, value)``.
-Linear layers start orthogonal with zero biases, the policy head with gain
-0.01 and the value head with gain 1 (Huang et al., 2022, "The 37
-implementation details of PPO").
+Each maps one float32 image ``(3, rows, cols)`` to ``(logits, value)``; orthogonal init
+(Huang et al., 2022); propagation after value iteration networks (Tamar et al., 2016).
 """
 
 from __future__ import annotations
@@ -50,31 +36,19 @@ def _torso_and_heads(keys: list, in_size: int, hidden_sizes: tuple, num_actions:
 
 
 class ActorCritic(eqx.Module):
-    """Shared convolutional torso with a policy head and a value head.
+    """Convolutional actor-critic for one grid size: ``model(image) -> (logits, value)``.
 
-    ``model(image)`` takes one float32 image ``(3, rows, cols)`` (walls, agent,
-    target; see :func:`companion.envs.maze.observation_image`) and returns
-    ``(logits, value)``: float32 ``(num_actions,)`` and float32 ``()``. Use
-    ``jax.vmap(model)`` for a batch.
-
-    The torso is one or more 3 x 3 convolutions (padding 1, ReLU) followed by
-    fully connected layers (ReLU). Linear layers are initialised orthogonally
-    with zero biases; the policy head with a small gain (0.01) so that the
-    first policy is close to uniform over the legal actions, the value head
-    with gain 1 (as in the PPO implementation details of Huang et al., 2022).
+    ``image`` float32 ``(3, rows, cols)`` (:func:`companion.envs.maze.observation_image`) ->
+    float32 ``(num_actions,)``, ``()``; vmap for a batch. 3 x 3 convolutions (padding 1, ReLU),
+    dense ReLU layers, orthogonal init (policy gain 0.01, value gain 1; Huang et al., 2022).
 
     Args:
-        key: PRNG key.
-        grid_shape: ``(rows, cols)`` of the maze.
-        num_actions: number of discrete actions (4 for Maze).
         channels: output channels of each convolution (may be empty: no convolution).
         hidden_sizes: widths of the fully connected layers, at least one.
 
     Raises:
-        TypeError, ValueError: for sizes that are not positive ints, an empty
-            ``hidden_sizes`` or a ``grid_shape`` that is not two positive ints;
-            when called, for an image that is not float ``(3, rows, cols)`` of
-            the ``grid_shape`` it was built for.
+        TypeError, ValueError: for sizes that are not positive ints or an empty ``hidden_sizes``;
+            when called, for an image that is not float ``(3, *grid_shape)``.
     """
 
     convs: tuple
@@ -119,37 +93,19 @@ class ActorCritic(eqx.Module):
 
 
 class PropagationActorCritic(eqx.Module):
-    """An actor-critic whose torso passes messages along the maze's open cells.
+    """Actor-critic for mazes of any size: a wall-gated convolution repeated ``iterations`` times.
 
-    A plain convolution sees a 3 x 3 neighbourhood; to know which way leads to
-    a target 20 moves away, information has to travel 20 cells, through the
-    corridors and not through walls. This torso repeats one wall-gated
-    convolution ``iterations`` times, with shared weights, as in value
-    iteration networks (Tamar et al., 2016):
-
-        h_0 = tanh(x E),    h_{k+1} = tanh(h_k W_self + m_k W_nbr + x U + b)
-
-    where ``x`` (rows, cols, 3) is the image per cell and ``m_k`` sums ``h_k``
-    over the neighbours reachable in one move (both cells free). The features of
-    the agent's cell and of its four neighbours (zero where blocked) then go
-    through fully connected layers (ReLU) to a policy head (orthogonal, gain
-    0.01) and a value head.
-
-    ``model(image)`` takes one float32 image ``(3, rows, cols)`` and returns
-    ``(logits, value)``: float32 ``(num_actions,)`` and ``()``.
+    Shared weights as in value iteration networks (Tamar et al., 2016). ``model(image)``: one
+    float32 ``(3, rows, cols)`` -> float32 ``(num_actions,)``, ``()``.
 
     Args:
-        key: PRNG key.
-        num_actions: 4 for Maze.
         width: features per cell.
         hidden_sizes: widths of the fully connected layers after the torso.
         iterations: propagation steps (information travels one cell per step).
 
     Raises:
-        TypeError, ValueError: for a size that is not a positive int or an empty
-            ``hidden_sizes``; when called, for an image that is not float
-            ``(3, rows, cols)`` (any rows and cols: the weights do not depend
-            on the grid's size).
+        TypeError, ValueError: for a size that is not a positive int or an empty ``hidden_sizes``;
+            when called, for an image that is not float ``(3, rows, cols)``.
     """
 
     embed: jax.Array
@@ -286,8 +242,8 @@ def check_network(network, trainable: bool = True):
 
     Raises:
         TypeError: for another type, or a size that is not an int.
-        ValueError: naming the field, for a size that is not positive, or
-            ``iterations=None`` when ``trainable``.
+        ValueError: naming the field, for a size that is not positive, or ``iterations=None``
+            when ``trainable`` or for a :class:`PropagationNet`.
     """
     name = network_name(network)
     positive_ints(network.hidden_sizes, "network.hidden_sizes")
@@ -312,17 +268,10 @@ def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
 
     Args:
         network: :class:`ConvNet`, :class:`PropagationNet` or :class:`ValueIterationNet`.
-        key: PRNG key for the initial weights.
-        grid_shape: ``(rows, cols)`` of the maze (used by :class:`ActorCritic`).
-
-    Returns:
-        :class:`ActorCritic`, :class:`PropagationActorCritic` or
-        :class:`ValueIterationActorCritic`: one ``(3, rows, cols)`` image to
-        ``(logits (4,), value ())``.
+        grid_shape: ``(rows, cols)`` of the maze (used by :class:`ActorCritic` only).
 
     Raises:
-        TypeError, ValueError: as :func:`check_network` (``iterations=None`` is accepted
-            for the planning network).
+        TypeError, ValueError: as :func:`check_network` (``iterations=None`` allowed for planning).
     """
     check_network(network, trainable=False)
     hidden = tuple(network.hidden_sizes)
@@ -338,9 +287,8 @@ def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
 def model_skeleton(network, grid_shape: tuple = (10, 10)):
     """The network of ``network`` with ``jax.ShapeDtypeStruct`` in place of its weights.
 
-    Built by ``eqx.filter_eval_shape``: only traced, so no initial weights are computed and
-    nothing is compiled. It serves wherever only the structure is needed: the static part of
-    a model in a training program, or ``like`` for ``eqx.tree_deserialise_leaves``.
+    Only traced (``eqx.filter_eval_shape``): no weights computed, nothing compiled; e.g. the
+    ``like`` of ``eqx.tree_deserialise_leaves``.
 
     Raises:
         TypeError, ValueError: as :func:`make_model`.

@@ -1,4 +1,4 @@
-"""The generalising chapter's planning network: value iteration on the maze inside an actor-critic."""
+"""The generalising chapter's planning network: value iteration inside an actor-critic."""
 
 from __future__ import annotations
 
@@ -17,34 +17,19 @@ UNREACHED = -1e4
 
 
 class ValueIterationActorCritic(eqx.Module):
-    """An actor-critic that plans: max-plus value iteration on the maze (value iteration
-    networks, Tamar et al., 2016), then a policy read off the values (the PPO chapter's
-    planning section derives it).
+    """Actor-critic that plans: max-plus value iteration on the maze (Tamar et al., 2016).
 
-    Per value channel ``k``: ``v_0(s) = log(relu(x_s E)_k)`` from the wall and target channels
-    ``x_s`` (``UNREACHED`` where that is 0), then ``v_{i+1}(s) = max(v_i(s), max_{s'} v_i(s') -
-    c_k)`` over the open neighbours ``s'``, with a learned cost ``c_k = exp(log_cost_k)``. The
-    policy reads the neighbours' differences ``v(s') - v(s_agent)`` (``(4, width)``, zero
-    behind a wall, clipped to [-10, 10]) through one network shared by the directions; the
-    value head reads ``v(s_agent) / 10`` and the differences.
-
-    ``model(image)``: one float32 image ``(3, rows, cols)`` to ``(logits, value)``, float32
-    ``(4,)`` and ``()``.
+    ``model(image)``: float32 ``(3, rows, cols)`` to float32 ``(logits (4,), value ())``.
 
     Args:
-        key: PRNG key.
         width: value channels.
         policy_hidden: width of the per-direction policy network's hidden layer.
         hidden_sizes: widths of the value head's fully connected layers.
-        iterations: backups per call, in a ``jax.lax.scan`` (differentiable: for training),
-            or ``None``: backups in a ``jax.lax.while_loop`` until the values the readout
-            uses are final (at most ``rows * cols - 1``), on a maze of any size; for acting
-            and evaluation only (a ``while_loop`` has no reverse-mode gradient).
+        iterations: backups per call (``jax.lax.scan``), or ``None``: until the values used are
+            final (``while_loop``, any maze size; no reverse-mode gradient, so not for training).
 
     Raises:
-        TypeError, ValueError: for a size that is not a positive int, an empty
-            ``hidden_sizes`` or ``iterations`` that is neither ``None`` nor a positive
-            int; when called, for an image that is not float ``(3, rows, cols)``.
+        TypeError, ValueError: bad sizes or ``iterations``; an image not float ``(3, rows, cols)``.
     """
 
     embed: jax.Array

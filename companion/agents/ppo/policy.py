@@ -1,9 +1,7 @@
-"""A categorical policy over the *legal* actions only.
+"""A categorical policy over the *legal* actions only (illegal logits set to ``-inf``).
 
-Illegal actions get logit ``-inf``, hence probability exactly 0: sampling never
-picks them, and log-probabilities, entropy and their gradients stay finite.
-Every row must keep at least one legal action; a row without one is an error, never a
-silent ``nan`` (inside a compiled program under :func:`companion.debug.checked`).
+Log-probabilities, entropy and their gradients stay finite. A row without a legal action is
+an error, never a silent ``nan`` (inside a compiled program under :func:`companion.debug.checked`).
 """
 
 from __future__ import annotations
@@ -20,22 +18,14 @@ NO_LEGAL_ACTION = (
 
 
 def masked_logits(logits: jax.Array, action_mask: jax.Array) -> jax.Array:
-    """Set the logits of illegal actions to ``-inf``.
+    """``logits`` where ``action_mask`` is True, ``-inf`` elsewhere: float ``(..., num_actions)``.
 
-    Args:
-        logits: float ``(..., num_actions)``.
-        action_mask: bool ``(..., num_actions)``, True for a legal action; at
-            least one True per row.
-
-    Returns:
-        float ``(..., num_actions)``: ``logits`` where legal, ``-inf`` elsewhere,
-        so ``softmax`` gives illegal actions probability exactly 0 and
-        ``jax.random.categorical`` never samples them.
+    ``action_mask``: bool, ``logits``' shape, True for a legal action, at least one per row.
 
     Raises:
         TypeError: if ``action_mask`` is not boolean or ``logits`` not floating point.
-        ValueError: if the shapes differ, or a row of ``action_mask`` has no legal action
-            (traced: under :func:`companion.debug.checked`).
+        ValueError: if the shapes differ or are ``()``, or a row has no legal action (traced: under
+            :func:`companion.debug.checked`).
     """
     logits, action_mask = jnp.asarray(logits), jnp.asarray(action_mask)
     if action_mask.dtype != jnp.bool_:
@@ -52,18 +42,10 @@ def masked_logits(logits: jax.Array, action_mask: jax.Array) -> jax.Array:
 
 
 def log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
-    """Log-probability of ``action`` under ``softmax(logits)``.
+    """Log-probability of ``action`` under ``softmax(logits)``: float ``(...)``.
 
-    ``logits`` may hold ``-inf`` (masked actions); the result is finite for
-    any action with a finite logit and its gradient is finite. An action with
-    logit ``-inf`` has log-probability ``-inf`` (probability 0).
-
-    Args:
-        logits: float ``(..., num_actions)``.
-        action: int ``(...)``, each in ``0 .. num_actions - 1``.
-
-    Returns:
-        float ``(...)``.
+    ``logits`` float ``(..., num_actions)`` may hold ``-inf`` (masked; log-probability ``-inf``);
+    ``action`` int ``(...)``. Value and gradient are finite for actions with a finite logit.
 
     Raises:
         TypeError: if ``action`` is not of an integer dtype.
@@ -88,23 +70,13 @@ def log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
 
 
 def entropy(logits: jax.Array) -> jax.Array:
-    """Entropy (nats) of ``softmax(logits)``, ignoring actions with logit ``-inf``.
+    """Entropy (nats) of ``softmax(logits)``, float ``(...)``, ignoring actions with logit ``-inf``.
 
-    A masked action contributes ``0 * log 0 = 0``. The naive
-    ``-sum(p * log p)`` gives ``0 * (-inf) = nan`` there, and a nan gradient
-    even when the value is patched; here ``log p`` is replaced by 0 *before*
-    the product, so value and gradient stay finite. For logits
-    ``[0, 0, -inf, -inf]`` the entropy is ``ln 2``.
-
-    Args:
-        logits: float ``(..., num_actions)``, at least one finite entry per row.
-
-    Returns:
-        float ``(...)``.
+    ``logits``: float ``(..., num_actions)``, at least one finite entry per row. Masked actions
+    add ``0 * log 0 = 0``; value and gradient stay finite (no ``nan``).
 
     Raises:
-        ValueError: if a row has no finite logit (traced: under
-            :func:`companion.debug.checked`).
+        ValueError: if a row has no finite logit (traced: under :func:`companion.debug.checked`).
     """
     logits = jnp.asarray(logits)
     legal = jnp.isfinite(logits)

@@ -1,11 +1,7 @@
 """The PPO rollout: ``num_steps`` steps of a batch of Maze environments in one ``lax.scan``.
 
-Episodes that end restart from a reset pool (:mod:`companion.envs.autoreset`)
-or through jumanji's ``AutoResetWrapper``. Each transition stores its image as
-bool and the critic's V(s_{t+1}) for bootstrapping: the next step's value within
-an episode, the value of the true final observation where the time limit
-truncated one (the only next observations the critic sees again), none where it
-terminated.
+Ended episodes restart from a reset pool (:mod:`companion.envs.autoreset`) or through
+jumanji's ``AutoResetWrapper``; each transition stores V(s_{t+1}) for bootstrapping.
 """
 
 from __future__ import annotations
@@ -30,27 +26,16 @@ class Transition(NamedTuple):
     """A batch of steps; leaves have leading axes ``(num_steps, num_envs)``.
 
     Fields:
-        image: bool ``(..., 3, rows, cols)``, the observation image at time t
-            (:func:`companion.envs.maze.observation_image`, whose entries are 0
-            and 1), 1 byte a cell and channel; ``.astype(jnp.float32)`` gives the
-            network's input.
-        action_mask: bool ``(..., 4)``, the mask used to pick the action (and
-            used again in the update).
+        image: bool ``(..., 3, rows, cols)``, observation image at t; ``.astype(float32)`` to use.
+        action_mask: bool ``(..., 4)``, the mask the action was picked with (reused in the update).
         action: int32 ``(...)``.
-        log_prob: float32 ``(...)``, log pi_old(a_t | s_t) of the acting policy.
+        log_prob: float32 ``(...)``, log pi_old(a_t | s_t).
         value: float32 ``(...)``, V_old(s_t).
         reward: float32 ``(...)``.
-        terminated: bool ``(...)``, the episode really ended at this step: the
-            agent reached the target or has no legal move left
-            (:func:`companion.envs.maze.terminated`); GAE does not bootstrap here.
-        done: bool ``(...)``, the episode ended, terminated or truncated by the
-            time limit (``timestep.last()``).
-        next_value: float32 ``(...)``, V_old(s_{t+1}) to bootstrap from:
-            ``value`` of the next step within an episode (of the observation after
-            the rollout at its last step), the value of the true final observation
-            where the episode was truncated, and 0 where it terminated.
-        step_count: int32 ``(...)``, steps taken in the episode after step t
-            (the episode length when ``done``).
+        terminated: bool ``(...)``, target reached or no legal move (no bootstrap).
+        done: bool ``(...)``, terminated or truncated (``timestep.last()``).
+        next_value: float32 ``(...)``, V_old(s_{t+1}) (see :func:`next_values`).
+        step_count: int32 ``(...)``, steps of the episode after step t (its length when ``done``).
     """
 
     image: jax.Array
@@ -74,33 +59,19 @@ def rollout(
     key: jax.Array,
     num_steps: int,
 ) -> tuple[Any, Any, Transition]:
-    """Run ``num_steps`` steps of a batch of Maze environments with ``model``.
+    """Run ``num_steps`` steps of Maze environments: ``(env_state, timestep, transitions)``.
 
     Args:
-        model: the actor-critic, a function from one float32 image
-            ``(3, rows, cols)`` to ``(logits (4,), value ())``.
-        env: a jumanji Maze (without wrappers); its ``time_limit`` bounds the
-            truncations a rollout can hold, ``ceil(num_steps / time_limit)`` per
-            environment, whose final observations get a second network pass.
-        pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`),
-            or ``None`` to restart episodes with jumanji's
-            ``AutoResetWrapper(env, next_obs_in_extras=True)``: a fresh reset
-            for every environment on every step (slower for random mazes,
-            since under ``vmap`` the reset runs whether or not it is used).
-        env_state, timestep: batched (leading axis ``num_envs``) state and
-            timestep; ``timestep.observation`` is the current observation.
-        key: PRNG key.
-        num_steps: rollout length (static), a positive int.
-
-    Returns:
-        ``(env_state, timestep, transitions)``, transitions with leaves of
-        shape ``(num_steps, num_envs, ...)``.
+        model: one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
+        env: a jumanji Maze without wrappers.
+        pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`), or ``None`` for
+            ``AutoResetWrapper(env, next_obs_in_extras=True)`` (a fresh reset on every step).
+        env_state, timestep: batched over ``num_envs``, with ``timestep.extras["next_obs"]``.
+        num_steps: static, a positive int; ``transitions`` leaves: ``(num_steps, num_envs, ...)``.
 
     Raises:
-        TypeError, ValueError: for a ``num_steps`` that is not a positive int,
-            a ``key`` that is not one PRNG key, or a ``timestep`` without
-            ``extras["next_obs"]`` (start from
-            :func:`companion.envs.autoreset.reset_with_next_obs`).
+        TypeError, ValueError: bad ``num_steps`` or ``key``, or no ``extras["next_obs"]`` in
+            ``timestep`` (reset with :func:`companion.envs.autoreset.reset_with_next_obs`).
     """
     positive_int(num_steps, "num_steps")
     prng_key(key)
@@ -152,34 +123,19 @@ def rollout(
 def next_values(
     model: Any, transitions: Transition, next_obs: Any, last_obs: Any, env: Any
 ) -> jax.Array:
-    """V(s_{t+1}) for every step of a rollout, with one network pass for the few that need it.
+    """V(s_{t+1}) of every step of a rollout, float32 ``(T, N)``, for GAE (Schulman et al., 2016).
 
-    Within an episode, s_{t+1} is the next step's observation, whose value the
-    rollout already has; after the last step it is the observation the rollout
-    ends on (``last_obs``). Where an episode terminated there is no future
-    (0). Where it was truncated, s_{t+1} is the true final observation, which
-    no later step sees. Only those and ``last_obs`` go through the network, in
-    one batch. A truncation comes at most once every ``env.time_limit`` steps
-    of an environment, so there are at most ``ceil(T / time_limit)`` per
-    environment: a static number of observations, gathered with
-    ``jnp.nonzero(..., size=...)``. GAE (Schulman et al., 2016) bootstraps from
-    the result (:func:`companion.agents.ppo.gae`).
+    Within an episode the next step's value; on a truncation the model's value of the true final
+    observation (and of ``last_obs`` after step T - 1), in one pass; 0 on a termination.
 
     Args:
-        model: the actor-critic (one float32 image to ``(logits, value)``).
-        transitions: a rollout's :class:`Transition` s, leaves ``(T, N, ...)``.
-        next_obs: the Maze observations after each step (the true final one
-            where an episode ended), leaves ``(T, N, ...)``.
+        transitions: a rollout's :class:`Transition`, leaves ``(T, N, ...)``.
+        next_obs: the Maze observations after each step, leaves ``(T, N, ...)``.
         last_obs: the Maze observations after step T - 1, leaves ``(N, ...)``.
-        env: the Maze (its ``time_limit``; without one, every step counts).
-
-    Returns:
-        float32 ``(T, N)``: the ``next_value`` field of :class:`Transition`.
 
     Raises:
         TypeError: if ``transitions`` is not a :class:`Transition`.
-        ValueError: if ``transitions.value`` is not ``(T, N)`` or ``last_obs``
-            does not hold ``N`` observations.
+        ValueError: if ``transitions.value`` is not ``(T, N)`` or ``last_obs`` not N observations.
     """
     if not isinstance(transitions, Transition):
         raise TypeError(

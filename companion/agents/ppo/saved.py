@@ -1,9 +1,7 @@
 """The generalising chapter's agents trained on random mazes, saved as package data.
 
-``tools/train_random_maze.py`` trains each and writes two files to ``companion/data``:
-``<name>.eqx`` (the model's arrays, ``eqx.tree_serialise_leaves``) and ``<name>.json``
-(task, configuration, network, timings, hardware, learning curve, evaluations). Colab gets
-them with the package.
+``tools/train_random_maze.py`` writes ``companion/data/<name>.eqx`` (the model's arrays,
+``eqx.tree_serialise_leaves``) and ``<name>.json`` (config, network, curves, evaluations).
 """
 
 from __future__ import annotations
@@ -64,21 +62,16 @@ AS_TRAINED = "as trained"
 
 
 def load_saved_agent(network: str = "propagation", iterations=AS_TRAINED):
-    """The saved agent: a model built from its configuration, filled with its weights.
+    """The saved agent's equinox model: float32 ``(3, rows, cols)`` -> ``(logits (4,), value ())``.
 
     Args:
         network: ``"propagation"`` or ``"value_iteration"``.
-        iterations: propagation steps or backups per call; by default those it trained
-            with. The weights do not depend on it (for example ``None`` for the
-            value-iteration agent: backups until its values settle, on a maze of any size).
-
-    Returns:
-        the equinox module (:class:`PropagationActorCritic` or
-        :class:`ValueIterationActorCritic`): one float32 image ``(3, rows, cols)`` to
-        ``(logits (4,), value ())``.
+        iterations: steps or backups per call; default as trained (``None``: value iteration
+            until the values settle).
 
     Raises:
         ValueError: for an unknown ``network``.
+        TypeError, ValueError: for a bad ``iterations`` (as :func:`check_network`).
     """
     described = saved_network(network)
     if iterations != AS_TRAINED:

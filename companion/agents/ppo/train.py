@@ -1,11 +1,5 @@
-"""PPO training on jumanji's Maze as one compiled program.
-
-:func:`make_train` builds ``train(key) -> (runner, metrics)``: rollouts
-(:func:`~companion.agents.ppo.rollout`), GAE and minibatch epochs of the PPO
-loss, all inside ``jax.lax.scan``: a pure function that the caller jits (once per
-configuration) and ``jax.vmap``-s over seeds. :func:`make_trainer` exposes the same program
-in two pieces, ``init`` and ``run``, for training in chunks (to evaluate or
-save between them). The structure follows PureJaxRL's PPO (Lu et al., 2022).
+"""PPO training on jumanji's Maze as one compiled program (:func:`make_train`), or in chunks
+(:func:`make_trainer`). The structure follows PureJaxRL's PPO (Lu et al., 2022).
 """
 
 from __future__ import annotations
@@ -46,11 +40,9 @@ class RunnerState(NamedTuple):
         env_state, timestep: the batched environments (leading axis ``num_envs``).
         key: PRNG key.
         update: int32 (), updates done so far.
-        episode_start: int32 ``(num_envs,)``, the update in which each
-            environment's current episode started.
-        started, ended, succeeded: float32 ``(num_updates,)``: how many episodes
-            started in each update, how many of those have ended, and how many
-            of those reached the target.
+        episode_start: int32 ``(num_envs,)``, the update in which each current episode started.
+        started, ended, succeeded: float32 ``(num_updates,)``, episodes started in each update,
+            how many of those have ended, and how many reached the target.
     """
 
     params: Any
@@ -69,16 +61,12 @@ class Trainer(NamedTuple):
     """The pieces of :func:`make_train`, for training in chunks.
 
     Fields:
-        init: ``init(key) -> RunnerState``, jitted: a new model, optimiser and
-            batch of environments.
-        run: ``run(runner, num_updates) -> (runner, metrics)``, jitted with
-            ``num_updates`` static: that many updates (the learning-rate
-            schedule and the update counter continue across calls).
-        train: ``train(key) -> (runner, metrics)``, the whole run as a pure function
-            (not jitted: jit it, vmap it over keys); see :func:`make_train`.
-        model: ``model(runner)``: the current model of a runner.
-        config: the configuration.
-        network: the network's description.
+        init: jitted ``init(key) -> RunnerState``: new model, optimiser and environments.
+        run: jitted ``run(runner, num_updates) -> (runner, metrics)`` (``num_updates`` static);
+            the learning-rate schedule and update counter continue across calls.
+        train: ``train(key) -> (runner, metrics)``, the whole run, pure and not jitted.
+        model: ``model(runner)``, the current model of a runner.
+        config, network: the configuration and the network's description.
     """
 
     init: Callable
@@ -97,39 +85,19 @@ def make_trainer(
     axis_name: str | None = None,
     progress_bar: bool = False,
 ) -> Trainer:
-    """Build the training program of ``config``, ``network`` and ``env`` in pieces (see
-    :class:`Trainer`).
-
-    ``train(key)`` runs ``run(init(key), config.num_updates)`` and adds the
-    ``success_by_start`` metric; ``model(runner)`` is the trained model.
+    """Build the training program of ``config``, ``network`` and ``env`` as a :class:`Trainer`.
 
     Args:
-        config: the hyperparameters (:class:`PPOConfig`).
-        network: the network to train, by its sizes: :class:`~companion.agents.ppo.ConvNet`,
-            :class:`~companion.agents.ppo.PropagationNet` or
-            :class:`~companion.agents.ppo.ValueIterationNet`.
-        env: the jumanji Maze to train on: a task of
-            :func:`companion.envs.maze.make_maze_task` (``"empty"``, ``"medium"``,
-            ``"random"``) or a Maze of your own (a layout from
-            :class:`companion.envs.maze.FixedMazeGenerator`, another size, another time
-            limit).
-        loss_fn: the loss of one minibatch, ``loss_fn(model, batch) -> (loss, metrics)``
-            with ``batch`` a :class:`~companion.agents.ppo.Batch` and ``metrics`` a dict
-            of scalars (averaged over each update's minibatches in the training
-            metrics); bind hyperparameters with ``functools.partial``. ``None``:
-            :func:`default_loss` (``ppo_loss`` with the config's coefficients).
-        axis_name: ``None`` on one device. Inside ``shard_map`` over a device
-            mesh, the name of the mesh axis that splits the environments: each
-            minibatch gradient is then averaged over that axis
-            (``jax.lax.pmean``) before the optimiser step
-            (:func:`companion.parallel.make_data_parallel_train`).
-        progress_bar: a jax-tqdm bar over the updates (a host callback in the program).
+        network: a ``ConvNet``, ``PropagationNet`` or ``ValueIterationNet``.
+        env: a jumanji Maze, e.g. from :func:`companion.envs.maze.make_maze_task`.
+        loss_fn: ``loss_fn(model, batch: Batch) -> (loss, metrics: dict of scalars)``, metrics
+            averaged per update; ``None``: :func:`default_loss`.
+        axis_name: ``None`` on one device; in ``shard_map``, the mesh axis to ``pmean`` gradients
+            over (:func:`companion.parallel.make_data_parallel_train`).
 
     Raises:
-        TypeError, ValueError: see :func:`check_config` and
-            :func:`~companion.agents.ppo.networks.check_network`; ``TypeError`` if
-            ``loss_fn`` is not callable, ``env`` is not a Maze or ``axis_name``
-            is not ``None`` or a string.
+        TypeError, ValueError: as :func:`check_config`, :func:`check_network`; TypeError for a
+            non-callable ``loss_fn``, a non-Maze ``env``, or ``axis_name`` not ``None`` or a str.
     """
     check_config(config)
     check_network(network)
@@ -300,21 +268,11 @@ def make_trainer(
 
 
 def success_by_start(runner: RunnerState) -> jax.Array:
-    """Success rate of the episodes that *started* in each update.
+    """Success rate of the episodes that *started* in each update (no bias towards short episodes).
 
-    Episodes that end early are mostly those that reach the target, so the
-    success rate of the episodes that *ended* in an update is biased upwards
-    while many episodes are still running (in the first updates, only
-    successes can have ended). Counting every episode under the update in
-    which it started, once all of them have ended, has no such bias.
-
-    Args:
-        runner: the final :class:`RunnerState` (leading axes allowed, e.g. seeds).
-
-    Returns:
-        float32 ``(..., num_updates)``: successes / episodes started in each
-        update, nan where an episode started in that update was still running
-        when training stopped (or none started).
+    ``runner``: the final :class:`RunnerState` (leading axes allowed, e.g. seeds). Returns float32
+    ``(..., num_updates)``: successes / episodes started, nan where one of them was still
+    running when training stopped (or none started).
 
     Raises:
         TypeError: if ``runner`` is not a :class:`RunnerState`.
@@ -332,34 +290,16 @@ def make_train(
     loss_fn: Callable | None = None,
     progress_bar: bool = False,
 ) -> Callable:
-    """Build ``train(key) -> (runner, metrics)`` for ``config`` and ``network`` on ``env``: a
-    pure function, not jitted.
+    """Build the pure ``train(key) -> (runner, metrics)``, not jitted: jit it, vmap it over seeds.
 
-    ``train`` runs the whole experiment as one program: an outer ``lax.scan`` over
-    ``config.num_updates`` updates, each a rollout (:func:`~companion.agents.ppo.rollout`),
-    :func:`~companion.agents.ppo.gae`, and ``num_epochs`` passes of ``num_minibatches``
-    minibatch steps of ``loss_fn`` (both inside ``lax.scan``). Only the floating-point arrays
-    of the model are trained (``eqx.partition(model, eqx.is_inexact_array)``). The caller
-    compiles it, ``jax.jit(train)``, and runs several seeds with ``jax.vmap(train)``. The
-    trained model is ``make_trainer(config, network, env, ...).model(runner)``.
-
-    Metrics (float32, one entry per update, shape ``(num_updates,)``): ``env_steps``;
-    ``episodes``, ``success_rate`` and ``episode_length`` of the episodes that *ended* in the
-    update's rollout (nan when none ended); ``success_by_start`` (:func:`success_by_start`:
-    no survivor bias, nan for the last updates whose episodes were still running); and the
-    means over the update's minibatches of ``loss_fn``'s metrics (for :func:`ppo_loss`:
-    ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``).
-
-    Args:
-        config: the hyperparameters (:class:`PPOConfig`).
-        network: the network, by its sizes (:class:`~companion.agents.ppo.ConvNet`, ...).
-        env: the Maze to train on (see :func:`make_trainer`).
-        loss_fn: ``loss_fn(model, batch) -> (loss, metrics)`` (see :func:`make_trainer`);
-            ``None`` for :func:`default_loss`.
-        progress_bar: a jax-tqdm bar over the updates.
+    Each of ``config.num_updates`` updates: a rollout, GAE, ``num_epochs`` x ``num_minibatches``
+    steps of ``loss_fn`` on the model's floating-point arrays. Trained model:
+    ``make_trainer(config, network, env, ...).model(runner)``. Metrics, float32 ``(num_updates,)``:
+    ``env_steps``; ``episodes``, ``success_rate``, ``episode_length`` of episodes that ended in
+    the update (nan if none); :func:`success_by_start`; means of ``loss_fn``'s metrics.
+    Arguments as :func:`make_trainer`; ``progress_bar``: a jax-tqdm bar over the updates.
 
     Raises:
-        TypeError, ValueError: for a config or network that cannot run
-            (:func:`check_config`, ``check_network``), or a ``key`` that is not one PRNG key.
+        TypeError, ValueError: as :func:`make_trainer`, or a ``key`` that is not one PRNG key.
     """
     return make_trainer(config, network, env, loss_fn, progress_bar=progress_bar).train
