@@ -331,10 +331,10 @@ def planning_comparison(js, planner, kept_run):
 
 def _planning_comparison(js, planner):
     out = {}
-    forward32 = eqx.filter_jit(jax.vmap(planner))
+    forward32 = eqx.filter_jit(eqx.filter_vmap(planner))
     with jax.enable_x64(True):
         planner64 = _to_float64(planner)
-        forward64 = eqx.filter_jit(jax.vmap(planner64))
+        forward64 = eqx.filter_jit(eqx.filter_vmap(planner64))
         for k, size in enumerate(PLANNING_SIZES):
             walls, rows = _planning_states(size, 500 + k)
             images = _images(walls, rows)
