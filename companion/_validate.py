@@ -1,11 +1,7 @@
-"""Argument checks shared by the package: each error names the argument, what it got and
-what was expected.
+"""Argument checks shared by the package: each error names the argument, its value, the expected.
 
-Python-level checks (types, sizes, names) run when a function is called or traced. Checks on
-values (:func:`runtime_check`) raise at once on concrete arrays; on traced values (inside
-``jit``, ``vmap`` or ``scan``) they are ``checkify`` checks, which
-:func:`companion.debug.checked` turns on and a plain ``jax.jit`` drops: the default compiled
-programs carry no host callback.
+Value checks (:func:`runtime_check`) raise at once on concrete arrays; on traced ones they are
+``checkify`` checks that :func:`companion.debug.checked` keeps and a plain ``jax.jit`` drops.
 """
 
 from __future__ import annotations
@@ -167,12 +163,9 @@ def folder_and_parents(start: Any, name: str = "start") -> tuple[Path, ...]:
 def runtime_check(bad: Any, message: str) -> None:
     """Raise ``ValueError(message)`` if any element of ``bad`` is True.
 
-    On a concrete array (an eager call) the check runs now. On a traced one (inside ``jit``,
-    ``vmap`` or ``scan``) it becomes ``jax.experimental.checkify.debug_check``: under
-    :func:`companion.debug.checked` (``checkify.checkify``) a failing check is returned as an
-    error value and raised after the call; under a plain ``jax.jit`` it is dropped, so the compiled program has
-    no host callback (which would keep it out of JAX's persistent compilation cache and, on a
-    GPU, wait for the host).
+    A concrete ``bad`` is checked now; a traced one becomes a ``checkify.debug_check``, raised
+    after the call under :func:`companion.debug.checked` and dropped by a plain ``jax.jit`` (so
+    the compiled program has no host callback).
 
     Raises:
         ValueError: with ``message``, if ``bad`` is concrete and any element is True.
@@ -186,17 +179,8 @@ def runtime_check(bad: Any, message: str) -> None:
 
 @contextlib.contextmanager
 def _error_code(message: str):
-    """Give the check traced in this block an error code that depends on ``message`` only.
-
-    ``checkify`` numbers each check it traces from a counter global to the process, and the
-    number is a constant of the traced program even under a plain ``jax.jit``, which drops
-    the check itself. The same training program would then differ from one process to the
-    next with what else the process traced first, and JAX's persistent compilation cache,
-    which finds a program by a hash of its text, would not find it again. Codes from
-    ``message`` start at 2**30, above the counter's; two messages sharing one (CRC-32
-    modulo 2**30) would only swap which of their messages a failure shows. If JAX moves
-    its counter (``jax._src.checkify.next_code``), nothing is changed: the checks still
-    work, and ``tests/test_discipline.py`` finds the cache missing the program again.
+    """Give the check traced in this block an error code from ``message`` only (2**30 + CRC-32),
+    not checkify's process-global counter, so the program text (and its cache key) stays stable.
     """
     try:
         from jax._src import checkify as impl

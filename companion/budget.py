@@ -1,11 +1,7 @@
 """One setting that scales every training budget in the book.
 
-The book build runs the real budgets. The test suite sets the environment
-variable ``DRLJAX_BUDGET=tiny`` so that the *same visible code* in every
-notebook runs in seconds::
-
-    from companion.budget import budget
-    num_steps = budget(full=200_000, tiny=500)
+``budget(full=200_000, tiny=500)`` gives ``full`` in the book build and ``tiny`` when the
+environment variable ``DRLJAX_BUDGET=tiny`` (the tests), so the same notebook code runs fast.
 """
 
 from __future__ import annotations
@@ -36,18 +32,14 @@ def budget_mode() -> str:
 
 
 def budget(full: T, tiny: T) -> T:
-    """Pick the value for the current budget mode.
+    """``full`` or ``tiny``, according to :func:`budget_mode`.
 
     Args:
-        full: value used by the book build and by readers (the real budget).
-        tiny: value used by the tests; must have the same type as ``full``.
-
-    Returns:
-        ``full`` or ``tiny``, according to :func:`budget_mode`.
+        full: the real budget, used by the book build and by readers.
+        tiny: the tests' budget; must have the same type as ``full``.
 
     Raises:
-        TypeError: if ``full`` and ``tiny`` have different types, a sign that
-            one of them is a typo (``500`` against ``"500"``).
+        TypeError: if ``full`` and ``tiny`` have different types (a typo: ``500`` vs ``"500"``).
     """
     if type(full) is not type(tiny):
         raise TypeError(

@@ -1,10 +1,7 @@
 """Turning on the run-time value checks that the default compiled programs leave out.
 
-The package validates shapes, dtypes, configurations and names in Python, at its entry points.
-Checks on values that exist only at run time (an action outside the action space, a row of
-the action mask with no legal action, sampling an empty replay buffer) raise at once in an
-eager call and are ``checkify`` checks inside a compiled program: :func:`checked` turns them
-on; a plain ``jax.jit`` drops them, so that program has no host callback.
+Value checks (an illegal action, an empty replay buffer, a mask row with no legal action) raise
+at once in an eager call; under ``jit`` they are ``checkify`` checks kept only by :func:`checked`.
 """
 
 from __future__ import annotations
@@ -18,10 +15,8 @@ from jax.experimental import checkify
 def checked(fn: Any, static_argnums: int | tuple = ()) -> Any:
     """``fn``, jitted, with its run-time value checks turned on.
 
-    ``checked(train)(key)`` runs ``jax.jit(checkify.checkify(train))`` and raises the first
-    failed check after the call; ``static_argnums`` as in ``jax.jit``. Use it to debug a program (an illegal action, an empty
-    buffer, a row of the action mask with no legal action); the default programs skip these
-    checks.
+    ``checked(train)(key)`` runs ``jax.jit(checkify.checkify(train))`` (``static_argnums`` as in
+    ``jax.jit``) and raises the first failed check after the call.
 
     Raises:
         TypeError: if ``fn`` is not callable.

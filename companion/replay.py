@@ -1,18 +1,7 @@
-"""A uniform replay buffer as pure functions over a pytree state.
+"""A uniform replay buffer (Lin, 1992; DQN, Mnih et al., 2015) as pure functions over a pytree.
 
-Experience replay (Lin, 1992; used by DQN, Mnih et al., 2015) stores
-transitions in a fixed-size ring and trains on minibatches sampled uniformly
-from it: this decorrelates consecutive updates and reuses each transition many
-times. The buffer is a pytree, so it can live in a ``jax.lax.scan`` carry and
-be ``jax.vmap``-ed over seeds.
-
-Layout: every leaf of the example transition with shape ``s`` and dtype ``d``
-gets storage of shape ``(capacity, *s)`` and dtype ``d``. ``position`` is the
-slot the next transition goes to; ``size`` counts the filled slots (at most
-``capacity``). When the ring is full, the oldest transitions are overwritten.
-
-For real projects, flashbax (InstaDeep) offers the same and more (prioritised
-and trajectory buffers).
+A ring: each example leaf of shape ``s`` and dtype ``d`` gets ``(capacity, *s)`` of dtype ``d``;
+when full, the oldest transitions are overwritten. flashbax (InstaDeep) offers the same and more.
 """
 
 from __future__ import annotations
@@ -44,19 +33,15 @@ class ReplayBuffer(NamedTuple):
 
 
 def replay_init(example: Any, capacity: int) -> ReplayBuffer:
-    """An empty buffer for transitions shaped like ``example``.
+    """An empty buffer (zeros, ``position = size = 0``) for transitions shaped like ``example``.
 
     Args:
-        example: one transition, a pytree of arrays (or scalars); only its
-            structure, shapes and dtypes are used.
+        example: one transition, a pytree of arrays or scalars (only shapes and dtypes are used).
         capacity: number of transitions kept, a positive int.
 
-    Returns:
-        :class:`ReplayBuffer` filled with zeros, ``position = size = 0``.
-
     Raises:
-        TypeError, ValueError: if ``capacity`` is not a positive int or ``example``
-            has no leaves.
+        TypeError: if ``capacity`` is not an int.
+        ValueError: if ``capacity`` is not positive, or ``example`` has no leaves.
     """
     positive_int(capacity, "capacity")
     leaves = jax.tree.leaves(example)
@@ -139,18 +124,13 @@ def replay_add_batch(buffer: ReplayBuffer, transitions: Any) -> ReplayBuffer:
 def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
     """Sample ``batch_size`` transitions uniformly, with replacement, from the filled slots.
 
-    Args:
-        buffer: a buffer holding at least one transition.
-        key: PRNG key.
-        batch_size: number of transitions, a positive int (static).
-
     Returns:
-        Pytree like the example transition, each leaf ``(batch_size, ...)``.
+        Pytree like the example transition, each leaf ``(batch_size, ...)``; ``batch_size`` is
+        a positive int (static).
 
     Raises:
-        TypeError, ValueError: if ``batch_size`` is not a positive int or ``key``
-            not one PRNG key; ``ValueError`` if the buffer is empty (traced: under
-            :func:`companion.debug.checked`).
+        TypeError, ValueError: if ``batch_size`` is not a positive int or ``key`` not one PRNG
+            key; ``ValueError`` if the buffer is empty (a run-time check: :mod:`companion.debug`).
     """
     positive_int(batch_size, "batch_size")
     prng_key(key)

@@ -1,18 +1,7 @@
-"""A maze as a tabular Markov decision process, and its exact values.
+"""A maze as a tabular MDP (Sutton and Barto, 2018, ch. 3), and its exact values (Bellman, 1957).
 
-The foundations chapter builds each of these in view and checks it against the Maze;
-later chapters and the exercises' self-checks use the tested versions here:
-
-- :func:`maze_mdp`: the transition and reward tables of jumanji's Maze for one wall layout
-  and target (Sutton and Barto, 2018, ch. 3);
-- :func:`evaluate_policy`: V^pi exactly, by solving the Bellman expectation equation, a
-  linear system;
-- :func:`action_values`: Q from V by one Bellman backup;
-- :func:`value_iteration`: V* by iterating the Bellman optimality backup (Bellman, 1957).
-
-States are the free cells other than the target, numbered row by row. An illegal move leaves
-the agent where it is (jumanji's Maze does the same); moving onto the target pays 1 and ends
-the episode (a termination); every other step pays 0.
+States: the free cells but the target, row by row. An illegal move stays put (as in jumanji's
+Maze); moving onto the target pays 1 and terminates; every other step pays 0.
 """
 
 from __future__ import annotations
@@ -33,9 +22,7 @@ class MazeMDP(NamedTuple):
     Attributes:
         cells: int32 ``(S, 2)``, the ``(row, col)`` of each state.
         legal: bool ``(S, 4)``, True where the action moves (the Maze's action mask).
-        next_state: int32 ``(S, 4)``, the state an action leads to (the state itself for an
-            illegal action; for a move onto the target, also the state itself, which
-            ``terminal`` marks as having no future).
+        next_state: int32 ``(S, 4)``, the next state (the state itself if illegal or terminal).
         reward: float32 ``(S, 4)``, 1 for a move onto the target, else 0.
         terminal: bool ``(S, 4)``, True for a move onto the target.
         target: int32 ``(2,)``, the target cell.
@@ -50,19 +37,14 @@ class MazeMDP(NamedTuple):
 
 
 def maze_mdp(walls: Any, target: Any) -> MazeMDP:
-    """The tables of the maze ``walls`` with its target at ``target``.
+    """The :class:`MazeMDP` of ``walls`` (bool ``(rows, cols)``, True for a wall) and ``target``.
 
     Args:
-        walls: bool array-like ``(rows, cols)``, True for a wall.
         target: ``(row, col)`` of a free cell.
 
-    Returns:
-        A :class:`MazeMDP`.
-
     Raises:
-        ValueError: if ``walls`` is not a 2-D grid, ``target`` not a free cell inside it,
-            or some free cell cannot reach the target (the values would not be defined by
-            one linear system).
+        ValueError: if ``walls`` is not a 2-D 0/1 grid, ``target`` not a free cell inside it,
+            or some free cell cannot reach the target.
     """
     walls = check_walls(walls)
     target = check_cell(target, "target", walls)
@@ -109,11 +91,11 @@ def action_values(mdp: MazeMDP, v: jax.Array, gamma: float) -> jax.Array:
     """``Q(s, a) = r(s, a) + gamma * (1 - terminal(s, a)) * V(s')``, float32 ``(S, 4)``.
 
     Args:
-        mdp: the tables.
         v: float ``(S,)``, a value per state.
         gamma: discount in [0, 1).
 
     Raises:
+        TypeError: if ``gamma`` is not a number.
         ValueError: if ``v`` is not ``(S,)`` or ``gamma`` is outside [0, 1).
     """
     _check_gamma(gamma)
@@ -125,18 +107,13 @@ def action_values(mdp: MazeMDP, v: jax.Array, gamma: float) -> jax.Array:
 def evaluate_policy(mdp: MazeMDP, probs: jax.Array, gamma: float) -> jax.Array:
     """``V^pi`` exactly: the solution of ``(I - gamma P_pi) V = r_pi``, float32 ``(S,)``.
 
-    ``P_pi[s, s']`` is the probability of moving from ``s`` to ``s'`` (a move onto the target
-    leaves the system), ``r_pi[s]`` the expected reward in ``s``. Differentiable in
-    ``probs``.
-
-    Args:
-        mdp: the tables.
-        probs: float ``(S, 4)``, ``pi(a | s)``; each row sums to 1.
-        gamma: discount in [0, 1).
+    ``probs``: float ``(S, 4)``, ``pi(a | s)``, rows summing to 1 (differentiable in it);
+    ``gamma``: discount in [0, 1).
 
     Raises:
-        ValueError: if ``probs`` is not ``(S, 4)``, or (when concrete) is negative, puts
-            probability on an illegal action or has a row that does not sum to 1.
+        TypeError: if ``gamma`` is not a number.
+        ValueError: if ``gamma`` is outside [0, 1), ``probs`` is not ``(S, 4)``, or (when
+            concrete) is negative, puts probability on an illegal action or a row's sum is not 1.
     """
     _check_gamma(gamma)
     if jnp.shape(probs) != mdp.legal.shape:
@@ -162,12 +139,13 @@ def value_iteration(
     mdp: MazeMDP, gamma: float, tol: float = 1e-6, max_iterations: int = 10_000
 ) -> tuple[jax.Array, jax.Array]:
     """``V*`` by iterating ``V(s) <- max over legal a of [r + gamma (1 - terminal) V(s')]``
-    from ``V = 0`` until no value changes by more than ``tol``.
+    from ``V = 0`` until no value changes by more than ``tol``, or ``max_iterations`` times.
 
     Returns:
         ``(v, iterations)``: float32 ``(S,)`` and int32 ``()``.
 
     Raises:
+        TypeError: if ``gamma`` or ``tol`` is not a number.
         ValueError: if ``gamma`` is outside [0, 1) or ``tol`` is not positive.
     """
     _check_gamma(gamma)

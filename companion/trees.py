@@ -1,9 +1,7 @@
 """Stacking and unstacking pytrees of arrays.
 
-``jax.lax.scan`` and ``jax.vmap`` return *one* pytree whose leaves carry a
-leading axis (time or environment). Plotting and animation code wants a
-Python list of single pytrees instead; these two helpers convert between the
-two forms.
+Between one pytree with a leading (time or environment) axis, as ``jax.lax.scan`` and
+``jax.vmap`` return, and a Python list of single pytrees, as plotting code wants.
 """
 
 from __future__ import annotations
@@ -41,22 +39,14 @@ def leading_size(tree: Any, argname: str = "tree") -> int:
 
 
 def unstack(tree: Any) -> list:
-    """Split a pytree with a leading axis of size ``n`` into a list of ``n`` pytrees.
-
-    Args:
-        tree: pytree whose leaves all have shape ``(n, ...)``, for example the
-            states returned by ``jax.lax.scan`` (time axis) or ``jax.vmap``
-            (environment axis).
+    """Split a pytree whose leaves all have shape ``(n, ...)`` into a list of ``n`` pytrees.
 
     Returns:
-        A list of ``n`` pytrees with the same structure; leaf ``i`` of item
-        ``k`` is ``leaf_i[k]`` with shape ``(...)``.
+        A list of ``n`` pytrees of the same structure; leaf ``i`` of item ``k`` is
+        ``leaf_i[k]``, shape ``(...)``.
 
     Raises:
         ValueError: see :func:`leading_size`.
-
-    Example:
-        >>> states = unstack(batched_states)   # [state_env0, state_env1, ...]
     """
     n = leading_size(tree)
     return [jax.tree.map(lambda leaf, k=k: leaf[k], tree) for k in range(n)]

@@ -1,9 +1,7 @@
 """Self-checks for the exercises.
 
-Each ``check_*`` function runs a reader's function on cases with known answers.
-It prints one line when everything agrees and otherwise raises
-:class:`CheckFailed` with a message that says *what* is wrong (a shape, a sign,
-a gradient that should be ``None``), not only *that* it is wrong.
+Each ``check_*`` runs the reader's function on cases with known answers, prints one line when
+all agree, and otherwise raises :class:`CheckFailed` saying what is wrong (a shape, a sign, ...).
 """
 
 from companion.checks.basics import (

@@ -102,17 +102,13 @@ def _returns_case(rewards, gamma, label) -> Case:
 def check_discounted_returns(discounted_returns: Callable) -> None:
     """Check ``discounted_returns(rewards, gamma)``: ``G_t = r_t + gamma * G_{t+1}``, ``G_T = 0``.
 
-    ``rewards`` float32 ``(T,)`` for one episode or ``(T, N)`` for N
-    environments, time first; the answer, float32 of the same shape, is
-    computed with one ``jax.lax.scan(..., reverse=True)`` over time (a
-    Python loop would be unrolled into the program, one copy per step).
+    ``rewards`` float32 ``(T,)`` or ``(T, N)``, time first; returns float32 of the same shape,
+    computed with one ``jax.lax.scan(..., reverse=True)`` (no Python loop over time).
 
     Raises:
-        CheckFailed: naming the mistake (accumulated forwards instead of
-            backwards, gamma on the current reward, the current reward left out,
-            no discount, gamma squared, the returns one step late, the (T, N)
-            returns run along the environment axis, a scan that cannot take
-            (T, N), a Python loop unrolled into the program).
+        CheckFailed: naming the mistake (accumulated forwards, gamma on the current reward, the
+            current reward left out, no discount, gamma squared, one step late, returns along the
+            environment axis, a scan that cannot take (T, N), a Python loop unrolled).
     """
     single = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5])
     batched = jnp.stack([single, jnp.array([0.0, 0.0, 0.0, 0.0, 1.0]), single[::-1]], axis=1)

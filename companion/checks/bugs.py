@@ -1,18 +1,7 @@
-"""Self-checks for the find-the-bug exercises.
+"""Self-checks for the find-the-bug exercises: each runs the reader's *fixed* function.
 
-Each exercise gives a short function with one planted fault from a family the book
-discusses; the reader runs it, sees the symptom, and fixes the line. The check runs the
-*fixed* function on cases of its own and, when something is still wrong, names the symptom
-it measured and the kind of fault that produces it:
-
-- :func:`check_decayed_training` (networks chapter): a training loop that compiles a new
-  program at every step, because a Python float reaches ``eqx.filter_jit`` as static data;
-- :func:`check_collector` (DQN chapter): transitions whose ``terminated`` flag is one step
-  late, so the TD target bootstraps past the end of an episode;
-- :func:`check_q_learning` (foundations chapter, in :mod:`companion.checks.foundations`):
-  Q-learning whose TD target bootstraps past the target cell;
-- :func:`companion.checks.keys.check_rollout_keys` (PPO chapter): a rollout that samples every
-  step with the same PRNG key, so an agent's "random" choices repeat.
+:func:`check_decayed_training` (a new trace every step), :func:`check_collector` (``terminated``
+late); also ``foundations.check_q_learning`` and ``keys.check_rollout_keys``.
 """
 
 from __future__ import annotations
@@ -46,11 +35,7 @@ _runs = itertools.count(1)
 
 
 class _CountingMLP(eqx.Module):
-    """An MLP from float32 ``(1,)`` to ``(1,)`` that counts the runs of its Python code.
-
-    Under ``jax.jit`` (or ``eqx.filter_jit``) a function's Python code runs when it is
-    traced, not when the compiled program runs, so the count is the number of traces.
-    """
+    """An MLP float32 ``(1,)`` -> ``(1,)`` counting runs of its Python code (= traces under jit)."""
 
     mlp: eqx.nn.MLP
     run: int = eqx.field(static=True, default=0)  # new for each check, so nothing is cached
@@ -81,21 +66,15 @@ def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float) -> np.nda
 
 @self_check
 def check_decayed_training(train_decayed: Callable) -> None:
-    """Check ``train_decayed(model, x, y, num_steps)``: SGD with a decaying learning rate that
-    compiles its step once.
+    """Check ``train_decayed(model, x, y, num_steps) -> (model, losses)``: SGD compiled once.
 
-    ``model`` is an equinox module from float32 ``(1,)`` to ``(1,)``; ``x`` and ``y`` are
-    float32 ``(batch, 1)``; the answer is ``(model, losses)``, the trained model and the
-    ``num_steps`` losses (Python floats), each step a plain gradient step on the mean
-    squared error with learning rate ``0.1 * 0.97**step``. The check counts how often the
-    model's Python code runs, which under ``jax.jit`` is once per trace (JAX's documentation,
-    "How JIT works"): a step that takes the learning rate as a Python float is traced again
-    for every new value, because ``eqx.filter_jit`` treats non-array arguments as static.
+    ``model`` an equinox module, float32 ``(1,)`` -> ``(1,)``; ``x``, ``y`` float32 ``(batch, 1)``;
+    ``losses``: ``num_steps`` floats of plain SGD on the MSE, learning rate ``0.1 * 0.97**step``.
+    Traces are counted through the model's Python code (it runs once per trace under ``jit``).
 
     Raises:
-        CheckFailed: naming the mistake (a program traced at every step, or more than once;
-            a learning rate that does not decay; losses that are not the schedule's; a
-            wrong number of losses, or an answer that is not ``(model, losses)``).
+        CheckFailed: naming the mistake (traced every step or more than twice, a rate that does not
+            decay, losses off the schedule, a wrong number of losses, not ``(model, losses)``).
     """
     require_function(train_decayed, "train_decayed")
     x = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32)[:, None]
@@ -194,26 +173,15 @@ def _truncations(fell: np.ndarray, max_steps: int) -> np.ndarray:
 
 @self_check
 def check_collector(collect: Callable) -> None:
-    """Check ``collect(key, num_steps)``: the transitions of one auto-resetting CartPole
-    under a uniformly random policy.
+    """Check ``collect(key, num_steps)``: auto-resetting CartPole transitions, random policy.
 
-    The answer is a :class:`companion.agents.dqn.Transition` whose leaves have a leading
-    axis of ``num_steps`` in time order: ``obs`` and ``next_obs`` float32 ``(T, 4)``,
-    ``action`` int32 ``(T,)``, ``reward`` float32 ``(T,)`` and ``terminated`` bool
-    ``(T,)``. The check runs 300 steps with a time limit of 30 steps (it gives
-    ``cartpole.step_autoreset`` that limit while it runs, so that episodes also end by
-    truncation) and tests every transition against CartPole's own physics
-    (:func:`companion.envs.cartpole.dynamics`, gymnasium's CartPole-v1): ``next_obs`` is the
-    state after ``action`` from ``obs``, also on the step that ends an episode;
-    ``terminated`` is True exactly where that state is past the limits (pole beyond 12
-    degrees, cart beyond 2.4 m), not at a truncation; and each episode's next ``obs``
-    continues from ``next_obs``, or starts afresh after a termination or a truncation.
+    Returns a :class:`companion.agents.dqn.Transition`, time first: ``obs``, ``next_obs`` float32
+    ``(T, 4)``; ``action`` int32, ``reward`` float32, ``terminated`` bool ``(T,)``. Runs 300
+    steps, time limit 30, against :func:`companion.envs.cartpole.dynamics` (gymnasium CartPole-v1).
 
     Raises:
-        CheckFailed: naming the mistake (``terminated`` one step late, missing, or set at
-            truncations too (``done``); ``next_obs`` taken from the next episode; ``obs``
-            that does not continue from ``next_obs``; illegal actions or rewards; wrong
-            shapes).
+        CheckFailed: naming the mistake (``terminated`` late, missing or set at truncations,
+            ``next_obs`` of the next episode, ``obs`` not continuing, bad actions or shapes).
     """
     num_steps = 300
     traces: list = []

@@ -1,11 +1,7 @@
-"""Shared pieces of the exercise self-checks.
+"""Shared pieces of the exercise self-checks: :func:`run_answer` runs an answer as the book does.
 
-A check runs the student's function as the book runs it (under ``jit``, through
-:func:`run_answer`), on cases (:class:`Case`) that hold the expected result and the results
-of the usual mistakes; :func:`verdict` then names a mistake only when the answer matches it
-on every case, and otherwise reports the first case that differs with its inputs. Public
-checks are wrapped in :func:`self_check`, so that a failure shows the student's error and
-the check's message, not the check's source (its catalogue of mistakes).
+:func:`verdict` names a mistake only when it matches every :class:`Case`; :func:`self_check`
+wraps public checks so that a failure does not show the check's source.
 """
 
 from __future__ import annotations

@@ -56,16 +56,13 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
 def check_double_dqn_target(double_dqn_target: Callable) -> None:
     """Check ``double_dqn_target(reward, terminated, q_next_online, q_next_target, gamma)``.
 
-    Double DQN (van Hasselt et al., 2016): the online network chooses the next
-    action, the target network evaluates it:
-    ``reward + gamma * (1 - terminated) * q_next_target[argmax(q_next_online)]``;
-    ``reward`` float32 ``(B,)``, ``terminated`` bool ``(B,)``, the Q-values float32
-    ``(B, num_actions)``. The cases hold negative values, a tie in the online values
-    (``argmax`` takes the first) and two discounts.
+    Double DQN (van Hasselt et al., 2016): ``reward + gamma * (1 - terminated) *
+    q_next_target[argmax(q_next_online)]``. ``reward`` float32 ``(B,)``, ``terminated`` bool
+    ``(B,)``, Q-values float32 ``(B, num_actions)``; returns float32 ``(B,)``.
 
     Raises:
-        CheckFailed: naming the mistake (the plain DQN target, the online network's
-            values, the roles swapped, termination ignored, a one-hot product maxed).
+        CheckFailed: naming the mistake (the plain DQN target, the online network's values, the
+            roles swapped, termination ignored, a one-hot product maxed, wrong shape).
     """
     cases = [
         _double_dqn_case(
@@ -164,22 +161,14 @@ def _n_step_case(terminated, truncated, gamma, seed, label) -> Case:
 def check_n_step_target(n_step_target: Callable) -> None:
     """Check ``n_step_target(reward, terminated, truncated, q_next_target, gamma)``.
 
-    One row per window of ``n`` consecutive steps of one environment:
-    ``reward`` float32 (batch, n), ``terminated`` and ``truncated`` bool
-    (batch, n) (never both at one step), ``q_next_target`` float32
-    (batch, n, num_actions), the target network's Q-values of each step's true
-    next observation. With ``m`` the first step of the window that ends the
-    episode (``n - 1`` if none does), the answer, float32 (batch,), is
-    ``sum_{k<=m} gamma^k r_k + gamma^(m+1) (1 - terminated_m) max_a q_next_target[m, a]``
-    (the n-step return of Sutton and Barto, 2018, section 7.1, cut at the
-    episode's end).
+    ``reward`` float32, ``terminated``, ``truncated`` bool (never both): ``(batch, n)`` windows;
+    ``q_next_target`` float32 ``(batch, n, num_actions)``. Returns float32 ``(batch,)``:
+    ``sum_{k<=m} gamma^k r_k + gamma^(m+1) (1 - terminated_m) max_a q_next_target[m, a]``, ``m``
+    the first episode end or ``n - 1`` (n-step return, Sutton and Barto, 2018, section 7.1).
 
     Raises:
-        CheckFailed: naming the mistake (the sum runs through a termination, a
-            truncation or both, a termination bootstraps, a truncation does not,
-            the bootstrap comes from the wrong step or with the wrong power of
-            gamma, the rewards are not discounted, the one-step target; a max
-            over the window's steps, by its shape).
+        CheckFailed: naming the mistake (a sum through episode ends, a wrong bootstrap at an end,
+            the wrong bootstrap step or gamma power, no discount, the one-step target, wrong shape).
     """
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2
@@ -223,21 +212,15 @@ def _time_buffer(num_added: int, capacity: int):
 
 @self_check
 def check_sample_windows(sample_windows: Callable) -> None:
-    """Check ``sample_windows(buffer, key, batch_size, n)`` for n-step windows.
+    """Check ``sample_windows(buffer, key, batch_size, n)``: uniform n-step windows.
 
-    ``buffer`` is a :class:`companion.replay.ReplayBuffer` filled by one
-    environment, one transition per slot in time order (a ring: when it is
-    full, the oldest transition is at ``position``). The answer is a pytree
-    like one transition whose leaves have shape ``(batch_size, n, ...)``: each
-    row ``n`` consecutive transitions in time order, its first one drawn
-    uniformly (with replacement) from all windows that lie in filled slots and
-    do not cross the write position, where the newest transition is followed
-    by the oldest.
+    ``buffer``: :class:`companion.replay.ReplayBuffer` filled in time order by one environment.
+    Returns a pytree like one transition, leaves ``(batch_size, n, ...)``: n consecutive steps per
+    row, starts uniform (with replacement) over windows in filled slots, not across ``position``.
 
     Raises:
-        CheckFailed: naming the mistake (empty slots, windows across the write
-            position, steps out of order, fields from different slots, the
-            last window never drawn, not uniform, wrong shape, the key ignored).
+        CheckFailed: naming the mistake (empty slots, crossing ``position``, steps out of
+            order, mixed slots, the last window never drawn, not uniform, shape, key ignored).
     """
     require_function(sample_windows, "sample_windows")
     batch_size, n = 4000, 3

@@ -111,17 +111,13 @@ def check_up_first_policy(policy: Callable) -> None:
 def check_termination_and_truncation(classify: Callable) -> None:
     """Check ``classify(reward, last, next_mask) -> (terminated, truncated)`` for Maze steps.
 
-    ``reward`` float ``(T, N)``, ``last`` bool ``(T, N)`` (``timestep.last()``) and
-    ``next_mask`` bool ``(T, N, 4)``, the action mask of the observation each step led
-    to. A LAST step is a termination when the agent reached the target (reward 1) or has
-    no legal move left (an all-False mask), and a truncation (the time limit) otherwise;
-    steps that are not LAST are neither.
+    ``reward`` float ``(T, N)``, ``last`` bool ``(T, N)`` (``timestep.last()``), ``next_mask`` bool
+    ``(T, N, 4)`` (the mask after each step). Returns two bool arrays ``(T, N)``: a LAST step
+    terminates at the target (reward 1) or with no legal move, else it is truncated.
 
     Raises:
-        CheckFailed: naming the mistake: a time limit counted as termination, a walled-in
-            agent counted as truncation, an agent with some walls counted as walled in, flags
-            on non-LAST steps or one step late, the mask reduced over the wrong axis, flags
-            that are not bool, or wrong shapes.
+        CheckFailed: naming the mistake (time limit as termination, walled-in as truncation, some
+            walls as walled in, flags on non-LAST steps or late, wrong mask axis, not bool, shapes).
     """
     rng = np.random.default_rng(4)
     # Case 1, two environments over 6 steps. Env 0: the target at t=2, a time limit at t=5.

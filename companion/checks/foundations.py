@@ -1,9 +1,7 @@
 """Self-checks for the exercises of the chapter on reinforcement learning's foundations.
 
-- :func:`check_action_values`: Q from V by one Bellman backup on a :class:`MazeMDP`;
-- :func:`check_reinforce_weights`: REINFORCE's per-step weights gamma^t (G_t - b(s_t));
-- :func:`check_q_learning`: the find-the-bug exercise, tabular Q-learning compared with
-  value iteration on a maze of the check's own.
+:func:`check_action_values` (one Bellman backup), :func:`check_reinforce_weights` (REINFORCE's
+weights) and :func:`check_q_learning` (find-the-bug: tabular Q-learning against Q*).
 """
 
 from __future__ import annotations
@@ -126,14 +124,12 @@ def _reinforce_case(rewards, baselines, gamma) -> Case:
 def check_reinforce_weights(answer: Callable) -> None:
     """Check ``reinforce_weights(rewards, baselines, gamma)``: ``gamma^t (G_t - b_t)``.
 
-    ``rewards`` and ``baselines`` float32 ``(T,)``; the answer float32 ``(T,)``, with
-    ``G_t = r_t + gamma G_{t+1}`` computed backwards (Williams, 1992; Sutton and Barto, 2018,
-    section 13.4).
+    ``rewards``, ``baselines`` float32 ``(T,)``; returns float32 ``(T,)``, with
+    ``G_t = r_t + gamma G_{t+1}`` (Williams, 1992; Sutton and Barto, 2018, section 13.4).
 
     Raises:
-        CheckFailed: naming the mistake (a return accumulated forwards, gamma applied to the
-            first reward, the baseline left out, added or taken from the next step, a missing
-            or misplaced gamma^t).
+        CheckFailed: naming the mistake (a return accumulated forwards, gamma on the first reward,
+            the baseline left out, added or from the next step, a missing or misplaced gamma^t).
     """
     cases = [
         _reinforce_case([0.0, 1.0, 0.0, 0.5, 2.0], [0.3, 0.7, 0.2, 0.4, 1.5], 0.9),
@@ -155,16 +151,14 @@ def check_reinforce_weights(answer: Callable) -> None:
 
 @self_check
 def check_q_learning(q_learning: Callable) -> None:
-    """Check ``q_learning(mdp, key, num_steps)`` on a maze of the check's own: after 60,000
-    uniformly random steps its Q must match value iteration's Q* on the legal actions.
+    """Check ``q_learning(mdp, key, num_steps)``: Q* of the check's own maze on legal actions.
 
-    ``mdp`` a :class:`companion.tabular.MazeMDP`, ``key`` a PRNG key, ``num_steps`` an int;
-    the answer float32 ``(S, 4)`` (with the function's default gamma 0.9).
+    ``mdp`` a :class:`companion.tabular.MazeMDP`, ``key`` a PRNG key, ``num_steps`` an int (60,000
+    uniformly random steps); returns float32 ``(S, 4)``, with the function's default gamma 0.9.
 
     Raises:
-        CheckFailed: naming the symptom (values above 1, the largest return the maze pays,
-            from bootstrapping past the target; the random behaviour policy's values instead
-            of the optimal ones; values that did not converge).
+        CheckFailed: naming the symptom (values above 1, from bootstrapping past the target; the
+            random behaviour policy's values; no convergence to within 1e-3 of value iteration).
     """
     mdp, gamma = _mdp(), 0.9
     call = "q_learning(mdp, key, 60_000)"

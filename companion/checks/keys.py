@@ -82,24 +82,15 @@ def _z_score(observed: float, expected: float, variance: float) -> float:
 
 @self_check
 def check_rollout_keys(rollout: Callable) -> None:
-    """Check ``rollout(model, env, pool, env_state, timestep, key, num_steps)``: a rollout of
-    the PPO chapter (section 4's ``rollout_in_view``) that draws every action with a fresh
-    key.
+    """Check ``rollout(model, env, pool, env_state, timestep, key, num_steps)``: fresh keys.
 
-    The answer is ``(env_state, timestep, transitions)``, ``transitions`` a
-    :class:`companion.agents.ppo.Transition` with leaves of shape ``(num_steps, num_envs,
-    ...)``. The check runs 32 steps of 64 environments of the medium maze with an untrained
-    network, first under JAX's key-reuse checker (``jax.debug_key_reuse``), then tests the
-    actions against the policy that chose them: each action is legal and its stored
-    ``log_prob`` is the policy's; how often each action is taken, and how often an
-    environment repeats its previous action, must agree with the policy's own
-    probabilities, as independent samples do, within 5 standard deviations.
+    Like the PPO chapter's ``rollout_in_view``: returns ``(env_state, timestep, transitions)``,
+    a :class:`companion.agents.ppo.Transition` with leaves ``(num_steps, num_envs, ...)``.
+    Runs 32 steps of 64 medium-maze environments under ``jax.debug_key_reuse``.
 
     Raises:
-        CheckFailed: naming the mistake (a key used twice, which the key-reuse checker
-            reports; actions that repeat or avoid the previous one more than independent
-            samples would; action frequencies that are not the policy's, as from an argmax;
-            illegal actions; wrong log-probabilities; wrong shapes).
+        CheckFailed: naming the mistake (a key reused or ignored; actions shared across envs,
+            repeated, illegal or not the policy's samples; wrong log-probabilities or shapes).
     """
     from companion.agents import ppo
 

@@ -52,15 +52,13 @@ def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle
 def check_mlp_apply(mlp_apply: Callable) -> None:
     """Check ``mlp_apply(params, x)`` for a tanh MLP of any depth.
 
-    ``params = [(W1, b1), ..., (WL, bL)]``, any number L >= 1 of layers, with
-    ``W: (in, out)`` and ``b: (out,)`` float32; ``x: (batch, in)`` float32.
-    The answer, float32 ``(batch, out)``, applies ``x @ W + b`` for every layer
-    in order, with tanh after every layer but the last.
+    ``params``: ``[(W1, b1), ..., (WL, bL)]``, L >= 1, ``W`` float32 ``(in, out)``, ``b`` float32
+    ``(out,)``; ``x`` float32 ``(batch, in)``. Returns float32 ``(batch, out)``: ``x @ W + b`` for
+    each layer in order, tanh after every layer but the last.
 
     Raises:
-        CheckFailed: naming the mistake (a fixed number of layers, tanh on
-            the output or nowhere, a bias missing, a hidden layer skipped,
-            transposed weights, wrong shape).
+        CheckFailed: naming the mistake (a fixed number of layers, tanh on the output, no tanh,
+            ReLU for tanh, biases missing, a hidden layer skipped, the sign flipped, wrong shape).
     """
     cases, outputs = [], []
     for sizes, label in (((3, 8, 8, 2), "three layers"), ((3, 8, 2), "two layers"),
@@ -100,17 +98,15 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
 
 @self_check
 def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
-    """Check an equinox module that holds a trainable ``weight`` and a constant ``scale``.
+    """Check ``make_module(key)``: an equinox module, trainable ``weight``, constant ``scale``.
 
-    ``make_module(key)`` returns a module with a trainable array ``weight`` of shape
-    ``(4,)`` and a constant ``scale`` equal to 2.0; calling it on ``x: (4,)`` returns
-    ``scale * sum(weight * x)``. ``eqx.filter_grad`` must return a gradient for
-    ``weight`` and ``None`` for ``scale`` (or ``scale`` must be a static field,
-    which is not a leaf of the pytree at all).
+    ``weight`` a float JAX array ``(4,)``, ``scale`` 2.0; ``module(x)``, ``x`` float32 ``(4,)``,
+    returns ``scale * sum(weight * x)``, shape ``()``. ``eqx.filter_grad`` must give a gradient
+    for ``weight`` and ``None`` for ``scale`` (or ``scale`` a static field).
 
     Raises:
-        CheckFailed: when ``scale`` gets a gradient (it is stored as a JAX array
-            that equinox treats as trainable), or the call gives the wrong value.
+        CheckFailed: when ``scale`` gets a gradient (a JAX array field is trainable), ``weight``
+            gets none or is static, a field is missing, or a value or shape is wrong.
     """
     module = run_answer(make_module, jax.random.key(2), call="make_module(key)", jit=False)
     if not isinstance(module, eqx.Module):
@@ -175,18 +171,13 @@ def _grad_norms_reference(model, x, y, mistake=None):
 def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     """Check ``per_example_grad_norms(model, x, y)``: one gradient norm per example.
 
-    ``model`` is an equinox module from one input ``(in,)`` to ``(out,)``
-    (here ``eqx.nn.MLP``, which also holds its activation function, not an
-    array); ``x: (batch, in)`` and ``y: (batch, out)`` float32. The answer,
-    float32 ``(batch,)``, holds for each example i the Euclidean norm, over all
-    the model's trainable arrays together, of the gradient of that example's
-    squared error ``sum((model(x_i) - y_i) ** 2)``.
+    ``model`` an equinox module ``(in,)`` -> ``(out,)`` with a non-array field (``eqx.nn.MLP``);
+    ``x``, ``y`` float32 ``(batch, in)``, ``(batch, out)``. Returns float32 ``(batch,)``: the
+    norm over all trainable arrays of the gradient of ``sum((model(x_i) - y_i) ** 2)``.
 
     Raises:
-        CheckFailed: naming the mistake (``jax.grad`` on a module with a
-            non-array field, the norm of the whole batch's gradient, squared
-            norms, weights only, per-leaf norms added, the error averaged over
-            outputs, wrong shape).
+        CheckFailed: naming the mistake (``jax.grad`` on the module, the whole batch's gradient,
+            squared norms, weights only, per-leaf norms added, error averaged or halved, shape).
     """
     require_function(per_example_grad_norms, "per_example_grad_norms")
     key_model, key_x, key_y = jax.random.split(jax.random.key(4), 3)

@@ -65,16 +65,15 @@ def _mse_grad(w, x, y):
 
 @self_check
 def check_data_parallel_grad(mean_gradient: Callable) -> None:
-    """Check ``mean_gradient(w, x, y, mesh)``: the gradient of the mean squared error
-    ``mean((x @ w - y) ** 2)`` with the rows of ``x`` (float32 ``(B, F)``) and ``y``
-    (``(B,)``) split over the 1-D ``mesh``, each device differentiating its part, the
-    parts' gradients averaged with ``jax.lax.pmean``; ``w`` float32 ``(F,)``, replicated.
-    It must equal ``jax.grad`` of the whole batch on one device, on every mesh of
-    1, 2, 4, ... of ``jax.devices()``.
+    """Check ``mean_gradient(w, x, y, mesh)``: the gradient of ``mean((x @ w - y) ** 2)``.
+
+    ``w`` float32 ``(F,)``, replicated; rows of ``x`` float32 ``(B, F)`` and ``y`` ``(B,)`` split
+    over the 1-D ``mesh`` with ``shard_map``, gradients averaged by ``jax.lax.pmean``. Returns
+    ``(F,)``, ``jax.grad`` of the whole batch, on meshes of 1, 2, 4, 8 devices (those available).
 
     Raises:
-        CheckFailed: naming the mistake (a sum instead of a mean, each device's own
-            gradient with no all-reduce, a wrong shape).
+        CheckFailed: naming the mistake (no ``shard_map``, a sum instead of a mean, each device's
+            own gradient with no all-reduce, a wrong shape).
     """
     from companion.parallel import make_mesh
 

@@ -47,17 +47,13 @@ def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
 def check_batched_rollout(batched_rollout: Callable) -> None:
     """Check ``batched_rollout(states, actions) -> (final_states, done_t)`` for N CartPoles.
 
-    ``states`` is a :class:`companion.envs.cartpole.CartPoleState` whose leaves
-    have a leading environment axis N (``jax.vmap(cartpole.reset)(keys)[0]``),
-    ``actions`` int32 ``(T, N)``, time first. The answer steps every
-    environment with ``jax.vmap(cartpole.step_autoreset)`` inside one
-    ``jax.lax.scan`` over time and returns the final states (leaves with
-    leading axis N) and ``timestep.done`` of every step, bool ``(T, N)``.
+    ``states`` a :class:`companion.envs.cartpole.CartPoleState`, leaves with leading axis N;
+    ``actions`` int32 ``(T, N)``, time first. Steps ``jax.vmap(cartpole.step_autoreset)`` in one
+    ``jax.lax.scan``; returns the final states and ``timestep.done``, bool ``(T, N)``.
 
     Raises:
-        CheckFailed: naming the mistake (no auto-reset, done flags
-            environment-first or of the wrong steps, a Python loop unrolled
-            into the program, wrong types or shapes).
+        CheckFailed: naming the mistake (no auto-reset, ``terminated`` for ``done``, done flags
+            environment-first or of the wrong steps, a Python loop unrolled, wrong types or shapes).
     """
     require_function(batched_rollout, "batched_rollout")
     num_steps, num_envs = 60, 3
@@ -146,17 +142,13 @@ def _rollout_bytes_per_step() -> int:
 def check_rollout_bytes(rollout_bytes: Callable) -> None:
     """Check ``rollout_bytes(num_steps, num_envs) -> int``: bytes of a PPO rollout's arrays.
 
-    The rollout (:func:`companion.agents.ppo.rollout` on the 10 x 10 Maze)
-    stores one :class:`companion.agents.ppo.Transition` per step and
-    environment: ``image`` bool (3, 10, 10), ``action_mask`` bool (4,),
-    ``action`` and ``step_count`` int32, ``log_prob``, ``value``, ``reward``
-    and ``next_value`` float32, ``terminated`` and ``done`` bool: 330 bytes.
+    Per step and environment :func:`companion.agents.ppo.rollout` (10 x 10 Maze) stores ``image``
+    bool (3, 10, 10), ``action_mask`` bool (4,), ``action``, ``step_count`` int32, ``log_prob``,
+    ``value``, ``reward``, ``next_value`` float32, ``terminated``, ``done`` bool: 330 bytes.
 
     Raises:
-        CheckFailed: naming the mistake (the image counted as float32, a bool
-            counted as 4 bytes, a next image counted, next_value left out,
-            float64, an image of one channel, a size not proportional to
-            num_steps * num_envs).
+        CheckFailed: naming the mistake (wrong dtype sizes, a next image, no next_value, one image
+            channel, not ``num_steps * num_envs`` transitions, not a whole number).
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()

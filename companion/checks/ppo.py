@@ -67,17 +67,13 @@ def _dual_clip_case(ratio, adv, eps, c) -> Case:
 def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     """Check ``dual_clip_objective(ratio, advantage, clip_eps, dual_clip)``, to be maximised.
 
-    Dual-clip PPO (Ye et al., 2020): PPO's clipped objective
-    ``min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)``, and where ``A < 0``
-    also bounded below by ``dual_clip * A`` (``dual_clip > 1``), so that a
-    huge ratio on a bad action cannot make the objective arbitrarily negative.
-    ``ratio`` and ``advantage`` are float32 arrays of one shape (any, for
-    example ``(T, N)``); the answer is float32 of that shape, elementwise.
+    Dual-clip PPO (Ye et al., 2020): ``min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)``,
+    floored at ``dual_clip * A`` (``dual_clip > 1``) where ``A < 0``. ``ratio``, ``advantage``
+    float32 of one shape (e.g. ``(T, N)``); returns float32 of that shape, elementwise.
 
     Raises:
-        CheckFailed: naming the mistake (the sign flipped, ``clip(ratio, eps,
-            1 + eps)``, max instead of min, no dual clip, the dual clip on
-            positive advantages or with min, nothing clipped, wrong shape).
+        CheckFailed: naming the mistake (sign flipped, ``clip(ratio, eps, 1 + eps)``, max for min,
+            no dual clip, the dual clip on A > 0, as a min or on the ratio, nothing clipped, shape).
     """
     ratio = [[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]]
     adv = [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]]
@@ -173,18 +169,13 @@ def _epsilon_verdict(cases: list, outputs: list) -> None:
 def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     """Check ``epsilon_masked_probs(logits, mask, epsilon)``: an ε-mixture over legal actions.
 
-    ``logits`` float32 ``(..., num_actions)``, ``mask`` bool of the same shape
-    with at least one legal action per row, ``epsilon`` a float in [0, 1]. The
-    answer, float32 ``(..., num_actions)``, is
-    ``(1 - epsilon) * softmax(masked logits) + epsilon / (legal actions in the row)``
-    on the legal actions and exactly 0 on the illegal ones, each row summing to
-    1; the gradient with respect to ``logits`` must be finite.
+    ``logits`` float32 and ``mask`` bool ``(..., num_actions)``, at least one legal action per row;
+    ``epsilon`` in [0, 1]. Returns float32 ``(..., num_actions)``: ``(1 - epsilon) *
+    softmax(masked logits) + epsilon / num_legal`` on legal actions, exactly 0 on the others.
 
     Raises:
-        CheckFailed: naming the mistake (a softmax or a count over the wrong
-            axis, illegal logits filled with 1.0 or 0.0, epsilon spread over
-            illegal actions or divided by the number of actions, epsilon
-            ignored or swapped, no renormalisation, a gradient that is nan or cut).
+        CheckFailed: naming the mistake (wrong axis, illegal logits filled with 1.0 or 0.0, epsilon
+            misspread, ignored or swapped, no renormalisation, a nan or cut gradient in logits).
     """
     rng = np.random.default_rng(7)
     mask_a = np.array(

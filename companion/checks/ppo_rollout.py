@@ -110,24 +110,16 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
     """Check ``gae_from_values(reward, value, value_last, value_final, terminated, truncated,
     gamma, lam)``: GAE over a rollout that stores values, not next values.
 
-    A rollout of T steps of N auto-resetting environments stores ``reward``,
-    ``value`` (V of the observation each step started from), ``terminated`` and
-    ``truncated`` (bool, never both), all ``(T, N)``; ``value_last`` float32
-    ``(N,)``, V of the observation after the last step; and ``value_final``
-    float32 ``(T, N)``, V of the true final observation of each truncated step
-    (0 elsewhere). After an episode ends, ``value[t + 1]`` belongs to the next
-    episode. The answer is the advantages, float32 ``(T, N)``, of
-    :func:`companion.agents.ppo.gae` (Schulman et al., 2016) with
-    ``V(s_{t+1})`` = ``value_final[t]`` at a truncation, ``value[t + 1]``
-    otherwise (``value_last`` at ``t = T - 1``), and ``done = terminated | truncated``.
+    ``reward``, ``value`` (V at each step's start) float32, ``terminated``, ``truncated`` bool
+    (never both): ``(T, N)``; ``value_last`` float32 ``(N,)``, V after the last step;
+    ``value_final`` float32 ``(T, N)``, V of a truncated step's true final observation (else 0).
+    Returns float32 ``(T, N)``: :func:`companion.agents.ppo.gae` (Schulman et al., 2016) with
+    ``V(s_{t+1})`` = ``value_final[t]`` at a truncation, else ``value[t + 1]`` (``value_last``
+    at ``T - 1``), and ``done = terminated | truncated``.
 
     Raises:
-        CheckFailed: naming the mistake (the recursion cut with ``terminated``
-            instead of ``done``, or not cut, a truncation bootstrapping from the
-            next episode or not at all, a termination bootstrapping, truncations or
-            all episode ends ignored, ``value_last`` ignored or replaced by a
-            wrap-round ``jnp.roll``, lambda or gamma missing, lambda zero, the
-            recursion run forwards, values of shape (T, N, 1), wrong shape).
+        CheckFailed: naming the mistake (cut by ``terminated`` or not cut, a wrong bootstrap at an
+            end, ``value_last`` ignored or rolled round, lambda 0 or 1, no gamma, forwards, shape).
     """
     cases = [
         # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2
@@ -216,22 +208,17 @@ def _flat_grad(loss, model) -> np.ndarray:
 
 @self_check
 def check_fill_one_loss(loss_fn: Callable) -> None:
-    """Check ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages)``:
-    :func:`companion.agents.ppo.ppo_loss` with the illegal logits filled with 1.0 (the
-    blog's mask bug), with ``ppo_loss``'s keyword arguments, so that
-    ``ppo.default_loss(config, loss_fn)`` binds a configuration's coefficients to it.
+    """Check ``loss_fn(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages)``.
 
-    ``batch`` is a :class:`companion.agents.ppo.Batch` of 16 samples; the answer
-    is ``(loss, metrics)``: a float32 scalar and a dict of float32 scalars, and
-    it must run under ``jit``. Its value and its gradient with respect to the
-    model must be the reference's. The entropy may use the 1.0-filled or the
-    correctly masked logits.
+    :func:`companion.agents.ppo.ppo_loss` with illegal logits filled with 1.0 (the blog's mask
+    bug), same keywords, for ``ppo.default_loss(config, loss_fn)``. ``batch``: a
+    :class:`companion.agents.ppo.Batch` of 16. Returns ``(loss, metrics)``, float32 scalar and dict
+    of float32 scalars, under ``jit``; the entropy may use the 1.0-filled or the masked logits.
 
     Raises:
-        CheckFailed: naming the mistake (a bare loss, metrics that are not
-            scalars, the correct -inf mask, a 0.0 fill, ``normalise_advantages``
-            or the coefficients ignored, a gradient cut by ``stop_gradient``, a
-            gradient that differs or is not finite).
+        CheckFailed: naming the mistake (a bare loss, non-scalar metrics, the correct -inf mask, a
+            0.0 fill, ``normalise_advantages`` or coefficients ignored, a gradient that is cut by
+            ``stop_gradient``, differs or is not finite).
     """
     from companion.agents import ppo
 

@@ -1,9 +1,7 @@
 """Environments written in JAX, and safe access to jumanji's.
 
-Import jumanji through :func:`import_jumanji` (or through this package) in a
-notebook: ``import jumanji`` inside a Jupyter kernel switches matplotlib to the
-``ipympl`` backend, which fails when ipympl is not installed and turns figures
-into widgets that a static book cannot show.
+Import jumanji through :func:`import_jumanji` in a notebook: a plain ``import jumanji`` in a
+Jupyter kernel switches matplotlib to the ``ipympl`` backend.
 """
 
 from companion.envs.jumanji_import import import_jumanji

@@ -1,36 +1,7 @@
-"""Auto-reset for vectorised environments, with resets drawn from a pool.
+"""Auto-reset for vmapped jumanji environments, restarting from a pool of pre-drawn resets.
 
-jumanji's ``AutoResetWrapper`` resets an environment with
-``jax.lax.cond(timestep.last(), reset, keep, ...)``. Under ``jax.vmap`` a
-``cond`` whose predicate is batched becomes a ``select``: *both* branches run
-for every environment on every step. For Maze, ``reset`` generates a random
-maze (a loop over a stack of chambers), so the batched step pays for a new
-maze per environment per step, although only a few environments finish.
-
-The pooled scheme generates ``pool_size`` reset states once (for example once
-per rollout) and, when an episode ends, copies one of them chosen uniformly at
-random. A copy is a cheap gather, so the per-step cost no longer includes
-maze generation. The semantics are those of
-``AutoResetWrapper(env, next_obs_in_extras=True)``:
-
-- on the step that ends an episode, ``timestep.step_type`` is LAST and
-  ``reward`` and ``discount`` come from that step, but ``observation`` (and the
-  returned state) already belong to the next episode;
-- ``timestep.extras["next_obs"]`` always holds the true observation after the
-  step, which is the terminal observation on a LAST step.
-
-The difference: the next episode starts from one of ``pool_size`` states
-drawn from the environment's own ``reset`` instead of a brand-new draw, so
-within one pool's lifetime a start can repeat. Refresh the pool with a new
-key for every rollout to keep episodes independent across rollouts.
-
-PRNG keys: these helpers hand jumanji its keys as raw ``uint32`` data
-(:func:`env_reset`), the form jumanji's own examples use, so environment
-states carry raw keys. Under ``vmap``, jumanji's maze generator and its
-``AutoResetWrapper`` evaluate both branches of a ``lax.cond`` and keep one;
-JAX's key-reuse checker (``jax_debug_key_reuse``) cannot tell that only one
-branch's key survives and would report a reuse inside jumanji. Keys the
-companion itself splits and uses stay typed and checked.
+``AutoResetWrapper(env, next_obs_in_extras=True)``'s semantics without a maze generated per step;
+starts repeat within one pool, so draw a new pool (new key) for every rollout.
 """
 
 from __future__ import annotations
@@ -63,31 +34,28 @@ def raw_key(key: jax.Array) -> jax.Array:
 
 
 def env_reset(env: Any, key: jax.Array) -> tuple[Any, Any]:
-    """``env.reset(key)`` with the key handed to jumanji as raw data (see the module's notes).
+    """``env.reset(key)`` with ``key`` (typed or raw) handed to jumanji as raw ``uint32`` data.
 
-    Args:
-        env: a jumanji environment.
-        key: one PRNG key, typed (``jax.random.key``) or raw (``jax.random.PRNGKey``).
+    A typed key would trip ``jax_debug_key_reuse`` in jumanji's ``lax.cond`` under ``vmap``.
 
     Returns:
         ``(state, timestep)`` as ``env.reset`` returns them; ``state.key`` is raw.
+
+    Raises:
+        TypeError, ValueError: if ``key`` is not one PRNG key.
     """
     return env.reset(raw_key(key))
 
 
 def make_reset_pool(env: Any, key: jax.Array, pool_size: int) -> ResetPool:
-    """Draw ``pool_size`` independent resets of ``env``.
-
-    Args:
-        env: a jumanji environment (its state must have a ``key`` field).
-        key: PRNG key.
-        pool_size: number of reset states, a positive ``int`` (static).
+    """Draw ``pool_size`` (static int) independent resets of ``env``, whose state has ``key``.
 
     Returns:
         :class:`ResetPool` whose leaves have a leading axis of ``pool_size``.
 
     Raises:
-        ValueError: if ``pool_size`` is not a positive integer.
+        TypeError: if ``pool_size`` is not an int.
+        ValueError: if ``pool_size`` is not positive.
     """
     positive_int(pool_size, "pool_size")
     states, timesteps = jax.vmap(env_reset, in_axes=(None, 0))(
@@ -143,24 +111,15 @@ def _pool_entry(pool: ResetPool, index_key: jax.Array) -> tuple[Any, Any]:
 
 
 def pooled_autoreset_step(env: Any, pool: ResetPool, state: Any, action: Any) -> tuple[Any, Any]:
-    """Step ``env`` and, where the episode ended, start the next one from ``pool``.
+    """Step one environment; where its episode ended, start the next one from ``pool``.
 
-    Works on one environment; ``jax.vmap(pooled_autoreset_step, in_axes=(None,
-    None, 0, 0))`` (with ``env`` and ``pool`` shared) runs a batch.
-
-    Args:
-        env: a jumanji environment whose state has a ``key`` field.
-        pool: from :func:`make_reset_pool` for the same environment.
-        state: the current (single) state.
-        action: the action for ``env.step``.
-
-    Returns:
-        ``(state, timestep)`` with the semantics described in this module's
-        docstring (those of ``AutoResetWrapper(env, next_obs_in_extras=True)``).
+    Batch: ``jax.vmap(pooled_autoreset_step, in_axes=(None, None, 0, 0))``. Returns ``(state,
+    timestep)``: on a LAST step ``reward`` and ``discount`` are the step's, but ``observation``
+    and ``state`` the next episode's; ``extras["next_obs"]`` is always the true next observation.
 
     Raises:
         TypeError: if ``pool`` is not a :class:`ResetPool`.
-        ValueError: if ``action`` is not a single action (for a batch, ``vmap``).
+        ValueError: if ``action`` is not a single action (shape ``()``).
     """
     _check_pool(pool)
     if jnp.ndim(action) != 0:

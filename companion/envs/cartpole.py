@@ -1,36 +1,7 @@
-"""CartPole in JAX: gymnasium's ``CartPole-v1`` computed in float32.
+"""CartPole in JAX: gymnasium's ``CartPole-v1`` (Barto, Sutton and Anderson, 1983) in float32.
 
-The cart-pole system of Barto, Sutton and Anderson (1983), as implemented by
-gymnasium's ``CartPoleEnv`` (``gymnasium/envs/classic_control/cartpole.py``)
-behind ``gymnasium.make("CartPole-v1")``: the same constants, the same
-explicit Euler update, and the same episode ends.
-
-Where the two differ, and why: gymnasium keeps its state in float64 and
-returns float32 observations; this port keeps the state in float32 (JAX's
-default). From the same state, one step gives the same next state up to
-float32 rounding (a relative difference of about 1e-7) and the same
-termination, except when the next cart position or pole angle lies within
-that rounding of its threshold. The thresholds themselves are compared as
-gymnasium compares them: a float32 value terminates exactly when it exceeds
-the float64 threshold (so ``float32(2.4)``, which is 2.4000001, terminates,
-as it does in gymnasium). Over a whole episode the rounding differences grow
-(the pole is an unstable system), so long trajectories from the same start
-and actions drift apart after some hundred steps; they agree step for step
-when each step starts from the same state (the tests check both).
-
-- Observation: float32 ``(4,)`` = cart position x (m), cart velocity (m/s),
-  pole angle theta (rad, 0 = upright), pole angular velocity (rad/s).
-- Action: int ``()`` in {0, 1}: push the cart left (0) or right (1) with 10 N.
-- Reward: 1.0 on every step, *including* the step that ends the episode.
-- Termination: |x| > 2.4 or |theta| > 12 degrees (0.2095 rad) after the step.
-- Truncation (not termination): when the step count reaches 500.
-  As in gymnasium's ``TimeLimit`` wrapper, a step can be both terminated and
-  truncated. A TD target bootstraps whenever ``terminated`` is False,
-  truncated steps included.
-- Reset: each of the four state variables uniform in [-0.05, 0.05].
-
-All functions are pure and work under ``jax.jit``, ``jax.vmap`` and
-``jax.lax.scan``.
+Constants, explicit Euler update and episode ends of gymnasium's ``CartPoleEnv``, with a float32
+state (gymnasium's is float64). Pure functions, for ``jit``, ``vmap`` and ``lax.scan``.
 """
 
 from __future__ import annotations
@@ -83,15 +54,11 @@ class TimeStep(NamedTuple):
     """What one step returns besides the new state.
 
     Fields:
-        obs: float32 (4,), the observation after the step. In
-            :func:`step_autoreset` this is the *first observation of the next
-            episode* when the episode ended.
-        reward: float32 (), 1.0 on every step.
+        obs: float32 (4,), the observation after the step (the next episode's after an auto-reset).
+        reward: float32 (), 1.0 on every step, the last one included.
         terminated: bool (), the pole fell or the cart left the track.
-        truncated: bool (), the step count reached ``max_steps``.
-        next_obs: float32 (4,), the true observation after the step, even
-            when the episode ended and ``obs`` was reset (use it to bootstrap
-            on truncation).
+        truncated: bool (), the step count reached ``max_steps`` (may coincide with terminated).
+        next_obs: float32 (4,), the true observation after the step (bootstrap on truncation).
     """
 
     obs: jax.Array
@@ -113,15 +80,11 @@ def _initial_physics(key: jax.Array, params: CartPoleParams) -> jax.Array:
 def reset(
     key: jax.Array, params: CartPoleParams = DEFAULT_PARAMS
 ) -> tuple[CartPoleState, jax.Array]:
-    """Start an episode.
-
-    Args:
-        key: a PRNG key (``jax.random.key`` or ``jax.random.PRNGKey``).
-        params: physical constants; the defaults are CartPole-v1's.
+    """Start an episode from ``key`` (``jax.random.key`` or ``jax.random.PRNGKey``).
 
     Returns:
-        ``(state, obs)``: the state, and the observation float32 ``(4,)``
-        with every entry uniform in [-0.05, 0.05].
+        ``(state, obs)``; ``obs`` float32 ``(4,)``, each entry uniform in
+        [-``reset_bound``, ``reset_bound``] ([-0.05, 0.05] for CartPole-v1).
 
     Raises:
         TypeError, ValueError: if ``key`` is not one PRNG key (an int seed, say).
@@ -164,21 +127,15 @@ def _check_physics(physics) -> jax.Array:
 def dynamics(
     physics: jax.Array, action: jax.Array, params: CartPoleParams = DEFAULT_PARAMS
 ) -> jax.Array:
-    """One explicit Euler step of the cart-pole equations, as gymnasium computes it.
+    """One explicit Euler step, as gymnasium's: float32 (4,), the state ``tau`` seconds later.
 
     Args:
-        physics: float32 (4,), (x, x_dot, theta, theta_dot) in m, m/s, rad, rad/s.
+        physics: float (4,), (x, x_dot, theta, theta_dot) in m, m/s, rad, rad/s.
         action: int (), 0 (push left) or 1 (push right).
-        params: physical constants.
-
-    Returns:
-        float32 (4,), the state ``tau`` seconds later. Positions are updated
-        with the *old* velocities (explicit Euler, gymnasium's default).
 
     Raises:
-        ValueError: if ``physics`` is not of shape (4,), ``action`` is not a
-            scalar, or (at run time, also under ``jit``) ``action`` is not 0 or 1.
-        TypeError: if ``physics`` is not floating point or ``action`` not an integer.
+        ValueError: ``physics`` not (4,), ``action`` not a scalar or (a run-time check) not 0 or 1.
+        TypeError: ``physics`` not floating point, or ``action`` not an integer.
     """
     physics = _check_physics(physics)
     action = _check_action(action)
@@ -202,11 +159,8 @@ def dynamics(
 
 
 def _float32_above(threshold) -> np.float32:
-    """The smallest float32 strictly above ``threshold`` (a Python float, float64).
-
-    For a float32 ``v``, ``v > threshold`` in float64 holds exactly when
-    ``v >= _float32_above(threshold)``: comparing with this value decides as
-    gymnasium decides with its float64 threshold.
+    """Smallest float32 strictly above the float64 ``threshold``: for a float32 ``v``,
+    ``v > threshold`` exactly when ``v >= _float32_above(threshold)``.
     """
     t32 = np.float32(threshold)
     return t32 if float(t32) > float(threshold) else np.nextafter(t32, np.float32(np.inf))
@@ -222,20 +176,14 @@ def _exceeds(value: jax.Array, threshold) -> jax.Array:
 def step(
     state: CartPoleState, action, params: CartPoleParams = DEFAULT_PARAMS
 ) -> tuple[CartPoleState, TimeStep]:
-    """Advance one environment by one step, without resetting.
-
-    Args:
-        state: the current state (not batched; ``jax.vmap`` for batches).
-        action: int scalar, 0 (push left) or 1 (push right).
-        params: physical constants; the defaults are CartPole-v1's.
+    """Advance one environment (``jax.vmap`` for a batch) by one step, without resetting.
 
     Returns:
-        ``(state, timestep)``; ``timestep.obs`` and ``timestep.next_obs`` are
-        both the observation after the step.
+        ``(state, timestep)``; ``timestep.obs`` and ``timestep.next_obs`` are both the
+        observation after the step. ``action``: int (), 0 (push left) or 1 (push right).
 
     Raises:
-        ValueError: if ``action`` is not a scalar, or (at run time, also under
-            ``jit``) is not 0 or 1.
+        ValueError: if ``action`` is not a scalar, or (a run-time check) not 0 or 1.
         TypeError: if ``action`` is not of an integer dtype.
     """
     physics = dynamics(state.physics, action, params)
@@ -261,13 +209,9 @@ def step_autoreset(
 ) -> tuple[CartPoleState, TimeStep]:
     """Like :func:`step`, but start a new episode when this one ends.
 
-    On the step that ends an episode (terminated or truncated) the returned
-    state and ``timestep.obs`` belong to a fresh episode drawn with the key
-    carried in the state; ``timestep.reward``, ``terminated`` and ``truncated``
-    describe the step that ended the old one, and ``timestep.next_obs`` keeps
-    its true final observation.
-
-    Args, Returns and Raises: as :func:`step`.
+    On an ending step the returned state and ``timestep.obs`` belong to a fresh episode drawn
+    with the state's key; ``reward``, ``terminated``, ``truncated`` and ``next_obs`` describe
+    the old episode's last step. Args, Returns and Raises: as :func:`step`.
     """
     stepped, timestep = step(state, action, params)
     key, reset_key = jax.random.split(stepped.key)
@@ -286,22 +230,13 @@ def random_rollout(
 ) -> tuple[CartPoleState, jax.Array]:
     """Run ``num_envs`` CartPoles for ``num_steps`` steps of uniformly random actions.
 
-    The batch is stepped with ``jax.vmap(step_autoreset)`` inside ``jax.lax.scan``;
-    wrap the call in ``jax.jit`` (with ``num_envs`` and ``num_steps`` static).
-
-    Args:
-        key: PRNG key.
-        num_envs: number of environments (batch size), a positive int.
-        num_steps: number of steps of every environment, a positive int.
-        params: physical constants.
+    ``jax.vmap(step_autoreset)`` inside ``jax.lax.scan``; jit it with both counts static.
 
     Returns:
-        ``(states, episodes)``: the final batched state, and the number of
-        episodes that ended (int32 scalar).
+        ``(states, episodes)``: the final batched state, int32 () count of episodes that ended.
 
     Raises:
-        TypeError, ValueError: if ``num_envs`` or ``num_steps`` is not a positive
-            int, or ``key`` is not one PRNG key.
+        TypeError, ValueError: ``num_envs`` or ``num_steps`` not a positive int; ``key`` not a key.
     """
     positive_int(num_envs, "num_envs")
     positive_int(num_steps, "num_steps")

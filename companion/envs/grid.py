@@ -77,20 +77,15 @@ def _cells(cells: Sequence[Sequence[int]], name: str, walls: np.ndarray) -> list
 
 
 def shortest_path(walls: Any, start: Any, target: Any) -> list | None:
-    """A shortest path by breadth-first search, neighbours tried in action order
-    (:data:`MOVES`).
+    """A shortest path by breadth-first search, neighbours tried in :data:`MOVES` order.
 
-    Args:
-        walls: bool array-like ``(rows, cols)``.
-        start, target: ``(row, col)`` free cells inside the grid.
+    ``walls``: bool array-like ``(rows, cols)``; ``start``, ``target``: free ``(row, col)`` cells.
 
     Returns:
-        list of ``(row, col)`` from ``start`` to ``target`` inclusive (its length minus one is
-        the number of moves), or ``None`` when walls separate them.
+        list of ``(row, col)`` from ``start`` to ``target`` inclusive, or ``None`` if unreachable.
 
     Raises:
-        ValueError: if ``walls`` is not a 2-D grid, or ``start`` or ``target`` is not a
-            ``(row, col)`` pair of ints, lies outside the grid or on a wall.
+        ValueError: for ``walls`` not a 2-D 0/1 grid, or a cell not an int pair of a free cell.
     """
     walls = check_walls(walls)
     start, target = check_cell(start, "start", walls), check_cell(target, "target", walls)

@@ -1,15 +1,7 @@
 """Import jumanji without letting it change matplotlib's backend.
 
-On import, ``jumanji.environments`` runs ``%matplotlib ipympl`` whenever it
-finds itself inside an IPython kernel that is not Colab (jumanji 1.x). Where
-ipympl is missing this raises ``RuntimeError: 'ipympl' is not a recognised GUI
-loop or backend name`` and the import fails; where it is installed, figures
-become interactive widgets, which show as empty boxes in the static HTML book.
-
-jumanji decides by reading ``builtins.__IPYTHON__``. :func:`import_jumanji`
-hides that flag for the duration of the first import only, so jumanji keeps
-the kernel's backend (``inline`` in Jupyter, the book build and Colab).
-Python caches modules, so every later ``import jumanji`` is harmless.
+jumanji 1.x runs ``%matplotlib ipympl`` on import in a non-Colab IPython kernel (an error without
+ipympl); :func:`import_jumanji` hides ``builtins.__IPYTHON__`` during the first import.
 """
 
 from __future__ import annotations

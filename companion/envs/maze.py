@@ -1,21 +1,7 @@
-"""Helpers for jumanji's ``Maze-v0`` (Bonnet et al., 2024).
+"""Helpers for jumanji's ``Maze-v0`` (Bonnet et al., 2024): making, drawing, tasks, episode ends.
 
-A Maze state or observation holds ``walls`` (bool, shape ``(rows, cols)``),
-``agent_position`` and ``target_position`` (each a ``Position(row, col)`` of
-int32 scalars) and ``action_mask`` (bool, shape ``(4,)``, actions
-0 = up, 1 = right, 2 = down, 3 = left).
-
-An episode of jumanji's Maze ends in one of three ways, each on a LAST
-timestep with discount 0 (jumanji 1.x does not tell them apart):
-
-1. the agent reaches the target (reward 1): a **termination**;
-2. the agent has no legal move (every neighbour is a wall or off the grid;
-   reward 0): also a **termination**, the episode cannot go on;
-3. the step count reaches the time limit (reward 0): a **truncation**, the
-   episode was stopped by the clock, and its last state still has a future.
-
-:func:`terminated` and :func:`truncated` classify a step from the
-observation after it.
+States and observations hold ``walls`` bool ``(rows, cols)``, ``agent_position`` and
+``target_position`` (int32 ``Position``) and ``action_mask`` bool ``(4,)`` (up, right, down, left).
 """
 
 from __future__ import annotations
@@ -58,13 +44,10 @@ COLOURS = {
 def make_maze(**kwargs: Any):
     """Create jumanji's ``Maze-v0`` without switching matplotlib's backend.
 
-    Args:
-        **kwargs: passed to ``jumanji.make("Maze-v0", ...)``, for example
-            ``generator=`` or ``time_limit=``.
+    ``kwargs`` go to ``jumanji.make("Maze-v0", ...)``, for example ``generator=``, ``time_limit=``.
 
     Returns:
-        A ``jumanji.environments.Maze`` environment (10 x 10 cells and a time
-        limit of 100 steps by default).
+        A ``jumanji.environments.Maze`` (10 x 10 cells, time limit 100 steps by default).
 
     Raises:
         TypeError, ValueError: for a ``time_limit`` that is not a positive int.
@@ -98,16 +81,11 @@ def _single_maze_arrays(state: Any, argname: str):
 
 
 def maze_rgb(state: Any, argname: str = "state") -> np.ndarray:
-    """Draw one Maze state (or observation) as an RGB image.
-
-    Args:
-        state: a single (not batched) Maze ``State`` or ``Observation``.
-        argname: the name used for ``state`` in error messages.
+    """Draw one (not batched) Maze ``State`` or ``Observation``, named ``argname`` in errors.
 
     Returns:
-        float32 array of shape ``(rows, cols, 3)`` with values in [0, 1]: free
-        cells white, walls dark, the target red and the agent green (the agent
-        is drawn last, so it hides the target on the step it reaches it).
+        float32 ``(rows, cols, 3)`` in [0, 1]: free cells white, walls dark, the target red and
+        the agent green (drawn last, so it hides the target once there).
 
     Raises:
         TypeError: if ``state`` has no ``walls``/``agent_position``/``target_position``.
@@ -123,16 +101,11 @@ def maze_rgb(state: Any, argname: str = "state") -> np.ndarray:
 
 
 def observation_image(obs: Any) -> jax.Array:
-    """Turn one Maze observation into a 3-channel image for a convolutional network.
-
-    Args:
-        obs: a single (not batched) Maze ``Observation`` or ``State``;
-            ``jax.vmap(observation_image)`` handles a batch.
+    """One (not batched) Maze ``Observation`` or ``State`` as a 3-channel image for a CNN.
 
     Returns:
-        float32 array of shape ``(3, rows, cols)``: channel 0 is 1.0 on walls,
-        channel 1 is 1.0 on the agent's cell, channel 2 is 1.0 on the target's
-        cell; every other entry is 0.0.
+        float32 ``(3, rows, cols)``: 1.0 on walls (channel 0), on the agent's cell (1) and on the
+        target's cell (2), 0.0 elsewhere. ``jax.vmap(observation_image)`` for a batch.
 
     Raises:
         TypeError: if ``obs`` has no ``walls``, ``agent_position`` or ``target_position``.
@@ -161,13 +134,10 @@ def _check_obs(obs: Any, *fields: str) -> None:
 
 
 def reached_target(obs: Any) -> jax.Array:
-    """True where the agent stands on the target.
+    """True where the agent stands on the target: bool ``(...)``.
 
     Args:
         obs: a Maze ``Observation`` or ``State``, single or batched (leading axes ``...``).
-
-    Returns:
-        bool ``(...)``.
 
     Raises:
         TypeError: if ``obs`` has no ``agent_position`` or ``target_position``.
@@ -179,13 +149,10 @@ def reached_target(obs: Any) -> jax.Array:
 
 
 def no_legal_move(obs: Any) -> jax.Array:
-    """True where the agent has no legal move (every entry of ``obs.action_mask`` False).
+    """True where the agent has no legal move (``obs.action_mask`` all False): bool ``(...)``.
 
     Args:
         obs: a Maze ``Observation`` or ``State`` (``action_mask`` bool ``(..., 4)``).
-
-    Returns:
-        bool ``(...)``.
 
     Raises:
         TypeError: if ``obs`` has no ``action_mask``.
@@ -195,19 +162,12 @@ def no_legal_move(obs: Any) -> jax.Array:
 
 
 def terminated(obs: Any) -> jax.Array:
-    """Did the step that led to ``obs`` *terminate* its episode?
+    """Did the step that led to ``obs`` *terminate* its episode? bool ``(...)``.
 
-    True when the agent reached the target or has no legal move left (the two
-    ways a Maze episode really ends); a time-out is a truncation, not a
-    termination (:func:`truncated`). A step that reaches the target on the
-    last step of the time limit is a termination.
-
-    Args:
-        obs: the true observation after the step (for an auto-reset environment,
-            ``timestep.extras["next_obs"]``), single or batched.
-
-    Returns:
-        bool ``(...)``.
+    True when the agent reached the target (even on the time limit's last step) or has no legal
+    move; a time-out alone is a truncation (:func:`truncated`); jumanji 1.x gives all three ends
+    discount 0. ``obs``: the true observation after the step (``timestep.extras["next_obs"]``
+    after an auto-reset), single or batched.
 
     Raises:
         TypeError: if ``obs`` is not a Maze Observation or State.
@@ -217,14 +177,11 @@ def terminated(obs: Any) -> jax.Array:
 
 
 def truncated(obs: Any, done: jax.Array) -> jax.Array:
-    """Did a step that ended its episode (``done``) end it by the time limit only?
+    """Where an ended step (``done``) was a time-out: bool ``(...)``, ``done & ~terminated(obs)``.
 
     Args:
         obs: the true observation after the step, single or batched.
         done: bool ``(...)``, ``timestep.last()`` of that step.
-
-    Returns:
-        bool ``(...)``: ``done & ~terminated(obs)``.
 
     Raises:
         TypeError: if ``obs`` is not a Maze Observation or State.
@@ -240,28 +197,15 @@ def truncated(obs: Any, done: jax.Array) -> jax.Array:
 
 
 class FixedMazeGenerator(Generator):
-    """A fixed wall layout; start and target drawn uniformly from given cells.
-
-    The start is drawn uniformly from ``starts`` and, independently, the target
-    uniformly from ``targets``, so every (start, target) pair occurs with
-    probability ``1 / (len(starts) * len(targets))``. (``jax.random.randint``
-    excludes its upper bound: drawing with ``maxval=len(cells) - 1`` would
-    silently never pick the last cell.)
-
-    Every layout it accepts can be played: each start has a legal move and
-    every target can be reached from every start.
+    """A fixed wall layout; start and target drawn uniformly and independently from given cells.
 
     Args:
-        walls: bool array-like ``(rows, cols)``, True for a wall (0 and 1 are
-            accepted too).
-        starts: non-empty list of ``(row, col)`` free cells.
-        targets: non-empty list of ``(row, col)`` free cells.
+        walls: bool (or 0/1) array-like ``(rows, cols)``, True for a wall.
+        starts, targets: non-empty lists of free ``(row, col)`` cells.
 
     Raises:
-        ValueError: if ``walls`` is not a 2-D boolean grid of at least 2 cells; if
-            a cell is not a ``(row, col)`` pair, is outside the maze or is a wall;
-            if a start has no legal move; if a target cannot be reached from a
-            start (each message names the cell).
+        ValueError: ``walls`` not a 2-D 0/1 grid of >= 2 cells; an empty list or a cell not free
+            inside it; a start with no legal move; a target some start cannot reach.
     """
 
     def __init__(
@@ -384,24 +328,15 @@ TASKS = ("empty", "medium", "random")
 
 
 def make_maze_task(name: str, time_limit: int = 100):
-    """One of the book's three Maze tasks, by name.
+    """One of the book's three Maze tasks (:data:`TASKS`) as a jumanji Maze environment.
 
-    - ``"empty"``: 10 x 10 without walls, start (0, 0), target (9, 9)
-      (:class:`EmptyMazeGenerator`);
-    - ``"medium"``: :data:`MEDIUM_MAZE` with its 3 starts x 3 targets
-      (:func:`medium_maze_generator`);
-    - ``"random"``: jumanji's default ``Maze-v0``, a new random 10 x 10 maze
-      with random start and target in every episode.
-
-    Args:
-        name: one of :data:`TASKS`.
-        time_limit: steps before the episode is truncated (jumanji's default 100).
-
-    Returns:
-        A jumanji Maze environment.
+    ``"empty"``: 10 x 10 without walls, (0, 0) to (9, 9); ``"medium"``: :data:`MEDIUM_MAZE`, 3
+    starts x 3 targets; ``"random"``: jumanji's default, a new random 10 x 10 maze every episode.
+    ``time_limit``: steps before the episode is truncated.
 
     Raises:
-        ValueError: for an unknown ``name`` or a ``time_limit`` that is not a positive int.
+        TypeError: if ``time_limit`` is not an int.
+        ValueError: for an unknown ``name``, or a ``time_limit`` that is not positive.
     """
     positive_int(time_limit, "time_limit")
     if name == "empty":
