@@ -24,7 +24,8 @@ def checked(fn: Any, static_argnums: int | tuple = ()) -> Any:
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
-    program = jax.jit(checkify.checkify(fn, errors=checkify.user_checks), static_argnums=static_argnums)
+    checked_fn = checkify.checkify(fn, errors=checkify.user_checks)
+    program = jax.jit(checked_fn, static_argnums=static_argnums)
 
     def run(*args, **kwargs):
         error, out = program(*args, **kwargs)

@@ -149,7 +149,8 @@ def maze_playground(
     walls = np.array(maze_lib.check_walls(walls))
     rows, cols = walls.shape
     start = maze_lib.check_cell((0, 0) if start is None else start, "start", walls)
-    target = maze_lib.check_cell((rows - 1, cols - 1) if target is None else target, "target", walls)
+    corner = (rows - 1, cols - 1)
+    target = maze_lib.check_cell(corner if target is None else target, "target", walls)
     if start == target:
         raise ValueError(f"start, target: both are cell {start}; expected two different cells")
     limit = None if time_limit is None else positive_int(time_limit, "time_limit")
@@ -253,7 +254,8 @@ def maze_playground(
         _, greedy, _ = agent_policy(current_model(), episode.walls, episode.agent, episode.target)
         result = step(episode.walls, episode.agent, episode.target, greedy, episode.steps,
                       episode.time_limit)  # fmt: skip
-        episode.agent, episode.steps, episode.reason = result.agent, result.step_count, result.reason
+        episode.agent, episode.steps = result.agent, result.step_count
+        episode.reason = result.reason
         episode.trail.append(result.agent)
         draw()
         return not result.done

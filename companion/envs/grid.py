@@ -60,7 +60,8 @@ def check_walls(walls: Any, name: str = "walls") -> np.ndarray:
     arr = np.asarray(walls)
     if arr.ndim != 2 or arr.size < 2:
         raise ValueError(
-            f"{name}: expected a 2-D array (rows, cols) with at least 2 cells, got shape {arr.shape}"
+            f"{name}: expected a 2-D array (rows, cols) with at least 2 cells, "
+            f"got shape {arr.shape}"
         )
     if arr.dtype != bool:
         if not (np.issubdtype(arr.dtype, np.number) and np.isin(arr, (0, 1)).all()):
