@@ -33,20 +33,6 @@ def positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-def non_negative_int(value: Any, name: str) -> int:
-    """``value`` as an int if it is an integer >= 0 (not a bool).
-
-    Raises:
-        TypeError: if ``value`` is not an integer.
-        ValueError: if it is negative.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name}: expected an int >= 0, got {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
-    return int(value)
-
-
 def positive_ints(values: Any, name: str) -> tuple:
     """``values`` as a non-empty tuple of positive ints.
 
