@@ -70,7 +70,7 @@ def run_quick(request):
     import sys
     import tempfile
 
-    store = request.config.cache
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
     folder = None if store is None else store.mkdir("benchmarks-quick")
 
     def run(script):
@@ -99,7 +99,7 @@ def kept_run(request):
     failure."""
     import hashlib
 
-    store = request.config.cache
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
     folder = None if store is None else store.mkdir("kept-runs")
 
     def kept(name, run, reads):
@@ -132,7 +132,7 @@ def executed_notebook(request):
     every test of one notebook runs in the same worker (see ``pytest_itemcollected``), so each
     notebook is still executed once."""
     cache = {}
-    store = request.config.cache
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
     folder = None if store is None else store.mkdir("executed-notebooks")
     others = [f"notebooks/{p.name}" for p in NOTEBOOKS]
 

@@ -46,7 +46,7 @@ def checks(tmp_path_factory, request):
         assert done.returncode == 0, done.stderr[-3000:]
         return out.read_bytes()
 
-    store = request.config.cache
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
     folder = None if store is None else store.mkdir("sharding-checks")
     return json.loads(run_cache.kept(folder, "checks", ".json", run_cache.key(), run))
 
