@@ -2,10 +2,14 @@
 # Both create .venv from requirements.txt (exact pins) on first use and
 # install the companion package into it.
 
-# The first Python that runs, in this order: 3.11, 3.12, 3.13, then python3 (make PYTHON=...
-# chooses another). A name on PATH that does not run (a pyenv shim of a version that is not
-# selected) is skipped.
-PYTHON ?= $(firstword $(foreach p,python3.11 python3.12 python3.13 python3,$(shell $(p) -c "" >/dev/null 2>&1 && command -v $(p))))
+# The first Python 3.13 or 3.12 that runs, in this order: python3.13, python3.12 on PATH,
+# then pyenv's installed 3.13.x and 3.12.x (an unselected pyenv version's shim does not run,
+# its interpreter does), then python3 if it is 3.12 or newer (make PYTHON=... chooses another).
+PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
+PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 \
+	$(sort $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python3.13)) \
+	$(sort $(wildcard $(PYENV_VERSIONS)/3.12.*/bin/python3.12)) python3,\
+	$(shell $(p) -c "import sys; assert sys.version_info >= (3, 12)" >/dev/null 2>&1 && command -v $(p))))
 VENV   := .venv
 BIN    := $(VENV)/bin
 

@@ -1,12 +1,10 @@
 """XLA:CPU's compile settings: compile time against run time, and what they do to the test
 suite.
 
-XLA:CPU compiles each program through LLVM at ``--xla_backend_optimization_level`` 3, and
-emits its fused loops with its MLIR fusion emitters (``--xla_cpu_use_fusion_emitters``),
-unless told otherwise. On the tiny budgets a test run spends most of its time compiling, so
-the tests (``tests/conftest.py``) set level 2 and the older LLVM IR emitters. This script
-measures those trades, each setting in a fresh process (JAX reads ``XLA_FLAGS`` once, when its
-backend starts):
+XLA:CPU compiles each program through LLVM at ``--xla_backend_optimization_level`` 3 unless
+told otherwise. On the tiny budgets a test run spends most of its time compiling, so the tests
+(``tests/conftest.py``) set level 2. This script measures that trade, each setting in a fresh
+process (JAX reads ``XLA_FLAGS`` once, when its backend starts):
 
 - ``programs``: for PPO (the chapter's medium-maze configuration, 4 seeds vmapped) and DQN
   (the chapter's CartPole configuration), the compile time and the median run time of one
@@ -14,11 +12,10 @@ backend starts):
 - ``suite_s`` (full mode only): the wall time of ``pytest tests/test_ppo.py tests/test_dqn.py``
   with an empty compilation cache.
 
-The settings are levels 3 (XLA's default), 2 and 1 with the default emitters, and ``tests``
-(level 2 with the LLVM IR emitters). Every figure is also given as a ratio to XLA's default
-measured in the same run.
+The settings are levels 3 (XLA's default), 2 (what the tests set) and 1. Every figure is also
+given as a ratio to XLA's default measured in the same run.
 
-    python benchmarks/compile_level.py           # about 15 minutes on 2 cores
+    python benchmarks/compile_level.py           # about 12 minutes on 2 cores
     python benchmarks/compile_level.py --quick   # the default and the tests' setting, tiny sizes
 """
 
@@ -36,21 +33,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 LEVEL = "--xla_backend_optimization_level"
-EMITTERS = "--xla_cpu_use_fusion_emitters"
-#: Each setting gives both flags; an XLA_FLAGS of the caller keeps its other flags.
+#: Each setting's flags; an XLA_FLAGS of the caller keeps its other flags.
 SETTINGS = {
-    "3": {LEVEL: "3", EMITTERS: "true"},  # XLA's defaults
-    "2": {LEVEL: "2", EMITTERS: "true"},
-    "1": {LEVEL: "1", EMITTERS: "true"},
-    "tests": {LEVEL: "2", EMITTERS: "false"},  # what tests/conftest.py sets
+    "3": {LEVEL: "3"},  # XLA's default
+    "2": {LEVEL: "2"},  # what tests/conftest.py sets
+    "1": {LEVEL: "1"},
 }
-QUICK_SETTINGS = ("3", "tests")
+#: The setting that tests/conftest.py uses.
+TESTS = "2"
+QUICK_SETTINGS = ("3", TESTS)
 
 
 def _flags(setting: str) -> str:
-    kept = [
-        f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith((LEVEL, EMITTERS))
-    ]
+    kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(LEVEL)]
     return " ".join([*kept, *(f"{flag}={value}" for flag, value in SETTINGS[setting].items())])
 
 
@@ -143,6 +138,7 @@ def main(argv=None) -> dict:
     result = {
         **result_header("compile_level", args.quick),
         "default": "3",
+        "tests": TESTS,
         "settings": settings,
         "total_s": time.perf_counter() - started,
     }

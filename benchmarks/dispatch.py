@@ -31,7 +31,6 @@ import statistics
 import time
 from pathlib import Path
 
-import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 import numpy as np
 

@@ -25,7 +25,6 @@ import argparse
 import time
 from pathlib import Path
 
-import companion  # noqa: F401  (sets XLA flags before the first computation)
 from maze_sizes import EVAL_SEED, evaluate_and_write, with_iterations
 
 from companion.agents.ppo.saved import load_saved_agent, saved_network

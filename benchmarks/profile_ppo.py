@@ -25,7 +25,6 @@ import json
 import time
 from pathlib import Path
 
-import companion  # noqa: F401  (sets XLA flags before the first computation)
 import jax
 
 from companion.agents import ppo

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 #: The benchmark scripts, in the order they run.
 SCRIPTS = (
-    "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "dqn_stability",
+    "loop_writes", "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "dqn_stability",
     "source_posts",
     "sharding", "maze_sizes", "planning_sizes", "compile_level", "lean_programs",
 )

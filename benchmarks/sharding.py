@@ -38,7 +38,6 @@ import json  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import companion  # noqa: E402,F401  (sets XLA flags before the first computation)
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
 

@@ -6,10 +6,8 @@ Value checks (:func:`runtime_check`) raise at once on concrete arrays; on traced
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import os
-import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -157,28 +155,6 @@ def runtime_check(bad: Any, message: str) -> None:
         ValueError: with ``message``, if ``bad`` is concrete and any element is True.
     """
     if isinstance(bad, jax.core.Tracer):
-        with _error_code(message):
-            checkify.debug_check(~jnp.any(bad), message.replace("{", "{{").replace("}", "}}"))
+        checkify.debug_check(~jnp.any(bad), message.replace("{", "{{").replace("}", "}}"))
     elif bool(np.any(np.asarray(bad))):
         raise ValueError(message)
-
-
-@contextlib.contextmanager
-def _error_code(message: str):
-    """Give the check traced in this block an error code from ``message`` only (2**30 + CRC-32),
-    not checkify's process-global counter, so the program text (and its cache key) stays stable.
-    """
-    try:
-        from jax._src import checkify as impl
-    except ImportError:  # a JAX that moved its internals: keep its own numbering
-        impl = None
-    counter = getattr(impl, "next_code", None)
-    if counter is None:
-        yield
-        return
-    code = 2**30 + zlib.crc32(message.encode()) % 2**30
-    impl.next_code = lambda: code
-    try:
-        yield
-    finally:
-        impl.next_code = counter

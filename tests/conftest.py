@@ -6,17 +6,13 @@ matplotlib.use("Agg")
 os.environ.setdefault("DRLJAX_BUDGET", "tiny")
 
 # Tests compile far more programs than they run steps: on the tiny budgets, XLA's compile time
-# is most of a test run. Two XLA:CPU settings make compiling cheaper: LLVM optimisation level
-# 2 (the default is 3), and XLA's older LLVM IR emitters for fused loops instead of its newer
-# MLIR fusion emitters (the default). ``benchmarks/compile_level.py`` measures both against
-# XLA's defaults: see the README for its figures. Level 2 changes only the machine code (the
-# same results, bit for bit, in a short PPO and DQN run). The other emitters compute
-# elementwise functions with other code, so results agree with XLA's defaults to float32
-# rounding, not bit for bit (the tests' tolerances; at most 2e-6 in the weights after a short
-# PPO and DQN run). Set here, before JAX starts, the flags reach the notebook kernels and the
-# subprocesses too; an ``XLA_FLAGS`` that already sets one wins, and the book build keeps
-# XLA's defaults.
-TEST_XLA_FLAGS = {"--xla_backend_optimization_level": "2", "--xla_cpu_use_fusion_emitters": "false"}
+# is most of a test run. LLVM optimisation level 2 (XLA:CPU's default is 3) makes compiling
+# cheaper and changes only the machine code, not the results (bit for bit in a short PPO and
+# DQN run). ``benchmarks/compile_level.py`` measures it against XLA's default: see the
+# README for its figures. Set here, before JAX starts, the flag reaches the notebook kernels
+# and the subprocesses too; an ``XLA_FLAGS`` that already sets it wins, and the book build
+# keeps XLA's defaults.
+TEST_XLA_FLAGS = {"--xla_backend_optimization_level": "2"}
 for _flag, _value in TEST_XLA_FLAGS.items():
     if _flag not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}={_value}".strip()

@@ -1,6 +1,7 @@
 """The book's execution cache is cleared when the companion package changes, and only then;
 tools/execute_notebooks.py fills it the way the build reads it."""
 
+import contextlib
 import json
 import sys
 
@@ -88,12 +89,23 @@ def _project(tmp_path, cells):
     return tmp_path / "notebooks" / "nb.ipynb"
 
 
+@contextlib.contextmanager
+def _opened(cache_dir):
+    """jupyter-cache's cache at ``cache_dir``, its SQLite connections closed afterwards."""
+    from jupyter_cache import get_cache
+
+    cache = get_cache(str(cache_dir))
+    try:
+        yield cache
+    finally:
+        cache.db.dispose()
+
+
 def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatch):
     """tools/execute_notebooks.py stores each executed notebook where myst-nb's cache mode
     looks it up (same code cells, hence a match), with its outputs and its seconds; a
     second run finds it cached and executes nothing."""
     import nbformat
-    from jupyter_cache import get_cache
 
     import execute_notebooks
 
@@ -105,10 +117,10 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
             "--config", str(tmp_path / "_config.yml")]
     assert execute_notebooks.book_notebooks(tmp_path / "_toc.yml") == [path]
     assert execute_notebooks.main(args) == 0
-    record = get_cache(str(cache_dir)).match_cache_notebook(nbformat.read(path, as_version=4))
-    assert record.data["execution_seconds"] > 0
-    _, merged = get_cache(str(cache_dir)).merge_match_into_notebook(
-        nbformat.read(path, as_version=4))
+    with _opened(cache_dir) as cache:
+        record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        assert record.data["execution_seconds"] > 0
+        _, merged = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
     assert merged.cells[1].outputs[0]["text"] == "42\n"
     seconds = json.loads((tmp_path / "seconds.json").read_text())
     assert seconds["notebooks/nb.ipynb"]["jobs"] == 1  # one notebook: one worker
@@ -118,7 +130,6 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
 
 def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkeypatch, capsys):
     import nbformat
-    from jupyter_cache import get_cache
 
     import execute_notebooks
 
@@ -131,5 +142,5 @@ def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkey
                                      str(tmp_path / "_config.yml")])
     assert status == 1
     assert "cell 1 is broken" in capsys.readouterr().out
-    with pytest.raises(KeyError):
-        get_cache(str(cache_dir)).match_cache_notebook(nbformat.read(path, as_version=4))
+    with _opened(cache_dir) as cache, pytest.raises(KeyError):
+        cache.match_cache_notebook(nbformat.read(path, as_version=4))

@@ -302,8 +302,9 @@ def test_a_progress_bar_is_the_only_callback_and_is_asked_for():
 
 def test_a_programs_text_does_not_depend_on_the_checks_traced_before_it():
     """A run-time check leaves the same program text whatever was traced before it (JAX's
-    persistent cache finds a program by that text), and under ``checked`` it still raises
-    its own message."""
+    persistent cache finds a program by that text), under a plain jit and under checkify
+    (which numbers the checks of each trace from the same start), and under ``checked`` it
+    still raises its own message."""
     from jax.experimental import checkify
 
     from companion._validate import runtime_check
@@ -317,10 +318,15 @@ def test_a_programs_text_does_not_depend_on_the_checks_traced_before_it():
 
         return program
 
-    first = jax.jit(make_program()).lower(1.0).as_text()
+    def texts():  # the program under a plain jit, and under checkify as ``checked`` runs it
+        checkified = checkify.checkify(make_program(), errors=checkify.user_checks)
+        return jax.jit(make_program()).lower(1.0).as_text(), jax.jit(checkified).lower(1.0).as_text()
+
+    first = texts()
     for _ in range(2):
         jax.make_jaxpr(lambda x: checkify.debug_check(x > 0, "another check"))(1.0)
-    assert jax.jit(make_program()).lower(1.0).as_text() == first
+        jax.jit(checkify.checkify(make_program(), errors=checkify.user_checks)).lower(2.0)
+    assert texts() == first
     assert float(checked(make_program())(2.0)) == 3.0
     with pytest.raises(checkify.JaxRuntimeError, match="x: expected >= 0"):
         checked(make_program())(-1.0)

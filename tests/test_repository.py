@@ -98,7 +98,10 @@ def test_companion_lower_bounds_hold_on_every_colab_runtime():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = [Requirement(d) for d in project["dependencies"]]
     deps += [Requirement(d) for d in project["optional-dependencies"]["notebook"]]
-    assert all(str(r.specifier).startswith(">=") for r in deps)  # lower bounds only
+    # lower bounds only, less releases known to be broken (jax's CPU bugs)
+    for r in deps:
+        operators = [s.operator for s in r.specifier]
+        assert operators.count(">=") == 1 and set(operators) <= {">=", "!="}, r
     assert "ipython" not in {r.name for r in map(Requirement, project["dependencies"])}
     checked = 0
     for spec in SPECS:

@@ -86,10 +86,20 @@ def main(argv=None) -> int:
         parser.error(f"--jobs: expected a positive number of workers, got {args.jobs}")
 
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
     timeout = yaml.safe_load(args.config.read_text())["execute"]["timeout"]
     cache = get_cache(str(args.cache))
+    try:
+        return _execute_missing(cache, args, timeout)
+    finally:
+        cache.db.dispose()  # close the cache's SQLite connections (Python 3.13 warns otherwise)
+
+
+def _execute_missing(cache, args, timeout: float) -> int:
+    """Execute the book's notebooks that ``cache`` lacks, store them in it; 0, or 1 if any
+    notebook raised."""
+    from jupyter_cache.base import CacheBundleIn
+
     todo = []
     for path in book_notebooks(args.toc):
         try:

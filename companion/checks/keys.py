@@ -34,6 +34,17 @@ class _Sharpened(eqx.Module):
         return self.scale * logits + jnp.array([1.5, 0.0, -1.5, 0.5]), value
 
 
+def _num_carry(params: dict) -> int:
+    """The number of carried values of a ``scan`` equation (its body returns them first):
+    ``num_carry`` up to jax 0.11, the carry's part of ``ft_out`` from 0.12."""
+    if "num_carry" in params:
+        return params["num_carry"]
+    if "ft_out" in params:
+        carry, _ = params["ft_out"].unpack()  # a tree of (carry, ys)
+        return len(carry)
+    raise NotImplementedError(f"a scan whose parameters ({sorted(params)}) name no carry")
+
+
 def _sampled_and_carried(jaxpr) -> bool:
     """Whether a ``scan`` in ``jaxpr`` samples with a key (``random_bits``) that it also
     carries to the next step, where it is split or sampled again: a key used twice that
@@ -54,7 +65,7 @@ def _sampled_and_carried(jaxpr) -> bool:
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "scan":
             body = eqn.params["jaxpr"].jaxpr
-            carried = body.outvars[: eqn.params["num_carry"]]
+            carried = body.outvars[: _num_carry(eqn.params)]
             if set(carried) & sampled(body):
                 return True
         if any(_sampled_and_carried(inner) for inner in _sub_jaxprs(eqn)):
@@ -100,25 +111,28 @@ def check_rollout_keys(rollout: Callable) -> None:
     run = jax.jit(rollout, static_argnums=(1, 6))
     args = (model, env, pool, env_state, timestep, jax.random.key(3), num_steps)
     call = "rollout(model, env, pool, env_state, timestep, key, 32)"
+    reused = None
     try:
         with jax.debug_key_reuse(True):
             answer = run_answer(run, *args, call=call, jit=False, reraise=jax.errors.KeyReuseError)
     except jax.errors.KeyReuseError as err:
+        reused = err
+    with jax.debug_key_reuse(False):
+        program = jax.make_jaxpr(rollout, static_argnums=(1, 6))(*args)
+    if _sampled_and_carried(program):  # the commonest reuse: named whichever JAX reports it
+        fail(
+            "rollout samples an action with a key and carries that same key to the next step, "
+            "where it is split or sampled again: a key used twice, so the steps share their "
+            "random noise. Split, sample with one half, carry the other"
+        )
+    if reused is not None:
         fail(
             "rollout: JAX's key-reuse checker finds a key used twice ("
-            f"{str(err).splitlines()[0].rstrip(':')}). A key that is consumed at one step and "
-            "carried to the next draws the same noise again: split it, and carry the new key"
+            f"{str(reused).splitlines()[0].rstrip(':')}). A key that is consumed at one step "
+            "and carried to the next draws the same noise again: split it, and carry the new key"
         )
     if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
         fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
-    with jax.debug_key_reuse(False):
-        program = jax.make_jaxpr(rollout, static_argnums=(1, 6))(*args)
-    if _sampled_and_carried(program):
-        fail(
-            "rollout samples an action with a key and carries that same key to the next step, "
-            "where it is split again: a key used twice, which jax.debug_key_reuse does not "
-            "follow through lax.scan. Split, sample with one half, carry the other"
-        )
     transitions = answer[2]
     action = check_shape(transitions.action, (num_steps, num_envs), "transitions.action")
     mask = np.asarray(transitions.action_mask)
