@@ -46,12 +46,19 @@ sys.path.insert(0, sys.argv[1])
 import jax
 from companion.agents import dqn, ppo
 
+def sub_jaxprs(eqn):  # the jaxprs inside one equation (a pjit's, a scan's body, ...)
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns"):
+                yield inner
+
 def callbacks(jaxpr):
     n = 0
     for eqn in jaxpr.eqns:
         if "callback" in eqn.primitive.name:
             n += 1
-        for sub in jax.core.jaxprs_in_params(eqn.params):
+        for sub in sub_jaxprs(eqn):
             n += callbacks(sub)
     return n
 

@@ -4,8 +4,9 @@
 ``benchmarks/results``; this one adds ``benchmarks/results/bench.json`` with
 the wall time of every script and of the whole run, and the hardware.
 
-    python benchmarks/run_all.py            # the full sizes (about 20 minutes on 2 cores)
+    python benchmarks/run_all.py            # the full sizes (about 90 minutes on 2 cores)
     python benchmarks/run_all.py --quick    # every script on tiny sizes
+    python benchmarks/run_all.py --only dispatch scaling   # those scripts (bench.json: theirs)
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ HERE = Path(__file__).resolve().parent
 
 #: The benchmark scripts, in the order they run.
 SCRIPTS = (
-    "loop_writes", "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole", "dqn_stability",
-    "source_posts",
-    "sharding", "maze_sizes", "planning_sizes", "compile_level", "lean_programs",
+    "loop_writes", "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole",
+    "dqn_stability", "source_posts", "sharding", "maze_sizes", "planning_sizes", "compile_level", "lean_programs",
 )
 
 
@@ -31,7 +31,10 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (to check the scripts)")
     parser.add_argument("--out-dir", type=Path, default=HERE / "results")
+    parser.add_argument("--only", nargs="+", choices=SCRIPTS, metavar="NAME",
+                        help="run these scripts only (in the usual order)")  # fmt: skip
     args = parser.parse_args(argv)
+    scripts = [name for name in SCRIPTS if args.only is None or name in args.only]
 
     sys.path.insert(0, str(HERE.parent))
     from companion.bench import result_header
@@ -39,7 +42,7 @@ def main(argv=None) -> dict:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     walls = {}
     started = time.perf_counter()
-    for name in SCRIPTS:
+    for name in scripts:
         command = [sys.executable, str(HERE / f"{name}.py"), "--out", str(args.out_dir / f"{name}.json")]
         if args.quick:
             command.append("--quick")

@@ -320,7 +320,8 @@ def test_a_programs_text_does_not_depend_on_the_checks_traced_before_it():
 
     def texts():  # the program under a plain jit, and under checkify as ``checked`` runs it
         checkified = checkify.checkify(make_program(), errors=checkify.user_checks)
-        return jax.jit(make_program()).lower(1.0).as_text(), jax.jit(checkified).lower(1.0).as_text()
+        plain = jax.jit(make_program()).lower(1.0).as_text()
+        return plain, jax.jit(checkified).lower(1.0).as_text()
 
     first = texts()
     for _ in range(2):

@@ -92,7 +92,8 @@ def f(obs, A):
     lik = jnp.sum(obs[..., None, None, None, None, None] * A, axis=2)
     return jnp.log(jnp.maximum(lik, 2.220446049250313e-16))
 
-out = jax.jit(f)(jnp.ones((10, 4, 6), jnp.float32), jnp.ones((10, 4, 6, 9, 9, 9, 9, 9), jnp.float32))
+obs, A = jnp.ones((10, 4, 6), jnp.float32), jnp.ones((10, 4, 6, 9, 9, 9, 9, 9), jnp.float32)
+out = jax.jit(f)(obs, A)
 print(json.dumps([out.shape, float(out.min()), float(out.max())]))
 """
 
