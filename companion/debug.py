@@ -11,12 +11,16 @@ from typing import Any
 import jax
 from jax.experimental import checkify
 
+from companion._validate import tracing_checks
+
 
 def checked(fn: Any, static_argnums: int | tuple = ()) -> Any:
     """``fn``, jitted, with its run-time value checks turned on.
 
     ``checked(train)(key)`` runs ``jax.jit(checkify.checkify(train))`` (``static_argnums`` as in
-    ``jax.jit``) and raises the first failed check after the call.
+    ``jax.jit``) with the package's value checks traced into it, and raises the first failed
+    check after the call. A function that another ``jax.jit`` already traced and cached keeps
+    the program it traced then, without checks.
 
     Raises:
         TypeError: if ``fn`` is not callable.
@@ -24,7 +28,12 @@ def checked(fn: Any, static_argnums: int | tuple = ()) -> Any:
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
-    checked_fn = checkify.checkify(fn, errors=checkify.user_checks)
+
+    def with_checks(*args, **kwargs):
+        with tracing_checks():
+            return fn(*args, **kwargs)
+
+    checked_fn = checkify.checkify(with_checks, errors=checkify.user_checks)
     program = jax.jit(checked_fn, static_argnums=static_argnums)
 
     def run(*args, **kwargs):
