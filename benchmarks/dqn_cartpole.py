@@ -6,13 +6,13 @@ training time as proportional to the environment steps done. Both agents are
 evaluated the same way here: 128 greedy episodes about every 4,000 environment
 steps (the book's: every 4,000; rejax's: every 4,096), and the evaluations are
 part of the measured time. The book's DQN runs PRNG keys 0, 1 and 2, rejax's
-(over 20 times slower per step here) keys 0 and 1, one at a time, rejax with a
+(over 30 times slower per step here) keys 0 and 1, one at a time, rejax with a
 budget of 61,440 steps (its exploration schedule scales with that budget). The
 book's kept parameters are confirmed on 100 fresh episodes.
 
 Also measured: the chapter's whole training (10 seeds, vmapped).
 
-    python benchmarks/dqn_cartpole.py           # about 4 minutes on 2 cores (rejax 1-1.5 minutes per key)
+    python benchmarks/dqn_cartpole.py           # about 5 minutes on 2 cores (rejax about 2 minutes per key)
     python benchmarks/dqn_cartpole.py --quick   # tiny budgets, to keep the script working
 """
 

@@ -15,7 +15,7 @@ over keys of the evaluations in the last quarter of training, and the median blo
 an evaluation first reaches 475 and the median environment step of that evaluation (warm-up
 included). Compile and training times are those of this run; compare them within the run.
 
-    python benchmarks/dqn_stability.py           # about 6 minutes on 2 cores
+    python benchmarks/dqn_stability.py           # about 4 minutes on 2 cores
     python benchmarks/dqn_stability.py --quick   # tiny budgets, to keep the script working
 """
 
