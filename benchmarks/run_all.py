@@ -4,7 +4,7 @@
 ``benchmarks/results``; this one adds ``benchmarks/results/bench.json`` with
 the wall time of every script and of the whole run, and the hardware.
 
-    python benchmarks/run_all.py            # the full sizes (about 90 minutes on 2 cores)
+    python benchmarks/run_all.py            # the full sizes (over an hour on 2 cores)
     python benchmarks/run_all.py --quick    # every script on tiny sizes
     python benchmarks/run_all.py --only dispatch scaling   # those scripts (bench.json: theirs)
 """
