@@ -79,6 +79,22 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_quoted_figure_is_glued_once_by_the_run(path, executed):
+    """Each ``{glue:md}`name``` of the prose names Markdown text that the executed notebook
+    glued (``companion.glue``), once, and non-empty."""
+    nb = executed(path)
+    glued = [(o["metadata"]["scrapbook"]["name"], o["data"]) for _, o in outputs(nb)
+             if "scrapbook" in o.get("metadata", {})]
+    names = [name for name, _ in glued]
+    assert len(names) == len(set(names)), f"glued twice: {sorted(n for n in names if names.count(n) > 1)}"
+    for name, data in glued:
+        assert data.get("application/papermill.record/text/markdown", "").strip(), name
+    markdown = "".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    used = set(re.findall(r"\{glue:md\}`([^`]+)`", markdown))
+    assert used <= set(names), f"quoted but not glued by the run: {sorted(used - set(names))}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_quiz_is_shown_with_its_questions_embedded(path, executed):
     """The quiz cell leaves jupyterquiz's script in the notebook, with every question of the
     chapter's quiz file in it, so that the static page draws the quiz with no server."""
