@@ -116,13 +116,15 @@ from pathlib import Path  # noqa: E402
 import nbformat  # noqa: E402
 
 import run_cache  # noqa: E402
+from agreement_probes import add_probes, take_out_probes  # noqa: E402
 from notebook_runner import NOTEBOOKS, ROOT, execute  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def executed_notebook(request):
     """``run(path)``: the notebook at ``path`` executed on the tiny budget, once per session,
-    and kept for the next session while nothing it can read changes (``run_cache.py``).
+    and kept for the next session while nothing it can read changes (``run_cache.py``); the
+    results of its agreement probes (``agreement_probes.py``) in ``metadata.agreement``.
 
     The chapter tests and the student-copy tests read the same execution. Under pytest-xdist
     every test of one notebook runs in the same worker (see ``pytest_itemcollected``), so each
@@ -138,7 +140,8 @@ def executed_notebook(request):
             inputs = run_cache.key(leave_out=[n for n in others if n != mine])
 
             def execute_it():
-                nb = execute(nbformat.read(path, as_version=4), cwd=path.parent)
+                nb = add_probes(nbformat.read(path, as_version=4), path.stem)
+                nb = take_out_probes(execute(nb, cwd=path.parent))
                 return nbformat.writes(nb).encode()
 
             text = run_cache.kept(folder, path.stem, ".ipynb", inputs, execute_it)

@@ -474,3 +474,33 @@ def test_many_devices_chapter(executed):
     assert any("seeds split / vmap on one device" in t for t in tables)
     assert text.count("check passed") == 2
     assert len(_png_outputs(nb)) >= 2  # training curves, benchmark
+
+
+#: The chapters' code in view against the companion, compared on arrays (agreement_probes.py):
+#: {chapter: {check: largest |difference| allowed}}. Equal programs on the same key agree to
+#: float32 rounding; the replay buffer and the rollout are copies, so exactly.
+AGREEMENT = {
+    "07_dqn": {"replay buffer contents": 0.0, "replay buffer position and size": 0.0,
+               "replay buffer samples": 0.0, "DQN loop final parameters": 1e-4,
+               "DQN loop kept parameters": 1e-4, "DQN loop losses": 1e-4,
+               "DQN loop evaluations": 1e-4},
+    "08_ppo_maze": {"PPO rollout": 0.0, "GAE in view against the companion": 1e-5,
+                    "GAE in view against a plain loop": 1e-4, "PPO loss": 1e-5,
+                    "PPO loop model": 1e-4, "PPO loop metrics": 1e-4},
+}
+
+
+@pytest.mark.parametrize("path", [ROOT / "notebooks" / f"{s}.ipynb" for s in AGREEMENT],
+                         ids=list(AGREEMENT))
+def test_code_in_view_gives_the_companions_arrays(path, executed):
+    stem = path.stem
+    found = executed(path).metadata["agreement"]
+    assert set(found) == set(AGREEMENT[stem]), sorted(found)
+    for check, tolerance in AGREEMENT[stem].items():
+        result = found[check]
+        assert result["max_abs_diff"] <= tolerance, (check, result)
+    # what is compared varies: not a comparison of constants (a loss, a buffer of zeros)
+    for check in ("replay buffer contents", "DQN loop losses", "PPO rollout",
+                  "GAE in view against the companion", "PPO loop model"):
+        if check in found:
+            assert found[check]["spread"] > 0, (check, found[check])
