@@ -428,6 +428,13 @@ def test_silent_bugs_chapter(executed):
     assert "clip_eps traced: 0 compilations for 3 new clip values" in text
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
+    # the prose quotes what the cells printed (glued), and the results' sentences are glued
+    record = "application/papermill.record/text/markdown"
+    glued = {o["metadata"]["scrapbook"]["name"]: o["data"][record] for _, o in outputs(nb)
+             if "scrapbook" in o.get("metadata", {})}
+    assert glued["mask_below_clip"] == f"{bug.group(2)}%", glued["mask_below_clip"]
+    assert glued["mean_target"] == "2.5"
+    assert glued["mask_reach"].startswith(("reaches 0.99 after", "does not reach 0.99"))
 
 
 def test_performance_chapter(executed):
