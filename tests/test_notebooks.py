@@ -364,6 +364,15 @@ def test_ppo_chapter(executed):
     assert text.count("check passed") == 5
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
+    # the prose quotes the evaluation size and the medium run's clip statistics (glued)
+    record = "application/papermill.record/text/markdown"
+    glued = {o["metadata"]["scrapbook"]["name"]: o["data"][record] for _, o in outputs(nb)
+             if "scrapbook" in o.get("metadata", {})}
+    assert glued["num_eval_episodes"] == "50" and glued["draws_per_pair"] == "6"
+    assert glued["clip_fraction_peak"].endswith("%"), glued["clip_fraction_peak"]
+    peak = float(glued["clip_fraction_peak"].rstrip("%"))
+    if peak > 0:  # some ratio left [1 - eps, 1 + eps], and the sentence says so
+        assert not glued["clip_verdict"].startswith("In this run no ratio"), glued
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1  # the medium maze
     assert len(_png_outputs(nb)) >= 1
