@@ -24,6 +24,7 @@ import traceback
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import companion.checks as checks
@@ -488,9 +489,36 @@ def test_a_differing_case_shows_its_inputs():
     with pytest.raises(CheckFailed) as failure:
         checks.check_reinforce_weights(lambda r, b, g: _reinforce(r, b, g) + 0.01)
     message = str(failure.value)
-    assert "on T = 5, gamma 0.9, with" in message
+    assert "on T = 5, gamma 0.9: first at index 0, it gives 2.2867, expected 2.2767." in message
     assert "rewards = [0. , 1. , 0. , 0.5, 2. ]" in message
     assert "baselines = [0.3, 0.7, 0.2, 0.4, 1.5]" in message
+
+
+def test_a_differing_case_summarises_long_inputs():
+    """The generic message stays short: an input of 40 elements shows its ends, not all 40."""
+    from companion.checks.core import Case, verdict
+
+    long = np.arange(40.0)
+    case = Case("forty steps", {"reward": long}, long, {})
+    with pytest.raises(CheckFailed) as failure:
+        verdict("returns", [case], [long + (long == 17)])
+    message = str(failure.value)
+    assert "first at index 17, it gives 18., expected 17." in message
+    assert "..." in message and len(message.splitlines()) <= 6, message
+
+
+def test_an_answer_that_raises_is_quoted_past_the_first_line():
+    """JAX's carry-type error says what differs after "they differ:"; the check quotes it."""
+    from companion.checks.core import run_answer
+
+    def answer(xs):
+        return jax.lax.scan(lambda c, x: (c + x, c), 0.0, xs)[0]
+
+    with pytest.raises(CheckFailed) as failure:
+        run_answer(answer, jnp.ones((3, 2)), call="answer(xs)")
+    message = str(failure.value)
+    assert "they differ" in message and "float32[2]" in message, message
+    assert "JAX has removed" not in message and "\n" not in message
 
 
 def test_an_error_names_the_students_line():

@@ -110,10 +110,29 @@ def run_answer(
             "keep arrays as arrays (no int(), float() or bool() of one)"
         )
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        first = text[0].rstrip(".") if text else ""
-        fail(f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {first}"
+        fail(f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}"
              + (f". {hint}" if hint else ""))  # fmt: skip
+
+
+#: Lines of JAX's errors that speak of JAX's own traceback, not of the answer.
+_NOISE = ("----", "For simplicity, JAX has removed", "The stack trace below excludes",
+          "The preceding stack trace")
+
+
+def error_text(exc: BaseException, limit: int = 700) -> str:
+    """The message of ``exc`` as a student needs it, on one line: every line that explains the
+    error (a JAX error's "they differ:" is followed by what differs), without JAX's notes on
+    its traceback, cut at ``limit`` characters.
+
+    Raises:
+        ValueError: if ``limit`` is not a positive int.
+    """
+    if not isinstance(limit, int) or limit <= 0:
+        raise ValueError(f"limit: expected a positive int, got {limit!r}")
+    lines = [line.rstrip() for line in str(exc).strip().splitlines()]
+    kept = [line for line in lines if line.strip() and not line.lstrip().startswith(_NOISE)]
+    text = " ".join(line.strip() for line in kept).rstrip(".:")
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def passed(what: str) -> None:
@@ -186,14 +205,17 @@ class Case(NamedTuple):
     mistakes: dict
 
 
-def _show(value: Any, prefix: str) -> str:
-    """``prefix`` and ``value`` printed to 4 decimals, rows aligned under the first."""
+def _show(value: Any, prefix: str, short: bool = False) -> str:
+    """``prefix`` and ``value`` printed to 4 decimals, rows aligned under the first; ``short``
+    summarises an array of more than 12 elements by its first and last three."""
     arr = np.asarray(value)
     if arr.dtype == bool:
         arr = arr.astype(int)
     elif arr.dtype.kind == "f":
         arr = np.round(arr.astype(np.float64), 4)
-    text = np.array2string(arr, separator=", ", max_line_width=88, threshold=60, prefix=prefix)
+    threshold, edge = (12, 3) if short else (60, 3)
+    text = np.array2string(arr, separator=", ", max_line_width=88, threshold=threshold,
+                           edgeitems=edge, prefix=prefix)  # fmt: skip
     return prefix + text
 
 
@@ -224,10 +246,18 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
         if all(matches(out, case, message) for case, out in zip(cases, outputs)):
             fail(f"{name}: {message}.")
     i = right.index(False)
-    case, got = cases[i], outputs[i]
-    lines = [f"{name} differs from the reference on {cases[i].label}, with"]
-    lines += [_show(value, f"  {key} = ") for key, value in case.inputs.items()]
-    lines += [_show(got, "it gives "), _show(case.expected, "expected ")]
+    case, got = cases[i], np.asarray(outputs[i])
+    expected = np.asarray(case.expected)
+    where = ""
+    if got.shape == expected.shape and got.ndim > 0:
+        wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+        first = tuple(int(j) for j in np.argwhere(wrong)[0])
+        index = first[0] if len(first) == 1 else first
+        where = (f": first at index {index}, it gives {_show(got[first], '')}, expected "
+                 f"{_show(expected[first], '')}")  # fmt: skip
+    lines = [f"{name} differs from the reference on {case.label}{where}. The inputs:"]
+    lines += [_show(value, f"  {key} = ", short=True) for key, value in case.inputs.items()]
+    lines += [_show(got, "it gives ", short=True), _show(expected, "expected ", short=True)]
     fail("\n".join(lines))
 
 
