@@ -1,5 +1,7 @@
 """Student copies: solution cells become stubs, everything else is unchanged."""
 
+import ast
+import re
 import subprocess
 import sys
 
@@ -81,3 +83,86 @@ def test_make_lab_writes_both_copies(tmp_path):
         solutions = nbformat.read(tmp_path / "solutions" / path.name, as_version=4)
         assert solutions == nbformat.read(path, as_version=4)
         assert any("NotImplementedError" in c.source for c in student.cells)
+
+
+CHECK_CALL = re.compile(r"\b((?:companion\.checks\.)?check_\w+)\(")
+
+
+def _bindings(source: str) -> dict[str, ast.stmt]:
+    """``{name: statement}`` for every top-level name a cell binds (IPython's magics read as
+    IPython reads them)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    found = {}
+    for node in ast.parse(TransformerManager().transform_cell(source)).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                found[(alias.asname or alias.name).split(".")[0]] = node
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found[name.id] = node
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_check_the_text_calls_runs_in_the_student_copy(path):
+    """A check that the prose calls, as written (``check_x(answer)`` or
+    ``companion.checks.check_x(answer)``), is bound in the student copy by a cell that is not
+    a stub, before the stub the student writes the answer in; running that cell's import
+    gives the companion's check."""
+    import companion.checks
+
+    student = student_copy(nbformat.read(path, as_version=4))
+    bound: dict[str, ast.stmt] = {}
+    pending: list[tuple[int, str]] = []  # (markdown cell, call as written)
+    for i, cell in enumerate(student.cells):
+        if cell.cell_type == "markdown":
+            pending += [(i, call) for call in CHECK_CALL.findall(cell.source)]
+        elif "exercise" in cell.metadata.get("tags", []):
+            for where, call in pending:
+                head = call.split(".")[0]
+                assert head in bound, (
+                    f"{path.name}: cell {where} tells students to call {call}(...), but in the "
+                    f"student copy no cell before the stub (cell {i}) binds {head!r}")
+                namespace: dict = {}
+                exec(compile(ast.Module([bound[head]], []), path.name, "exec"), namespace)
+                function = namespace[head]
+                for part in call.split(".")[1:]:
+                    function = getattr(function, part)
+                assert function is getattr(companion.checks, call.rpartition(".")[2]), call
+            pending = []
+        elif cell.cell_type == "code":
+            bound.update(_bindings(cell.source))
+    assert not pending, f"{path.name}: checks named after the last stub: {pending}"
+
+
+EXERCISE_ITEM = re.compile(r"^(\d+)\.\s+(.*?)(?=^\d+\.\s|^#|\Z)", re.MULTILINE | re.DOTALL)
+
+
+def exercise_items(nb) -> list[tuple[str, str]]:
+    """``[(number, text)]``: every numbered item under an "Exercises" or "Find the bug"
+    heading of the notebook's Markdown."""
+    items, inside = [], False
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for block in re.split(r"^(?=#{2,3} )", cell.source, flags=re.MULTILINE):
+            heading = block.splitlines()[0] if block.startswith("#") else None
+            if heading is not None:
+                inside = bool(re.match(r"#{2,3} (Exercises|Find the bug)", heading))
+            if inside:
+                items += [(m[1], m[2]) for m in EXERCISE_ITEM.finditer(block)]
+    return items
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_exercise_names_its_check(path):
+    """Each exercise tells the student which check to run on the answer, as a call."""
+    items = exercise_items(nbformat.read(path, as_version=4))
+    assert items, f"{path.name}: no numbered exercises under an Exercises heading"
+    unchecked = [number for number, text in items if not CHECK_CALL.search(text)]
+    assert not unchecked, f"{path.name}: exercises without a check call: {unchecked}"
