@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "loop_writes", "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole",
     "dqn_stability", "source_posts", "sharding", "maze_sizes", "planning_sizes", "compile_level", "lean_programs",
+    "lab_times",
 )
 
 

@@ -1,5 +1,6 @@
 """The benchmark scripts keep working (tiny sizes; no timing assertions)."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -324,6 +325,22 @@ def test_planning_sizes_committed_result_says_what_the_ppo_chapter_says():
         greedy, sampled = run[name]["greedy"], run[name]["sampled"]
         assert greedy["success_rate"] >= 0.98 and sampled["success_rate"] >= 0.98
         assert greedy["mean_length_successful"] <= 1.05 * greedy["mean_shortest_successful"]
+
+
+def test_lab_times_quick_mode_runs_a_student_copy_to_its_first_stub(run_quick):
+    result = run_quick("lab_times.py")
+    assert result["quick"] is True and result["budget"] == "tiny"
+    (chapter,) = result["chapters"].values()
+    assert chapter["seconds"] > 0 and chapter["cells"] > 5
+    assert 1 <= len(chapter["slowest"]) <= 3
+    assert sum(c["seconds"] for c in chapter["slowest"]) <= chapter["seconds"]
+
+
+def test_lab_times_cover_every_chapter():
+    """The committed table of the teacher's guide has a row for every chapter."""
+    result = json.loads((ROOT / "benchmarks" / "results" / "lab_times.json").read_text())
+    assert result["quick"] is False and result["budget"] == "tiny"
+    assert set(result["chapters"]) == {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
 
 
 def test_run_all_lists_every_benchmark_script():

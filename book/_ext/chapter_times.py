@@ -1,4 +1,4 @@
-"""A table of how long each chapter took to execute in this build, by chapter title.
+"""Tables of how long the chapters take to run: in this build, and in a lab's student copy.
 
 ``{chapter-times}`` in a page is replaced, once every notebook has been executed (or read
 from the execution cache), by a table with one row per executed chapter: its title (a
@@ -8,6 +8,9 @@ table names chapters instead of file paths and leaves out the cache bookkeeping.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
@@ -78,9 +81,54 @@ def _pages_with_table(app: Sphinx, env):
     return [d for d, data in NbMetadataCollector.get_doc_data(env).items() if data.get(_KEY)]
 
 
+class LabTimes(SphinxDirective):
+    """The committed measurement of how long each student copy runs to its first exercise."""
+
+    def run(self):
+        path = Path(self.env.srcdir) / "benchmarks" / "results" / "lab_times.json"
+        self.env.note_dependency(str(path))
+        result = json.loads(path.read_text())
+        hw = result["hardware"]
+        intro = nodes.paragraph(text=(
+            f"Measured on {result['date'][:10]} with {hw['cpu']}, {hw['cpu_cores']} cores, "
+            f"JAX {hw['jax']} (benchmarks/lab_times.py), one chapter at a time, on the tiny "
+            "budget: the seconds from the kernel's start to the first exercise's stub, and "
+            "the slowest cell on the way."))  # fmt: skip
+        table = nodes.table(classes=["colwidths-auto"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for _ in range(3):
+            group += nodes.colspec(colwidth=33)
+        head = nodes.thead()
+        group += head
+        row = nodes.row()
+        head += row
+        for name in ("chapter", "to the first exercise", "slowest cell"):
+            row += nodes.entry("", nodes.paragraph(text=name))
+        body = nodes.tbody()
+        group += body
+        for stem, chapter in sorted(result["chapters"].items()):
+            row = nodes.row()
+            body += row
+            link = pending_xref(refdoc=self.env.docname, reftarget=f"/notebooks/{stem}",
+                                reftype="doc", refdomain="std", refexplicit=False,
+                                refwarn=True)  # fmt: skip
+            link += nodes.inline(text=stem)
+            row += nodes.entry("", nodes.paragraph("", "", link))
+            row += nodes.entry("", nodes.paragraph(text=_minutes(chapter["seconds"])))
+            slow = chapter["slowest"][0] if chapter["slowest"] else None
+            cell = nodes.paragraph()
+            if slow:
+                cell += nodes.literal(text=slow["first_line"])
+                cell += nodes.Text(f" … ({_minutes(slow['seconds'])})")
+            row += nodes.entry("", cell)
+        return [intro, table]
+
+
 def setup(app: Sphinx) -> dict:
     app.add_node(ChapterTimesNode)
     app.add_directive("chapter-times", ChapterTimes)
+    app.add_directive("lab-times", LabTimes)
     app.add_post_transform(ChapterTimesTransform)
     app.connect("env-updated", _pages_with_table)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
