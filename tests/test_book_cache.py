@@ -144,3 +144,23 @@ def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkey
     assert "cell 1 is broken" in capsys.readouterr().out
     with _opened(cache_dir) as cache, pytest.raises(KeyError):
         cache.match_cache_notebook(nbformat.read(path, as_version=4))
+
+
+def test_seconds_to_first_exercise_sums_the_code_cells_before_the_first_solution():
+    import nbformat
+
+    import execute_notebooks
+
+    def timed(source, start, end, tags=()):
+        cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
+        cell.metadata["execution"] = {"iopub.execute_input": f"2026-12-05T12:00:{start:06.3f}Z",
+                                      "shell.execute_reply": f"2026-12-05T12:00:{end:06.3f}Z"}
+        return cell
+
+    nb = nbformat.v4.new_notebook(cells=[
+        timed("a = 1", 0.0, 1.5), nbformat.v4.new_markdown_cell("## Exercises"),
+        timed("b = 2", 2.0, 4.25), timed("solve()", 5.0, 9.0, tags=["solution"]),
+        timed("c = 3", 9.0, 20.0)])
+    assert execute_notebooks.seconds_to_first_exercise(nb) == 3.75
+    nb.cells[3].metadata["tags"] = []
+    assert execute_notebooks.seconds_to_first_exercise(nb) is None  # no exercise

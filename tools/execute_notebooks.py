@@ -14,9 +14,11 @@ status 1, and ``make book`` stops there.
 
     python tools/execute_notebooks.py [--jobs N] [--cache _build/.jupyter_cache]
 
-The seconds each notebook took, and how many notebooks ran at a time, are kept in
-``_build/notebook_seconds.json``: the next run starts the longest first, and the chapter
-cards say when a notebook shared the machine (it then runs slower than alone).
+The seconds each notebook took, how many of them its cells before the first exercise (the
+first ``solution`` cell) took, and how many notebooks ran at a time, are kept in
+``_build/notebook_seconds.json``: the next run starts the longest first, the chapter cards
+say when a notebook shared the machine (it then runs slower than alone), and the teacher's
+guide's table of execution times shows the time to the first exercise.
 """
 
 from __future__ import annotations
@@ -58,7 +60,26 @@ def book_notebooks(toc: Path) -> list[Path]:
     return found
 
 
-def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | None]:
+def seconds_to_first_exercise(notebook) -> float | None:
+    """The seconds the code cells before the first ``solution`` cell took, from nbclient's
+    timing records (``record_timing``); None without a solution cell or records."""
+    from datetime import datetime
+
+    def parse(stamp: str) -> datetime:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    total = 0.0
+    for cell in notebook.cells:
+        if "solution" in cell.metadata.get("tags", []):
+            return total
+        timing = cell.metadata.get("execution", {})
+        if cell.cell_type == "code" and "shell.execute_reply" in timing:
+            total += (parse(timing["shell.execute_reply"])
+                      - parse(timing["iopub.execute_input"])).total_seconds()  # fmt: skip
+    return None
+
+
+def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | None, float | None]:
     """Run one notebook in its own folder (as myst-nb does with ``run_in_temp: false``)."""
     from jupyter_cache.executors.utils import single_nb_execution
 
@@ -69,10 +90,14 @@ def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | No
         allow_errors=False,
         timeout=timeout,
         meta_override=True,
+        record_timing=True,
     )
     if result.err is not None:
-        return path, None, result.time, result.exc_string
-    return path, notebook, result.time, None
+        return path, None, result.time, result.exc_string, None
+    to_first_exercise = seconds_to_first_exercise(notebook)
+    for cell in notebook.cells:  # the cached notebook carries no timing records
+        cell.metadata.pop("execution", None)
+    return path, notebook, result.time, None, to_first_exercise
 
 
 def main(argv=None) -> int:
@@ -128,7 +153,7 @@ def _execute_missing(cache, args, timeout: float) -> int:
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
         futures = [pool.submit(_execute, str(p), timeout) for p in todo]
         for future in concurrent.futures.as_completed(futures):
-            path, notebook, took, error = future.result()
+            path, notebook, took, error, to_first_exercise = future.result()
             rel = str(Path(path).relative_to(ROOT))
             if error is not None:
                 failed.append(rel)
@@ -140,7 +165,7 @@ def _execute_missing(cache, args, timeout: float) -> int:
                 check_validity=False,
                 overwrite=True,
             )
-            known[rel] = {"seconds": took, "jobs": jobs}
+            known[rel] = {"seconds": took, "jobs": jobs, "to_first_exercise": to_first_exercise}
             print(f"execute_notebooks: {rel} in {took:.0f} s", flush=True)
     SECONDS.parent.mkdir(parents=True, exist_ok=True)
     SECONDS.write_text(json.dumps(known, indent=1) + "\n")

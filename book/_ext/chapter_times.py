@@ -38,17 +38,30 @@ def _minutes(seconds: float | None) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
+def _first_exercise(env, target: str, runtime: float | None) -> float | None:
+    """The seconds ``target``'s cells before its first exercise took in the execution that
+    gave ``runtime`` (``_build/notebook_seconds.json``, ``tools/execute_notebooks.py``)."""
+    path = Path(env.srcdir) / "_build" / "notebook_seconds.json"
+    if runtime is None or not path.is_file():
+        return None
+    entry = json.loads(path.read_text()).get(f"{target}.ipynb")
+    if not entry or abs(entry["seconds"] - runtime) > 1e-6:
+        return None
+    return entry.get("to_first_exercise")
+
+
 def _table(env, docname: str) -> nodes.table:
     table = nodes.table(classes=["colwidths-auto"])
-    group = nodes.tgroup(cols=3)
+    group = nodes.tgroup(cols=4)
     table += group
-    for _ in range(3):
-        group += nodes.colspec(colwidth=33)
+    for _ in range(4):
+        group += nodes.colspec(colwidth=25)
     head = nodes.thead()
     group += head
     row = nodes.row()
     head += row
-    for name in ("chapter", "execution time", "ran without error"):
+    for name in ("chapter", "execution time", "of which before the first exercise",
+                 "ran without error"):
         row += nodes.entry("", nodes.paragraph(text=name))
     body = nodes.tbody()
     group += body
@@ -62,7 +75,9 @@ def _table(env, docname: str) -> nodes.table:
                             refdomain="std", refexplicit=False, refwarn=True)
         link += nodes.inline(text=str(env.titles[target].astext()) if target in env.titles else target)
         row += nodes.entry("", nodes.paragraph("", "", link))
-        row += nodes.entry("", nodes.paragraph(text=_minutes(exec_data.get("runtime"))))
+        runtime = exec_data.get("runtime")
+        row += nodes.entry("", nodes.paragraph(text=_minutes(runtime)))
+        row += nodes.entry("", nodes.paragraph(text=_minutes(_first_exercise(env, target, runtime))))
         row += nodes.entry("", nodes.paragraph(text="yes" if exec_data.get("succeeded") else "no"))
     return table
 
