@@ -38,6 +38,9 @@ from test_checks_networks import FloatScale, StaticScale, any_depth_mlp, grad_no
 from test_checks_parallel import mean_gradient, ring
 from test_checks_performance import batched_scan, scan_rollout
 from test_checks_ppo import dual_clip, eps_probs, fill_loss, gae_from_values_answer
+from test_check_bank_silent_bugs import (
+    Compilations, compilations_once, cross_talk_hessian, cross_talk_jacobian,
+)  # fmt: skip
 
 
 def _fixed(notebook, name, old, new, namespace):
@@ -268,6 +271,8 @@ RIGHT = {
     "check_rollout_bytes": [lambda t, n: 330 * t * n, _bytes_by_fields],
     "check_allreduce_bytes": [ring, lambda p, n: int(8 * p * (n - 1) // n)],
     "check_data_parallel_grad": [mean_gradient, _summed_parts_gradient],
+    "check_cross_talk": [cross_talk_jacobian, cross_talk_hessian],
+    "check_compilations": [compilations_once, Compilations],
 }
 
 
@@ -325,10 +330,11 @@ TRAPS = {
 }
 
 #: Checks whose answers are not compiled functions of arrays: a module's constructor, a
-#: training loop (it compiles its own step), and byte counts (Python arithmetic).
+#: training loop (it compiles its own step), byte counts (Python arithmetic), a detector of
+#: cross-talk (NumPy is allowed) and a context manager that counts compilations.
 NOT_TRACED = {
     "check_frozen_constant", "check_decayed_training", "check_rollout_bytes",
-    "check_allreduce_bytes",
+    "check_allreduce_bytes", "check_cross_talk", "check_compilations",
 }  # fmt: skip
 
 

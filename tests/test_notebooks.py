@@ -448,8 +448,13 @@ def test_silent_bugs_chapter(executed):
     # exercises: cross-talk is 0 for the per-sample loss and not for the broadcast one
     assert "values (4,):   cross-talk 0.0000" in text
     assert float(re.search(r"values \(4, 1\): cross-talk ([\d.]+)", text).group(1)) > 0
-    assert "clip_eps static: 3 compilations for 3 new clip values" in text
-    assert "clip_eps traced: 0 compilations for 3 new clip values" in text
+    # ... and the counter: cold, each gradient compiles once; warm, only the static one
+    found = re.findall(r"(clip_eps static|clip_eps traced): (\d+) compilation\(s\) for the "
+                       r"first call, then (\d+) compilations for 3 new", text)
+    counted = {name: (cold, warm) for name, cold, warm in found}
+    assert counted == {"clip_eps static": ("1", "3"), "clip_eps traced": ("1", "0")}, counted
+    assert text.count("check passed: cross_talk gives 0 ") == 1, text
+    assert text.count("check passed: compilations counts as JAX does: ") == 1, text
     tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
     # the prose quotes what the cells printed (glued), and the results' sentences are glued

@@ -44,6 +44,7 @@ from companion.checks.networks import (
     check_mlp_apply,
     check_per_example_grad_norms,
 )
+from companion.checks.silent_bugs import check_compilations, check_cross_talk
 
 __all__ = [
     "CheckFailed",
@@ -55,6 +56,8 @@ __all__ = [
     "check_balancing_policy",
     "check_batched_rollout",
     "check_collector",
+    "check_compilations",
+    "check_cross_talk",
     "check_gae_from_values",
     "check_decayed_training",
     "check_discounted_returns",
