@@ -847,6 +847,7 @@ CHECKS = {
     dqn_checks: [
         "check_double_dqn_target",
         "check_n_step_target",
+        "check_q_overshoot",
         "check_sample_windows",
     ],
     env_checks: [
@@ -868,6 +869,7 @@ CHECKS = {
     ppo_checks: [
         "check_dual_clip_objective",
         "check_epsilon_masked_probs",
+        "check_late_success",
     ],
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
     parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],

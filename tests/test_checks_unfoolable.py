@@ -38,6 +38,9 @@ from test_checks_networks import FloatScale, StaticScale, any_depth_mlp, grad_no
 from test_checks_parallel import mean_gradient, ring
 from test_checks_performance import batched_scan, scan_rollout
 from test_checks_ppo import dual_clip, eps_probs, fill_loss, gae_from_values_answer
+from test_check_bank_agents import (
+    late_success_loop, late_success_vectorised, q_overshoot_by_index, q_overshoot_by_steps,
+)  # fmt: skip
 from test_check_bank_silent_bugs import (
     Compilations, compilations_once, cross_talk_hessian, cross_talk_jacobian,
 )  # fmt: skip
@@ -264,6 +267,8 @@ RIGHT = {
     "check_gae_from_values": [gae_from_values_answer, _gae_loop],
     "check_fill_one_loss": [fill_loss, _fill_loss_masked_entropy],
     "check_rollout_keys": [_rollout(), _rollout()],
+    "check_q_overshoot": [q_overshoot_by_steps, q_overshoot_by_index],
+    "check_late_success": [late_success_loop, late_success_vectorised],
     "check_batched_rollout": [
         batched_scan,
         jax.vmap(scan_rollout, in_axes=(0, 1), out_axes=(0, 1)),
@@ -335,6 +340,7 @@ TRAPS = {
 NOT_TRACED = {
     "check_frozen_constant", "check_decayed_training", "check_rollout_bytes",
     "check_allreduce_bytes", "check_cross_talk", "check_compilations",
+    "check_q_overshoot", "check_late_success",  # the projects' measures, on NumPy arrays
 }  # fmt: skip
 
 
@@ -674,7 +680,7 @@ class _StaticWeight(eqx.Module):
     [
         ("check_collector",
          _collect_variant("jax.random.bernoulli(action_key)", "jax.random.bernoulli(reset_key)"),
-         "not uniformly random"),
+         "at every step: the steps share one key"),
         ("check_rollout_keys",
          _rollout_variant(_FIXED_ROLLOUT[1], "return (env_state, timestep, key_t), transition"),
          "carries that same key"),

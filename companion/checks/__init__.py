@@ -15,6 +15,7 @@ from companion.checks.core import CheckFailed
 from companion.checks.dqn import (
     check_double_dqn_target,
     check_n_step_target,
+    check_q_overshoot,
     check_sample_windows,
 )
 from companion.checks.foundations import (
@@ -37,6 +38,7 @@ from companion.checks.performance import (
 from companion.checks.ppo import (
     check_dual_clip_objective,
     check_epsilon_masked_probs,
+    check_late_success,
 )
 from companion.checks.ppo_rollout import check_fill_one_loss, check_gae_from_values
 from companion.checks.networks import (
@@ -65,6 +67,7 @@ __all__ = [
     "check_epsilon_masked_probs",
     "check_fill_one_loss",
     "check_double_dqn_target",
+    "check_late_success",
     "check_legal_fraction",
     "check_noisy_batch",
     "check_semi_implicit_step",
@@ -74,6 +77,7 @@ __all__ = [
     "check_frozen_constant",
     "check_mlp_apply",
     "check_n_step_target",
+    "check_q_overshoot",
     "check_rollout_bytes",
     "check_per_example_grad_norms",
     "check_rollout_keys",

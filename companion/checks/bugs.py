@@ -31,6 +31,16 @@ LEARNING_RATE = 0.1
 DECAY = 0.97
 
 _model_calls = [0]  # how often _CountingMLP's Python code ran: once per trace under jit
+_under_jit: list = []  # for each of those runs, whether it ran under jit (None: unknown)
+
+
+def _am_i_under_a_jit():
+    """Whether the calling code runs under ``jax.jit`` (JAX's own test; None if this JAX has
+    none)."""
+    from jax._src import core as jax_core
+
+    test = getattr(jax_core, "unsafe_am_i_under_a_jit", None)
+    return bool(test()) if test is not None else None
 _runs = itertools.count(1)
 
 
@@ -42,11 +52,13 @@ class _CountingMLP(eqx.Module):
 
     def __call__(self, x):
         _model_calls[0] += 1
+        _under_jit.append(_am_i_under_a_jit())
         return self.mlp(x)
 
 
-def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float) -> np.ndarray:
-    """The losses of ``num_steps`` SGD steps with learning rate ``0.1 * decay**step``."""
+def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float, start: int = 0
+                ) -> np.ndarray:  # fmt: skip
+    """The losses of ``num_steps`` SGD steps with learning rate ``0.1 * decay**(step + start)``."""
 
     def loss_fn(model):
         return jnp.mean((jax.vmap(model)(x) - y) ** 2)
@@ -59,7 +71,7 @@ def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float) -> np.nda
 
     losses = []
     for t in range(num_steps):
-        model, loss = step(model, jnp.asarray(LEARNING_RATE * decay**t, jnp.float32))
+        model, loss = step(model, jnp.asarray(LEARNING_RATE * decay ** (t + start), jnp.float32))
         losses.append(float(loss))
     return np.array(losses)
 
@@ -73,8 +85,9 @@ def check_decayed_training(train_decayed: Callable) -> None:
     Traces are counted through the model's Python code (it runs once per trace under ``jit``).
 
     Raises:
-        CheckFailed: naming the mistake (traced every step or more than twice, a rate that does not
-            decay, losses off the schedule, a wrong number of losses, not ``(model, losses)``).
+        CheckFailed: naming the mistake (traced anew at every step, run without jit, traced more
+            than twice, a rate that does not decay, a schedule one step late, losses off the
+            schedule, a wrong number of losses, not ``(model, losses)``).
     """
     require_function(train_decayed, "train_decayed")
     x = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32)[:, None]
@@ -83,6 +96,7 @@ def check_decayed_training(train_decayed: Callable) -> None:
     num_steps = 8
     expected = _sgd_losses(mlp, x, y, num_steps, DECAY)
     _model_calls[0] = 0
+    _under_jit.clear()
     answer = run_answer(
         train_decayed,
         _CountingMLP(mlp, run=next(_runs)),
@@ -108,23 +122,45 @@ def check_decayed_training(train_decayed: Callable) -> None:
                 "train_decayed: the learning rate does not decay; keep the schedule "
                 f"{LEARNING_RATE} * {DECAY}**step and change only how it reaches the step"
             )
+        if close(losses, _sgd_losses(mlp, x, y, num_steps, DECAY, start=1), rtol=1e-4,
+                 atol=1e-6):  # fmt: skip
+            fail(
+                f"train_decayed: the schedule is one step late, {LEARNING_RATE} * "
+                f"{DECAY}**(step + 1); the first step's rate is {LEARNING_RATE} * {DECAY}**0"
+            )
         fail(
             f"train_decayed: losses {np.round(losses, 5)}, expected {np.round(expected, 5)} "
             f"(plain SGD on the mean squared error, learning rate {LEARNING_RATE} * "
             f"{DECAY}**step)"
         )
-    if traces >= num_steps:
+    if traces >= num_steps and not any(_under_jit) and None not in _under_jit:
+        fail(
+            f"train_decayed: the step runs without jit: the model's Python code ran at each "
+            f"of the {num_steps} steps, operation by operation. Compile the step once with "
+            "eqx.filter_jit (as sgd_step is), with the learning rate passed as an array"
+        )
+    if traces >= num_steps and None in _under_jit:  # this JAX cannot tell jit from eager
         fail(
             f"train_decayed: the model's Python code ran {traces} times in {num_steps} steps: "
-            "every step was traced anew, or the step is not compiled at all. "
-            "eqx.filter_jit treats an argument that is not an array (a Python float) as "
-            "static, and every new learning rate is a new static value; pass it as an array "
-            "(jnp.asarray) so that one compiled program serves every step"
+            "every step was traced anew (a Python float learning rate is static under "
+            "eqx.filter_jit: pass it as an array, jnp.asarray), or the step is not compiled "
+            "at all (compile it once with eqx.filter_jit)"
+        )
+    if traces >= num_steps:
+        fail(
+            f"train_decayed: the model's Python code ran {traces} times in {num_steps} steps, "
+            "under jit: the step was traced anew at every step. eqx.filter_jit treats an "
+            "argument that is not an array (a Python float) as static, and every new "
+            "learning rate is a new static value: pass it as an array (jnp.asarray); a "
+            "function jitted anew inside the loop (a new lambda or closure each step) is "
+            "traced anew too"
         )
     if traces > 2:
         fail(
-            f"train_decayed: the step was traced {traces} times in {num_steps} steps; with "
-            "the learning rate as an array, one trace serves every step"
+            f"train_decayed: the step was traced {traces} times in {num_steps} steps, where "
+            "one trace serves every step: some argument changes its type, dtype or a static "
+            "value between steps (a learning rate that is an array in some steps and a "
+            "Python float in others, say)"
         )
     passed(f"train_decayed follows the schedule and traced its step {traces} time(s)")
 
@@ -179,9 +215,13 @@ def check_collector(collect: Callable) -> None:
     ``(T, 4)``; ``action`` int32, ``reward`` float32, ``terminated`` bool ``(T,)``. Runs 300
     steps, time limit 30, against :func:`companion.envs.cartpole.dynamics` (gymnasium CartPole-v1).
 
+    Runs the answer under ``jax.jit`` (``num_steps`` static).
+
     Raises:
         CheckFailed: naming the mistake (``terminated`` late, missing or set at truncations,
-            ``next_obs`` of the next episode, ``obs`` not continuing, bad actions or shapes).
+            ``next_obs`` of the next episode, ``obs`` stale or not reset after an episode end,
+            one action throughout, actions dependent from step to step or not a fair coin,
+            shapes).
     """
     num_steps = 300
     traces: list = []
@@ -209,26 +249,69 @@ def check_collector(collect: Callable) -> None:
         fail("every action should be 0 or 1 and every reward 1.0")
     ones = float(action.mean())
     repeats = float(np.mean(action[1:] == action[:-1]))
-    if abs(ones - 0.5) > 0.15 or abs(repeats - 0.5) > 0.15:
+    independent = ones**2 + (1 - ones) ** 2  # repeats of independent draws with these odds
+    if ones in (0.0, 1.0):
         fail(
-            f"collect's actions are not uniformly random: {ones:.0%} are 1 and {repeats:.0%} "
-            "repeat the previous one, where fair coin flips give about 50% each. Draw each "
-            "step's action with its own key"
+            f"collect takes action {int(ones)} at every step: the steps share one key, or "
+            "the action ignores its key. Draw each step's action with its own key"
+        )
+    if abs(repeats - independent) > 0.15:
+        fail(
+            f"collect's actions are not independent from step to step: {repeats:.0%} repeat "
+            f"the previous one, where independent draws with {ones:.0%} of 1s would repeat "
+            f"in {independent:.0%}. Draw each step's action with its own key"
+        )
+    if abs(ones - 0.5) > 0.15:
+        fail(
+            f"collect's actions are 1 in {ones:.0%} of the steps, where a fair coin gives "
+            "50%: draw 0 and 1 with probability 1/2 each (jax.random.bernoulli(key_t) or "
+            "jax.random.randint(key_t, (), 0, 2))"
         )
     after = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(obs), jnp.asarray(action)))
     fell = _fallen(after)
     truncated = _truncations(fell, limit)
-    if not fell.any():
-        fail(f"no episode ended in {num_steps} steps of random actions (about 14 should)")
     # float32 rounding differs between compiled programs: compare to a tolerance
     wrong = ~np.all(np.isclose(next_obs, after, rtol=1e-5, atol=1e-6), axis=1)
-    if wrong.any():
-        if wrong[fell | truncated].all() and not wrong[~(fell | truncated)].any():
+    reset_bound = cartpole.DEFAULT_PARAMS.reset_bound
+    fresh_next = np.all(np.abs(next_obs) <= reset_bound, axis=1)
+    ends = fell | truncated
+    if wrong.any() and wrong[ends].all() and not wrong[~ends].any() and fresh_next[wrong].all():
+        fail(
+            "collect: at every episode end next_obs is the first observation of the next "
+            "episode, not the state the episode ended in; store timestep.next_obs, which "
+            "step_autoreset keeps, not timestep.obs"
+        )
+    # obs, judged by the answer's own next_obs: it continues where that shows no episode end,
+    # and starts afresh where it does
+    fell_next = _fallen(next_obs)
+    ended_next = (fell_next | _truncations(fell_next, limit))[:-1]
+    continues = np.all(np.isclose(obs[1:], next_obs[:-1], rtol=1e-5, atol=1e-6), axis=1)
+    fresh = np.all(np.abs(obs[1:]) <= reset_bound, axis=1)
+    stale = ~continues & ~ended_next
+    if stale.any():
+        fail(
+            f"collect: obs at steps {(np.flatnonzero(stale)[:5] + 1).tolist()} is not the "
+            "previous transition's next_obs, though that transition ended no episode (its "
+            "next_obs is within the limits, before the time limit): the obs stored is stale. "
+            "Each step acts from the observation the step before produced: carry "
+            "timestep.obs in the scan's carry"
+        )
+    if not fresh[ended_next].all():
+        bad = np.flatnonzero(ended_next & ~fresh)[:5] + 1
+        if continues[ended_next].all():
             fail(
-                "collect: at every episode end next_obs is the first observation of the next "
-                "episode, not the state the episode ended in; store timestep.next_obs, which "
-                "step_autoreset keeps, not timestep.obs"
+                f"collect: after an episode ends, obs (steps {bad.tolist()}) is the state it "
+                "ended in, the previous next_obs, not the first observation of the new "
+                "episode: carry timestep.obs, which step_autoreset resets, not "
+                "timestep.next_obs"
             )
+        fail(
+            f"collect: obs at steps {bad.tolist()}, after an episode end, is neither a "
+            "fresh start nor the previous next_obs; carry timestep.obs"
+        )
+    if not fell.any():
+        fail(f"no episode ended in {num_steps} steps of random actions (about 14 should)")
+    if wrong.any():
         fail(
             f"collect: next_obs is not the state after obs and action at steps "
             f"{np.flatnonzero(wrong)[:5].tolist()}"
@@ -264,16 +347,6 @@ def check_collector(collect: Callable) -> None:
         fail(
             "collect: terminated should be True exactly where next_obs is past the limits; "
             f"it disagrees at steps {np.flatnonzero(terminated != fell)[:5].tolist()}"
-        )
-    continues = np.all(np.isclose(obs[1:], next_obs[:-1], rtol=1e-5, atol=1e-6), axis=1)
-    fresh = np.all(np.abs(obs[1:]) <= cartpole.DEFAULT_PARAMS.reset_bound, axis=1)
-    ended = (fell | truncated)[:-1]
-    if not np.all(np.where(ended, fresh, continues)):
-        bad = np.flatnonzero(~np.where(ended, fresh, continues))[:5] + 1
-        fail(
-            f"collect: obs at steps {bad.tolist()} neither continues from the previous "
-            "next_obs nor starts a new episode after a termination or truncation; carry "
-            "timestep.obs"
         )
     passed(f"collect flags its {int(fell.sum())} terminations, not its {int(truncated.sum())} "
            "truncations")  # fmt: skip

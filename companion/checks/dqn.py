@@ -48,6 +48,12 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
             "with negative values the 0 of the other actions wins. Gather the chosen "
             "action's value (jnp.take_along_axis) or sum the product": reward
             + keep * (q_target * one_hot).max(-1),
+            "gamma multiplies the whole target, the reward too: the target is r + gamma * "
+            "(1 - terminated) * Q_target(s', a*), with r undiscounted": gamma * (
+                reward + (1.0 - np.asarray(terminated)) * chosen),
+            "the reward is dropped at a termination: (1 - terminated) multiplies only the "
+            "bootstrap, the target after a termination is the reward": (
+                (1.0 - np.asarray(terminated)) * (reward + gamma * chosen)),
         },
     )  # fmt: skip
 
@@ -60,9 +66,12 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
     q_next_target[argmax(q_next_online)]``. ``reward`` float32 ``(B,)``, ``terminated`` bool
     ``(B,)``, Q-values float32 ``(B, num_actions)``; returns float32 ``(B,)``.
 
+    Runs the answer under ``jax.jit`` (``gamma`` a static Python float).
+
     Raises:
         CheckFailed: naming the mistake (the plain DQN target, the online network's values, the
-            roles swapped, termination ignored, a one-hot product maxed, wrong shape).
+            roles swapped, termination ignored or dropping the reward, gamma on the reward, a
+            one-hot product maxed, wrong shape or dtype).
     """
     cases = [
         _double_dqn_case(
@@ -88,6 +97,8 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
         call = f"double_dqn_target(...) for {case.label}"
         got = run_answer(double_dqn_target, *args, case.inputs["gamma"], call=call)
         outputs.append(check_shape(got, args[0].shape, call, hint="One target per transition."))
+        if outputs[-1].dtype != np.float32:
+            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like reward)")
     verdict("double_dqn_target", cases, outputs)
     passed("double_dqn_target: the online network chooses, the target network evaluates")
 
@@ -100,21 +111,26 @@ def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=())
     out = np.zeros(batch)
     for b in range(batch):
         total, discount = 0.0, 1.0
+        ends = terminated[b] | truncated[b]
         for k in range(n):
-            total += (1.0 if "undiscounted" in mistakes else discount) * reward[b, k]
+            weight = {"undiscounted": 1.0, "rewards_shift": discount * gamma}
+            total += next((weight[m] for m in mistakes if m in weight), discount) * reward[b, k]
             discount *= gamma
             term = terminated[b, k] and "through_termination" not in mistakes
             trunc = truncated[b, k] and "through_truncation" not in mistakes
-            if term or trunc or k == n - 1:
+            stop_early = "argmax_no_end" in mistakes and not ends.any()  # argmax of no end: 0
+            if term or trunc or k == n - 1 or stop_early:
                 boot = best[b, n - 1] if "last_step" in mistakes else best[b, k]
                 power = {"gamma_n": gamma**n, "gamma_m": discount / gamma}
                 power = next((power[m] for m in mistakes if m in power), discount)
-                bootstraps = not term or "boot_termination" in mistakes
+                flag = {"any_terminated": terminated[b].any(), "last_flag": terminated[b, -1]}
+                flag = next((flag[m] for m in mistakes if m in flag), term)
+                bootstraps = not flag or "boot_termination" in mistakes
                 if trunc and "truncation_as_termination" in mistakes:
                     bootstraps = False
                 total += power * boot * bootstraps
                 break
-        out[b] = total
+        out[b] = total * (gamma if "gamma_outside" in mistakes else 1.0)
     return out
 
 
@@ -139,6 +155,17 @@ _N_STEP_MISTAKES = {
     "it is gamma ** (m + 1), not gamma ** m",
     ("undiscounted",): "the rewards are not discounted: the sum is r_0 + gamma * r_1 + "
     "gamma**2 * r_2 and so on",
+    ("rewards_shift",): "the rewards are discounted one power too far: r_k gets gamma ** k "
+    "(r_0 undiscounted), not gamma ** (k + 1); only the bootstrap gets gamma ** (m + 1)",
+    ("gamma_outside",): "gamma multiplies the whole target, r_0 included: r_0 is not "
+    "discounted, only the later rewards and the bootstrap are",
+    ("any_terminated",): "the bootstrap is dropped whenever the window holds a termination "
+    "anywhere (terminated read with any): a window that stops at an earlier truncation still "
+    "bootstraps. Read the flag at the step m where the window stops, terminated[:, m]",
+    ("last_flag",): "the bootstrap's termination flag is read at the window's last step; read "
+    "it at the step m where the window stops, terminated[:, m]",
+    ("argmax_no_end",): "a window with no episode end stops at step 0: argmax of an all-False "
+    "row is 0. Where no step ends the episode, m = n - 1",
 }
 
 
@@ -166,9 +193,13 @@ def check_n_step_target(n_step_target: Callable) -> None:
     ``sum_{k<=m} gamma^k r_k + gamma^(m+1) (1 - terminated_m) max_a q_next_target[m, a]``, ``m``
     the first episode end or ``n - 1`` (n-step return, Sutton and Barto, 2018, section 7.1).
 
+    Runs the answer under ``jax.jit`` (``gamma`` a static Python float): jax.numpy, not NumPy.
+
     Raises:
         CheckFailed: naming the mistake (a sum through episode ends, a wrong bootstrap at an end,
-            the wrong bootstrap step or gamma power, no discount, the one-step target, wrong shape).
+            the termination flag read with ``any`` or at the last step, the wrong bootstrap step
+            or gamma power, ``gamma ** (k + 1)`` on the rewards, gamma outside the whole target,
+            no discount, ``argmax``'s 0 for a window with no end, the one-step target, shape).
     """
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2
@@ -218,9 +249,13 @@ def check_sample_windows(sample_windows: Callable) -> None:
     Returns a pytree like one transition, leaves ``(batch_size, n, ...)``: n consecutive steps per
     row, starts uniform (with replacement) over windows in filled slots, not across ``position``.
 
+    Runs the answer under ``jax.jit``: ``batch_size`` and ``n`` static, the buffer's arrays
+    (``position`` and ``size`` too) traced.
+
     Raises:
-        CheckFailed: naming the mistake (empty slots, crossing ``position``, steps out of
-            order, mixed slots, the last window never drawn, not uniform, shape, key ignored).
+        CheckFailed: naming the mistake (empty slots, crossing ``position``, indices clamped at
+            the last slot, steps repeated or out of order, mixed slots, the last window never
+            drawn, not uniform, shape or dtype, key ignored).
     """
     require_function(sample_windows, "sample_windows")
     batch_size, n = 4000, 3
@@ -243,6 +278,12 @@ def check_sample_windows(sample_windows: Callable) -> None:
             hint="Leaves are (batch_size, n, ...): one row per window, its steps along axis 1.",
         )
         check_shape(got["obs"], (batch_size, n, 2), f"{where}: ['obs']")
+        for name, stored in buffer.data.items():
+            if np.asarray(got[name]).dtype != stored.dtype:
+                fail(
+                    f"{where}: [{name!r}] has dtype {np.asarray(got[name]).dtype}, but the "
+                    f"buffer stores {stored.dtype}: index the stored arrays, keep their dtypes"
+                )
         if np.any(steps == 0):
             fail(
                 f"{where}, some windows reach into empty slots; a window must "
@@ -255,11 +296,20 @@ def check_sample_windows(sample_windows: Callable) -> None:
             )
         diffs = np.diff(steps, axis=1)
         if np.any(diffs == 0):
+            example = steps[np.argmax(np.any(diffs == 0, axis=1))].tolist()
+            in_last_slot = int(np.asarray(buffer.data["t"])[buffer.capacity - 1])
+            repeated = steps[:, 1:][diffs == 0]
+            if np.all(repeated == in_last_slot):  # the step of the last slot, and only it
+                fail(
+                    f"{where}, some windows repeat a step (for example {example}): the step "
+                    f"in the last slot, {in_last_slot}, which is what an index past the last "
+                    "slot gives (JAX clamps it). Wrap the slot indices round the ring with "
+                    "% capacity"
+                )
             fail(
-                f"{where}, some windows repeat a step (for example "
-                f"{steps[np.argmax(np.any(diffs == 0, axis=1))].tolist()}): an index past the "
-                "last slot, which JAX clamps to the last slot. Wrap the slot indices round "
-                "the ring with % capacity"
+                f"{where}, some windows repeat a step (for example {example}): the n slots "
+                "of a window are start, start + 1, ..., start + n - 1 (jnp.arange(n) along "
+                "the window's axis)"
             )
         if np.all(diffs == -1):
             fail("sample_windows returns the steps of each window in reverse time order")
@@ -295,3 +345,82 @@ def check_sample_windows(sample_windows: Callable) -> None:
     if np.array_equal(np.asarray(other["t"]), steps):
         fail("sample_windows ignores its key: different keys should give different batches")
     passed("sample_windows draws n consecutive steps uniformly, never across the write position")
+
+
+def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) -> Case:
+    """``q_mean`` of ``num_seeds`` runs: 0 in the warm-up, a climb, then a last quarter of
+    mean ``late[s]`` whose first iterations (and the one before) equal ``late[s]``, so every
+    usual way of cutting the last quarter (by index or by steps, > or >=) gives that mean."""
+    rng = np.random.default_rng(seed)
+    env_steps = np.tile(np.arange(iterations, dtype=np.int32) * num_envs, (num_seeds, 1))
+    start = iterations - iterations // 4  # the last quarter's first iteration
+    q = np.zeros((num_seeds, iterations), np.float32)
+    spread = {6: [6.0, -1.0, -2.0, -3.0], 10: [15.0, -1.0, -2.0, -3.0, -4.0, -5.0, 2.0, -2.0]}
+    for s in range(num_seeds):
+        q[s, warmup:start - 1] = np.sort(rng.uniform(5.0, late[s], start - 1 - warmup))
+        q[s, start - 1:start + 2] = late[s]
+        q[s, start + 2:] = late[s] + np.asarray(spread[iterations // 4])
+    bound = 1.0 / (1.0 - gamma)
+    quarter, q64 = slice(start, None), q.astype(np.float64)
+    learned = np.where(q64 != 0, q64, np.nan)
+    return Case(
+        f"{num_seeds} seeds of {iterations} iterations of {num_envs} steps, gamma {gamma}",
+        {"q_mean": q, "env_steps": env_steps, "gamma": gamma},
+        q64[:, quarter].mean(1) - bound,
+        {
+            "this is the mean over the whole run, the warm-up's zeros included: average "
+            "over the last quarter of training only": q64.mean(1) - bound,
+            "this is the mean over all of training after the warm-up, not over its last "
+            "quarter": np.nanmean(learned, 1) - bound,
+            "this is the mean over the first quarter of training; the question is about "
+            "its last quarter": q64[:, : iterations // 4].mean(1) - bound,
+            "this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)": (
+                q64[:, quarter].mean(1)),
+            "the difference is reversed: the overshoot is Q minus the bound 1 / (1 - gamma), "
+            "positive above it": bound - q64[:, quarter].mean(1),
+            "the bound is 1 / (1 - gamma), the discounted sum of a reward of 1 from now on, "
+            "not gamma / (1 - gamma)": q64[:, quarter].mean(1) - gamma * bound,
+            "the overshoot is clipped at 0: report the signed difference, negative where "
+            "the values stay below the bound": np.maximum(q64[:, quarter].mean(1) - bound, 0),
+            "this is the largest value of the last quarter; average it": (
+                q64[:, quarter].max(1) - bound),
+            "this is the last iteration's value alone; average the last quarter": (
+                q64[:, -1] - bound),
+            "the bound is the number 100, which is 1 / (1 - gamma) for gamma 0.99 only: "
+            "compute it from gamma": q64[:, quarter].mean(1) - 100.0,
+        },
+    )  # fmt: skip
+
+
+@self_check
+def check_q_overshoot(q_overshoot: Callable) -> None:
+    """Check ``q_overshoot(q_mean, env_steps, gamma)``: how far late Q-values pass the bound.
+
+    ``q_mean`` float32 and ``env_steps`` int32 ``(seeds, iterations)``, as ``dqn.make_train``'s
+    metrics (``q_mean`` is 0 in the warm-up; ``env_steps`` counts the steps before each
+    iteration); ``gamma`` a float. Returns a float array ``(seeds,)``: each seed's mean
+    ``q_mean`` over the last quarter of its training, minus ``1 / (1 - gamma)`` (negative where
+    the values stay below). Called on NumPy arrays, not under ``jit``; the cases agree for
+    every usual cut of the last quarter (by index or by steps).
+
+    Raises:
+        CheckFailed: naming the mistake (the whole run, all of training after the warm-up or
+            its first quarter, no bound or the bound reversed, ``gamma / (1 - gamma)``,
+            clipped at 0, the largest or the last value, one value for all seeds).
+    """
+    cases = [
+        _overshoot_case(3, 40, 2, 6, (112.0, 96.5, 104.0), 0.99, 41),
+        _overshoot_case(2, 24, 4, 4, (9.0, 13.5), 0.9, 42),
+    ]
+    outputs = []
+    for case in cases:
+        q, steps, gamma = case.inputs.values()
+        call = f"q_overshoot(q_mean, env_steps, {gamma}) for {case.label}"
+        got = run_answer(
+            q_overshoot, q.copy(), steps.copy(), gamma, call=call, jit=False,
+            hint=f"q_mean float32 and env_steps int32 {q.shape}, NumPy arrays; gamma a float",
+        )  # fmt: skip
+        outputs.append(check_shape(got, q.shape[:1], call, hint="One value per seed: average "
+                                   "over the iterations (axis 1), not over the seeds."))
+    verdict("q_overshoot", cases, outputs, rtol=1e-4, atol=1e-4)
+    passed("q_overshoot: each seed's last-quarter mean Q, minus 1 / (1 - gamma)")

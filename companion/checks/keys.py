@@ -73,13 +73,19 @@ def _sampled_and_carried(jaxpr) -> bool:
     return False
 
 
+#: The time limit of the check's maze: 32 steps hold four episodes of every environment, so
+#: the step count restarts within the rollout (a key made from it would repeat).
+_TIME_LIMIT = 8
+
+
 def _rollout_case(num_envs: int) -> tuple:
-    """An untrained actor-critic on the medium maze, a reset pool and a batch of starts."""
+    """An untrained actor-critic on the medium maze with a short time limit, a reset pool and
+    a batch of starts."""
     from companion.agents import ppo
     from companion.envs import maze as maze_lib
     from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
-    env = maze_lib.make_maze_task("medium")
+    env = maze_lib.make_maze_task("medium", time_limit=_TIME_LIMIT)
     model = _Sharpened(ppo.make_model(ppo.FIXED_MAZE_NETWORK, jax.random.key(0)), 4.0)
     pool = make_reset_pool(env, jax.random.key(1), num_envs)
     starts = jax.random.split(jax.random.key(2), num_envs)
@@ -97,11 +103,13 @@ def check_rollout_keys(rollout: Callable) -> None:
 
     Like the PPO chapter's ``rollout_in_view``: returns ``(env_state, timestep, transitions)``,
     a :class:`companion.agents.ppo.Transition` with leaves ``(num_steps, num_envs, ...)``.
-    Runs 32 steps of 64 medium-maze environments under ``jax.debug_key_reuse``.
+    Runs 32 steps of 64 medium-maze environments with a time limit of 8 (so every environment
+    ends episodes within the rollout), under ``jax.jit`` and ``jax.debug_key_reuse``.
 
     Raises:
         CheckFailed: naming the mistake (a key reused or ignored; actions shared across envs,
-            repeated, illegal or not the policy's samples; wrong log-probabilities or shapes).
+            repeated from step to step or from episode to episode at the same step count,
+            illegal or not the policy's samples; wrong log-probabilities or shapes).
     """
     from companion.agents import ppo
 
@@ -128,8 +136,10 @@ def check_rollout_keys(rollout: Callable) -> None:
     if reused is not None:
         fail(
             "rollout: JAX's key-reuse checker finds a key used twice ("
-            f"{str(reused).splitlines()[0].rstrip(':')}). A key that is consumed at one step "
-            "and carried to the next draws the same noise again: split it, and carry the new key"
+            f"{str(reused).splitlines()[0].rstrip(':')}): every step of the scan consumes "
+            "the same key again, one carried unchanged from step to step or one made before "
+            "the scan and used inside it, and draws the same noise. Give every step a fresh "
+            "key: split the carried key, sample with one half and carry the other"
         )
     if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
         fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
@@ -153,7 +163,8 @@ def check_rollout_keys(rollout: Callable) -> None:
             "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
         )
     with jax.debug_key_reuse(False):
-        other = run(*args[:5], jax.random.key(4), num_steps)[2]
+        other = run_answer(run, *args[:5], jax.random.key(4), num_steps, jit=False,
+                           call=call.replace("key, 32", "another key, 32"))[2]  # fmt: skip
     if np.array_equal(np.asarray(other.action), action):
         fail("rollout ignores its key: another key gave the same actions")
     # environments side by side: independent samples agree as often as sum_a p_i(a) p_j(a)
@@ -164,9 +175,10 @@ def check_rollout_keys(rollout: Callable) -> None:
         fail(
             f"rollout: neighbouring environments take the same action in {same.mean():.0%} of "
             f"steps, where independent samples would in {p_same.mean():.0%}: they share "
-            "their random noise (one key for every environment, as a jax.vmap of "
-            "categorical over the environments with one key gives). "
-            "jax.random.categorical(key_t, logits_t) on the batch draws each row apart"
+            "their random noise, drawing with the same key (as a jax.vmap of categorical "
+            "with one key over the environments does, or keys made from something the "
+            "environments share, such as the step count). jax.random.categorical(key_t, "
+            "logits_t) on the whole batch draws each row apart"
         )
     # how probable the taken actions were: samples of the policy average sum_a p(a)^2
     p_taken = np.take_along_axis(probs, action[..., None].astype(int), -1)[..., 0]
@@ -198,6 +210,29 @@ def check_rollout_keys(rollout: Callable) -> None:
             f"{p_repeat.mean():.0%} ({abs(repeat_z):.0f} standard deviations apart): the "
             "steps' random choices are not independent. Does every step get a fresh key?"
         )
+    # the clock: an environment in the same state at the same step count of two of its
+    # episodes (the count restarts at every reset, often from the same start) draws two
+    # independent samples of one distribution there, which agree with probability sum_a p(a)^2
+    clock = np.asarray(transitions.step_count)
+    image = np.asarray(transitions.image).reshape(num_steps, num_envs, -1)
+    pairs = [(t1, t2, n) for n in range(num_envs) for t1 in range(num_steps)
+             for t2 in range(t1 + 1, num_steps) if clock[t1, n] == clock[t2, n]
+             and np.array_equal(image[t1, n], image[t2, n])]  # fmt: skip
+    if pairs:
+        t1, t2, n = np.asarray(pairs).T
+        p_match = np.sum(probs[t1, n] ** 2, axis=-1)
+        matches = action[t1, n] == action[t2, n]
+        clock_z = _z_score(matches.sum(), p_match.sum(), (p_match * (1 - p_match)).sum())
+        if clock_z > 5:
+            fail(
+                f"rollout: an environment back in the same state at the same step count of "
+                f"another episode takes the same action again in {matches.mean():.0%} of "
+                f"{len(pairs)} cases, where independent samples would in "
+                f"{p_match.mean():.0%} ({clock_z:.0f} standard deviations apart): its keys "
+                "repeat from episode to episode, as keys made from the step count do (it "
+                "restarts at every reset). Give every step of the rollout its own key, from "
+                "the key you carry"
+            )
     if max(map(abs, counts_z)) > 5:
         fail(
             "rollout: the actions are not samples of the policy: action counts "

@@ -22,12 +22,14 @@ from companion.checks.core import (
 )
 
 
-def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only=True, pick=min):
+def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only=True, pick=min,
+                         floor_sign=1.0):
     low = 1.0 - eps if low is None else low
     ratio, adv = np.asarray(ratio, np.float64), np.asarray(adv, np.float64)
     unclipped, clipped = ratio * adv, np.clip(ratio, low, 1.0 + eps) * adv
     standard = np.minimum(unclipped, clipped) if pick is min else np.maximum(unclipped, clipped)
-    bounded = np.maximum(standard, c * adv) if dual == "max" else np.minimum(standard, c * adv)
+    floor = floor_sign * c * adv
+    bounded = np.maximum(standard, floor) if dual == "max" else np.minimum(standard, floor)
     return np.where((adv < 0) | (not negative_only), bounded, standard)
 
 
@@ -53,6 +55,10 @@ def _dual_clip_case(ratio, adv, eps, c) -> Case:
         "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
             _dual_clip_reference(ratio, adv, eps, c, dual="min")
         ),
+        "the dual clip's floor has the wrong sign: where A < 0 it is dual_clip * A, a "
+        "negative number, not -dual_clip * A (or dual_clip * |A|)": (
+            _dual_clip_reference(ratio, adv, eps, c, floor_sign=-1.0)
+        ),
         "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": (
             _dual_clip_reference(ratio, adv, np.inf, c)
         ),
@@ -69,11 +75,13 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
 
     Dual-clip PPO (Ye et al., 2020): ``min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)``,
     floored at ``dual_clip * A`` (``dual_clip > 1``) where ``A < 0``. ``ratio``, ``advantage``
-    float32 of one shape (e.g. ``(T, N)``); returns float32 of that shape, elementwise.
+    float32 of one shape (e.g. ``(T, N)``); returns float32 of that shape, elementwise. Runs
+    the answer under ``jax.jit`` (``clip_eps`` and ``dual_clip`` static).
 
     Raises:
         CheckFailed: naming the mistake (sign flipped, ``clip(ratio, eps, 1 + eps)``, max for min,
-            no dual clip, the dual clip on A > 0, as a min or on the ratio, nothing clipped, shape).
+            no dual clip, the dual clip on A > 0, as a min, with its floor's sign flipped or on
+            the ratio, nothing clipped, shape).
     """
     ratio = [[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]]
     adv = [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]]
@@ -96,6 +104,8 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
             hint=f"ratio and advantage are float32 {shape}; the answer is elementwise",
         )  # fmt: skip
         outputs.append(check_shape(got, shape, call, hint="Elementwise."))
+        if outputs[-1].dtype != np.float32:
+            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like ratio)")
     verdict("dual_clip_objective", cases, outputs)
     passed("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0")
 
@@ -172,10 +182,12 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     ``logits`` float32 and ``mask`` bool ``(..., num_actions)``, at least one legal action per row;
     ``epsilon`` in [0, 1]. Returns float32 ``(..., num_actions)``: ``(1 - epsilon) *
     softmax(masked logits) + epsilon / num_legal`` on legal actions, exactly 0 on the others.
+    Runs the answer under ``jax.jit`` (``epsilon`` static), and its gradient.
 
     Raises:
         CheckFailed: naming the mistake (wrong axis, illegal logits filled with 1.0 or 0.0, epsilon
-            misspread, ignored or swapped, no renormalisation, a nan or cut gradient in logits).
+            misspread, ignored or swapped, no renormalisation, a nan or cut gradient in logits,
+            a dtype other than float32).
     """
     rng = np.random.default_rng(7)
     mask_a = np.array(
@@ -198,6 +210,8 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
             hint="logits float32 (..., 4), mask bool (..., 4): actions last",
         )  # fmt: skip
         outputs.append(check_shape(got, logits.shape, call))
+        if outputs[-1].dtype != np.float32:
+            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like logits)")
         if np.any(outputs[-1][~mask] != 0) and close(outputs[-1], case.expected):
             fail(
                 f"epsilon_masked_probs gives illegal actions probabilities of up to "
@@ -234,3 +248,94 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
             "NumPy instead of jax.numpy), so the policy could not learn through them"
         )
     passed("epsilon_masked_probs: illegal actions 0, epsilon over the legal ones, per row")
+
+
+def _last_measured(rows, k, skip_from_end=0):
+    """Each row's mean of its last ``k`` values that are not nan (leaving out the last
+    ``skip_from_end`` of them)."""
+    out = []
+    for row in np.asarray(rows, np.float64):
+        measured = row[~np.isnan(row)]
+        measured = measured[: len(measured) - skip_from_end]
+        out.append(measured[-k:].mean())
+    return np.asarray(out)
+
+
+def _late_success_case(rows, k, label) -> Case:
+    x = np.asarray(rows, np.float32)
+    x64 = x.astype(np.float64)
+    before_first_nan = [row[: np.argmax(np.isnan(row))] if np.isnan(row).any() else row
+                        for row in x64]  # fmt: skip
+    with np.errstate(all="ignore"):
+        mistakes = {
+            "this averages the last k updates, skipping their nan: the last updates are nan "
+            "(their episodes were still running when training stopped), so fewer than k "
+            "values are left. Take the last k values that are not nan": np.nanmean(
+                x64[:, -k:], axis=1),
+            "this averages every measured update of the run; take the last k measured "
+            "values": np.nanmean(x64, axis=1),
+            "this stops at the first nan, but a nan also marks an update in which no episode "
+            "started, in the middle of the run: skip each nan, and take the last k values "
+            "left": np.asarray([row[-k:].mean() for row in before_first_nan]),
+            "nan is counted as a failure (0): a nan is an update with no measurement, not "
+            "one with no success; skip it": np.nan_to_num(x64[:, -k:]).mean(axis=1),
+            "the last measured value is left out: take the last k values that are not nan, "
+            "the very last one included": _last_measured(x64, k, skip_from_end=1),
+            "this averages k + 1 values: take the last k": _last_measured(x64, k + 1),
+            "this averages k - 1 values: take the last k": _last_measured(x64, k - 1),
+            "this is the last measured value alone; average the last k": _last_measured(
+                x64, 1),
+        }
+    return Case(label, {"success_by_start": x, "k": k}, _last_measured(x64, k), mistakes)
+
+
+@self_check
+def check_late_success(late_success: Callable) -> None:
+    """Check ``late_success(success_by_start, k)``: each seed's success late in training.
+
+    ``success_by_start`` float32 ``(seeds, updates)``, as ``ppo.make_train``'s metric: nan for
+    the last updates, whose episodes were still running when training stopped, and for any
+    update in which no episode started; ``k`` an int. Returns a float array ``(seeds,)``: the
+    mean of each row's last ``k`` values that are not nan (every row of the check has at least
+    ``k``). Called on NumPy arrays, not under ``jit``.
+
+    Raises:
+        CheckFailed: naming the mistake (the last k updates' nanmean, the whole run, a stop at
+            the first nan, nan counted as 0, the last value left out, k + 1 or k - 1 values, the
+            last value alone, a nan in the result, one value for all seeds).
+    """
+    nan = np.nan
+    cases = [
+        _late_success_case([
+            [0.0, 0.1, 0.0, 0.2, 0.3, 0.5, 0.4, 0.6, 0.7, 0.9, 0.8, 0.9, nan, nan],
+            [0.0, nan, nan, 0.1, 0.1, 0.2, 0.2, 0.1, 0.3, nan, 0.2, 0.6, 0.5, nan],
+            [0.1, 0.0, 0.2, 0.4, 0.6, 0.9, 1.0, 1.0, 0.8, 1.0, nan, 0.7, 0.9, nan],
+        ], 4, "3 seeds of 14 updates, k = 4"),
+        _late_success_case([
+            [0.0, 0.0, 0.25, nan, 0.5, 0.5, 0.75, 1.0, nan],
+            [0.0, 0.0, nan, 0.0, 0.25, 0.0, nan, 0.5, nan],
+        ], 3, "2 seeds of 9 updates, k = 3"),
+    ]  # fmt: skip
+    outputs = []
+    for case in cases:
+        rows, k = case.inputs.values()
+        call = f"late_success(success_by_start, {k}) for {case.label}"
+        got = run_answer(
+            late_success, rows.copy(), k, call=call, jit=False,
+            hint=f"success_by_start: a NumPy float32 array {rows.shape} with nan; k an int",
+        )  # fmt: skip
+        try:
+            values = np.asarray(got, np.float64)
+        except (TypeError, ValueError):
+            values = None
+        if values is not None and values.shape == rows.shape[:1] and np.isnan(values).any():
+            fail(
+                f"{call} gives nan for seeds {np.flatnonzero(np.isnan(values)).tolist()}: "
+                "success_by_start is nan where nothing was measured (the last updates, whose "
+                "episodes were still running, and any update in which no episode started). "
+                "Skip the nan values (np.isnan) and average the last k of the others"
+            )
+        outputs.append(check_shape(got, rows.shape[:1], call, hint="One value per seed: a "
+                                   "row is a seed, its columns the updates."))  # fmt: skip
+    verdict("late_success", cases, outputs, rtol=1e-5, atol=1e-6)
+    passed("late_success: the mean of each seed's last k measured values, nan skipped")

@@ -45,13 +45,14 @@ def _gae_from_values_reference(
     cut = 0 * done if "no_cut" in mistakes else cut
     lam = 1.0 if "lam_one" in mistakes else 0.0 if "lam_zero" in mistakes else lam
     decay = lam if "no_gamma" in mistakes else gamma * lam
-    delta = reward + gamma * not_terminated * value_tp1 - value
+    discount = 1.0 if "no_gamma_delta" in mistakes else gamma
+    delta = reward + discount * not_terminated * value_tp1 - value
     advantages, carried = np.zeros_like(delta), np.zeros(delta.shape[1])
     steps = range(len(delta)) if "forwards" in mistakes else reversed(range(len(delta)))
     for t in steps:
         carried = delta[t] + decay * (1.0 - cut[t]) * carried
         advantages[t] = carried
-    return advantages
+    return advantages + value if "plus_value" in mistakes else advantages
 
 
 _GAE_MISTAKES = {
@@ -81,6 +82,10 @@ _GAE_MISTAKES = {
     ("no_gamma",): "gamma is missing from the recursion: A_t = delta_t + gamma * lam * "
     "A_{t+1}",
     ("forwards",): "the advantages accumulate forwards in time; run the recursion backwards",
+    ("plus_value",): "this is advantage + value, the critic's targets (the lambda-returns): "
+    "return the advantages alone",
+    ("no_gamma_delta",): "gamma is missing from the TD error: delta_t = r_t + gamma * "
+    "(1 - terminated_t) * V(s_{t+1}) - V(s_t)",
 }
 
 _GAE_NAMES = ("reward", "value", "value_last", "value_final", "terminated", "truncated")
@@ -115,11 +120,13 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
     ``value_final`` float32 ``(T, N)``, V of a truncated step's true final observation (else 0).
     Returns float32 ``(T, N)``: :func:`companion.agents.ppo.gae` (Schulman et al., 2016) with
     ``V(s_{t+1})`` = ``value_final[t]`` at a truncation, else ``value[t + 1]`` (``value_last``
-    at ``T - 1``), and ``done = terminated | truncated``.
+    at ``T - 1``), and ``done = terminated | truncated``. Runs the answer under ``jax.jit``
+    (``gamma`` and ``lam`` static).
 
     Raises:
         CheckFailed: naming the mistake (cut by ``terminated`` or not cut, a wrong bootstrap at an
-            end, ``value_last`` ignored or rolled round, lambda 0 or 1, no gamma, forwards, shape).
+            end, ``value_last`` ignored or rolled round, lambda 0 or 1, no gamma in the recursion
+            or in delta, forwards, advantage + value returned, shape or dtype).
     """
     cases = [
         # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2
@@ -143,6 +150,8 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
             check_shape(got, arrays[0].shape, call, hint="One advantage per step and "
                         "environment, time first.")  # fmt: skip
         )
+        if outputs[-1].dtype != np.float32:
+            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like reward)")
     verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
     passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
 
@@ -266,7 +275,8 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
         outputs.append(loss)
     verdict("loss_fn", cases, outputs, rtol=1e-4)
     kwargs = {"clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.01, "normalise_advantages": True}
-    got = _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], model)
+    got = run_answer(lambda m: _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], m), model,
+                     call="jax.grad of loss_fn(model, batch, ...)[0]", jit=False)  # fmt: skip
     if not np.all(np.isfinite(got)):
         fail("loss_fn: its gradient with respect to the model is not finite")
     coefs = (0.2, 0.5, 0.01)
