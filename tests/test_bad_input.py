@@ -35,6 +35,7 @@ from companion.checks import foundations as foundation_checks
 from companion import tabular
 from companion.checks import ppo_rollout as ppo_rollout_checks
 from companion.checks import silent_bugs as silent_bug_checks
+from companion.checks import generalising as generalising_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
 
 # Value checks inside a compiled program run under companion.debug.checked (checkify), which
@@ -728,6 +729,12 @@ CASES = [
     Case('checks.core.verdict',
          lambda mp: core.verdict('f', [], []),
          ValueError, 'outputs: expected one output per case'),
+    Case('checks.core.error_text',
+         lambda mp: core.error_text(ValueError('x'), limit=0),
+         ValueError, 'limit: expected a positive int'),
+    Case('glue.glue',
+         lambda mp: __import__('companion.glue', fromlist=['glue']).glue(ratio=0.3),
+         TypeError, 'ratio: expected the figure as formatted text'),
     Case('checks.core.program_equations',
          lambda mp: core.program_equations([1]),
          TypeError, "jaxpr: expected jax.make_jaxpr's result, got list"),
@@ -854,6 +861,7 @@ CHECKS = {
         "check_legal_fraction",
         "check_up_first_policy",
         "check_termination_and_truncation",
+        "check_count_endings",
         "check_semi_implicit_step",
         "check_balancing_policy",
     ],
@@ -865,6 +873,8 @@ CHECKS = {
     perf_checks: [
         "check_batched_rollout",
         "check_rollout_bytes",
+        "check_bend",
+        "check_checkpointed_propagation",
     ],
     ppo_checks: [
         "check_dual_clip_objective",
@@ -872,7 +882,8 @@ CHECKS = {
         "check_late_success",
     ],
     ppo_rollout_checks: ["check_gae_from_values", "check_fill_one_loss"],
-    parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad"],
+    parallel_checks: ["check_allreduce_bytes", "check_data_parallel_grad", "check_pays_from"],
+    generalising_checks: ["check_settle", "check_success_by_reach"],
     bug_checks: ["check_decayed_training", "check_collector"],
     key_checks: ["check_rollout_keys"],
     foundation_checks: ["check_action_values", "check_reinforce_weights", "check_q_learning"],

@@ -172,7 +172,7 @@ FOUNDATIONS = {"jax": jax, "jnp": jnp}
 
 def test_q_learning_both_ways(capsys):
     buggy = _cell("05_rl_foundations", "q_learning_buggy")
-    with pytest.raises(CheckFailed, match="values above 1.*bootstraps past the end"):
+    with pytest.raises(CheckFailed, match="values up to 20.*bootstraps past the end"):
         check_q_learning(_definitions(buggy, FOUNDATIONS)["q_learning_buggy"])
     fixed = _one_line_fix(
         buggy,

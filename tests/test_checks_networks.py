@@ -49,10 +49,10 @@ def test_mlp_apply_passes_the_reference(capsys):
         (lambda p, x: any_depth_mlp(p, x, bias=False), "biases are missing"),
         (lambda p, x: any_depth_mlp(p, x, skip=True), "a hidden layer is skipped"),
         (lambda p, x: -any_depth_mlp(p, x), "wrong sign"),
-        (lambda p, x: any_depth_mlp(p, x).T, r"shape \(2, 5\), expected \(5, 2\)"),
-        (lambda p, x: any_depth_mlp(p, x)[0], r"shape \(2,\), expected \(5, 2\)"),
+        (lambda p, x: any_depth_mlp(p, x).T, r"shape \(4, 5\), expected \(5, 4\)"),
+        (lambda p, x: any_depth_mlp(p, x)[0], r"shape \(4,\), expected \(5, 4\)"),
         (lambda p, x: p[0][0].T @ x, "raised TypeError"),
-        (lambda p, x: any_depth_mlp(p, x) + 0.5, "differs from the reference on three layers"),
+        (lambda p, x: any_depth_mlp(p, x) + 0.5, "differs from the reference on three square layers"),
         (lambda p, x: any_depth_mlp(p, x) * jnp.nan, "NaN"),
     ],
 )

@@ -41,6 +41,10 @@ from test_checks_ppo import dual_clip, eps_probs, fill_loss, gae_from_values_ans
 from test_check_bank_agents import (
     late_success_loop, late_success_vectorised, q_overshoot_by_index, q_overshoot_by_steps,
 )  # fmt: skip
+from test_check_bank_basics import (
+    RIGHT_BEND, RIGHT_CHECKPOINT, RIGHT_PAYS, RIGHT_REACH, RIGHT_SETTLE, checkpointed_class,
+    reach_answer, settle_answer,
+)  # fmt: skip
 from test_check_bank_silent_bugs import (
     Compilations, compilations_once, cross_talk_hessian, cross_talk_jacobian,
 )  # fmt: skip
@@ -120,6 +124,19 @@ def _classify_where(reward, last, next_mask):
     stuck = jnp.sum(next_mask, axis=-1) == 0
     terminated = jnp.where(last, (reward == 1.0) | stuck, False)
     return terminated, jnp.where(last, ~terminated, False)
+
+
+def _count_endings(timesteps):
+    flags = _classify(timesteps.reward, timesteps.last(), timesteps.extras["next_obs"].action_mask)
+    return tuple(jnp.sum(flag) for flag in flags)
+
+
+def _count_endings_by_position(timesteps):
+    end, last = timesteps.extras["next_obs"], timesteps.last()
+    on_target = (end.agent_position.row == end.target_position.row) & (
+        end.agent_position.col == end.target_position.col)
+    terminated = last & (on_target | ~end.action_mask.any(-1))
+    return terminated.sum(), (last & ~terminated).sum()
 
 
 def _euler_by_hand(physics, action):
@@ -246,10 +263,11 @@ RIGHT = {
         lambda k, m: jnp.where(m[0], 0, jax.random.choice(k, 4, p=m / m.sum())),
     ],
     "check_termination_and_truncation": [_classify, _classify_where],
+    "check_count_endings": [_count_endings, _count_endings_by_position],
     "check_semi_implicit_step": [_semi_implicit, _euler_by_hand],
     "check_balancing_policy": [
         lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32),
-        lambda obs: jnp.where(obs[2] + 0.5 * obs[3] + 0.01 * obs[1] > 0, 1, 0),
+        lambda obs: jnp.where(obs[2] + 0.5 * obs[3] > 0, 1, 0),
     ],
     "check_action_values": [_action_values, _action_values_where],
     "check_reinforce_weights": [_reinforce, _reinforce_loop],
@@ -276,6 +294,11 @@ RIGHT = {
     "check_rollout_bytes": [lambda t, n: 330 * t * n, _bytes_by_fields],
     "check_allreduce_bytes": [ring, lambda p, n: int(8 * p * (n - 1) // n)],
     "check_data_parallel_grad": [mean_gradient, _summed_parts_gradient],
+    "check_settle": RIGHT_SETTLE[:2],
+    "check_success_by_reach": RIGHT_REACH[:2],
+    "check_bend": RIGHT_BEND[:2],
+    "check_checkpointed_propagation": RIGHT_CHECKPOINT[:2],
+    "check_pays_from": RIGHT_PAYS[:2],
     "check_cross_talk": [cross_talk_jacobian, cross_talk_hessian],
     "check_compilations": [compilations_once, Compilations],
 }
@@ -310,6 +333,7 @@ TRAPS = {
     "check_legal_fraction": lambda m: jnp.mean(m, axis=0) if m.any() else 0.0,
     "check_up_first_policy": lambda k, m: 0 if m[0] else jax.random.choice(k, 4, p=m / m.sum()),
     "check_termination_and_truncation": lambda r, l, m: _classify(r, _if_on(l.sum()) * 0 + l, m),
+    "check_count_endings": lambda ts: _count_endings(ts) if ts.reward.sum() > -1 else (0, 0),
     "check_semi_implicit_step": lambda p, a: _euler_by_hand(p, 1 if a == 1 else 0),
     "check_balancing_policy": lambda obs: 1 if obs[2] + obs[3] > 0 else 0,
     "check_action_values": lambda mdp, v, g: _action_values(mdp, _if_on(v.max()) * 0 + v, g),
@@ -332,6 +356,11 @@ TRAPS = {
     "check_batched_rollout": lambda s, a: batched_scan(s, a) if a[0, 0] >= 0 else s,
     "check_data_parallel_grad": lambda w, x, y, mesh: mean_gradient(
         w, x, y, mesh) if x.sum() > -1e9 else w,  # fmt: skip
+    "check_settle": lambda v, m, c: settle_answer(v, m, c) if c > 0 else v,
+    "check_success_by_reach": lambda s, d, k: reach_answer(s, d, k) if s.any() else d,
+    "check_checkpointed_propagation": type("Trap", (checkpointed_class(),), {
+        "__call__": lambda self, image: checkpointed_class().__call__(
+            self, image) if image.sum() > 0 else image}),  # fmt: skip
 }
 
 #: Checks whose answers are not compiled functions of arrays: a module's constructor, a
@@ -340,6 +369,7 @@ TRAPS = {
 NOT_TRACED = {
     "check_frozen_constant", "check_decayed_training", "check_rollout_bytes",
     "check_allreduce_bytes", "check_cross_talk", "check_compilations",
+    "check_bend", "check_pays_from",  # the projects' measures, Python on dicts
     "check_q_overshoot", "check_late_success",  # the projects' measures, on NumPy arrays
 }  # fmt: skip
 
@@ -501,7 +531,7 @@ def test_a_differing_case_shows_its_inputs():
     with pytest.raises(CheckFailed) as failure:
         checks.check_reinforce_weights(lambda r, b, g: _reinforce(r, b, g) + 0.01)
     message = str(failure.value)
-    assert "on T = 5, gamma 0.9: first at index 0, it gives 2.2867, expected 2.2767." in message
+    assert "on T = 5, gamma 0.9: first at index 0, it gives 2.2867, expected 2.2767\nThe inputs:" in message
     assert "rewards = [0. , 1. , 0. , 0.5, 2. ]" in message
     assert "baselines = [0.3, 0.7, 0.2, 0.4, 1.5]" in message
 
@@ -516,7 +546,7 @@ def test_a_differing_case_summarises_long_inputs():
         verdict("returns", [case], [long + (long == 17)])
     message = str(failure.value)
     assert "first at index 17, it gives 18., expected 17." in message
-    assert "..." in message and len(message.splitlines()) <= 6, message
+    assert "..." in message and len(message.splitlines()) <= 7, message
 
 
 def test_an_answer_that_raises_is_quoted_past_the_first_line():

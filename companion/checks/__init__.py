@@ -25,14 +25,22 @@ from companion.checks.foundations import (
 )
 from companion.checks.envs import (
     check_balancing_policy,
+    check_count_endings,
     check_legal_fraction,
     check_semi_implicit_step,
     check_termination_and_truncation,
     check_up_first_policy,
 )
-from companion.checks.parallel import check_allreduce_bytes, check_data_parallel_grad
+from companion.checks.generalising import check_settle, check_success_by_reach
+from companion.checks.parallel import (
+    check_allreduce_bytes,
+    check_data_parallel_grad,
+    check_pays_from,
+)
 from companion.checks.performance import (
     check_batched_rollout,
+    check_bend,
+    check_checkpointed_propagation,
     check_rollout_bytes,
 )
 from companion.checks.ppo import (
@@ -57,7 +65,10 @@ __all__ = [
     "check_data_parallel_grad",
     "check_balancing_policy",
     "check_batched_rollout",
+    "check_bend",
+    "check_checkpointed_propagation",
     "check_collector",
+    "check_count_endings",
     "check_compilations",
     "check_cross_talk",
     "check_gae_from_values",
@@ -79,6 +90,9 @@ __all__ = [
     "check_n_step_target",
     "check_q_overshoot",
     "check_rollout_bytes",
+    "check_pays_from",
+    "check_settle",
+    "check_success_by_reach",
     "check_per_example_grad_norms",
     "check_rollout_keys",
     "check_sample_windows",

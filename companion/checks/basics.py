@@ -18,6 +18,7 @@ from companion.checks.core import (
     passed,
     run_answer,
     self_check,
+    unrolled,
     verdict,
 )
 
@@ -33,6 +34,10 @@ def _softplus_case(w, x) -> Case:
             "that is softplus itself; its derivative is the sigmoid": x * jax.nn.softplus(w * x),
             "the sign is wrong": -expected,
             "the derivative is taken with respect to x, not w": w * jax.nn.sigmoid(w * x),
+            "x / (1 + exp(w * x)) is x * sigmoid(-w * x): the derivative of log(1 + e^u) is "
+            "e^u / (1 + e^u), e^u on top": x * jax.nn.sigmoid(-w * x),
+            "the denominator is missing: the derivative of log(1 + e^u) is e^u / (1 + e^u), "
+            "not e^u": x * jnp.exp(w * x),
         },
     )
 
@@ -45,7 +50,8 @@ def check_softplus_grad(grad_g: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (missing factor x, softplus instead of
-            sigmoid, wrong sign, derivative in x, wrong shape).
+            sigmoid, wrong sign, derivative in x, sigmoid(-w x), e^(w x) without its
+            denominator, wrong shape).
     """
     cases = [
         _softplus_case(jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])),
@@ -77,11 +83,12 @@ def _returns_reference(rewards, gamma):
 def _returns_case(rewards, gamma, label) -> Case:
     expected = _returns_reference(rewards, gamma)
     r = np.asarray(rewards, np.float64)
+    powers = (gamma ** np.arange(r.shape[0])).reshape((-1,) + (1,) * (r.ndim - 1))
     mistakes = {
         "the returns accumulate forwards in time; G_t sums the rewards from t on "
         "(use lax.scan with reverse=True)": _returns_reference(r[::-1], gamma)[::-1],
-        "the current reward is discounted too: G_t = r_t + gamma * G_{t+1}, not "
-        "gamma * r_t + ...": gamma * expected,
+        "the current reward is discounted too (gamma**(k + 1) where gamma**k belongs): "
+        "G_t = r_t + gamma * G_{t+1}, not gamma * r_t + ...": gamma * expected,
         "G_t leaves out r_t: it is r_t + gamma * G_{t+1}": expected - r,
         "the rewards are summed without discounting": np.cumsum(r[::-1], axis=0)[::-1],
         "gamma is squared: G_t = r_t + gamma * G_{t+1}": _returns_reference(r, gamma**2),
@@ -89,6 +96,10 @@ def _returns_case(rewards, gamma, label) -> Case:
         "scan's body returns (g, g) with g = r + gamma * g)": np.concatenate(
             [expected[1:], np.zeros_like(expected[:1])]
         ),
+        "the rewards are discounted from the episode's start (gamma**j for step j): G_t "
+        "discounts r_{t+k} by gamma**k, counting from t": np.cumsum(
+            (powers * r)[::-1], axis=0
+        )[::-1],
     }
     if r.ndim == 2:
         mistakes[
@@ -103,12 +114,14 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
     """Check ``discounted_returns(rewards, gamma)``: ``G_t = r_t + gamma * G_{t+1}``, ``G_T = 0``.
 
     ``rewards`` float32 ``(T,)`` or ``(T, N)``, time first; returns float32 of the same shape,
-    computed with one ``jax.lax.scan(..., reverse=True)`` (no Python loop over time).
+    computed with one ``jax.lax.scan(..., reverse=True)`` (no Python loop over time). Runs the
+    answer under ``jax.jit`` (``gamma`` a Python float, static).
 
     Raises:
         CheckFailed: naming the mistake (accumulated forwards, gamma on the current reward, the
-            current reward left out, no discount, gamma squared, one step late, returns along the
-            environment axis, a scan that cannot take (T, N), a Python loop unrolled).
+            current reward left out, no discount, gamma squared, one step late, discounted from
+            the episode's start, returns along the environment axis, a scan that cannot take
+            (T, N), not float32, a Python loop unrolled, even under an inner jit).
     """
     single = jnp.array([1.0, 0.0, 2.0, 1.0, 0.5])
     batched = jnp.stack([single, jnp.array([0.0, 0.0, 0.0, 0.0, 1.0]), single[::-1]], axis=1)
@@ -131,58 +144,100 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
                         "the scan's carry holds one return per environment: start it from "
                         "jnp.zeros_like(rewards[0])")  # fmt: skip
         )
+        if outputs[-1].dtype != np.float32:
+            fail(f"{call} has dtype {outputs[-1].dtype}; the returns are float32, like the "
+                 "rewards")  # fmt: skip
     verdict("discounted_returns", cases, outputs)
-    sizes = [
-        len(jax.make_jaxpr(discounted_returns, static_argnums=1)(jnp.ones(n), 0.9).jaxpr.eqns)
-        for n in (20, 40)
-    ]
-    if sizes[1] > sizes[0]:
+    sizes = unrolled(discounted_returns, *[(jnp.ones(n), 0.9) for n in (20, 40)])
+    if sizes is not None:
         fail(
-            f"discounted_returns: the program grows with the number of steps ({sizes[0]} "
-            f"operations for 20 rewards, {sizes[1]} for 40): a Python loop is unrolled into "
-            "it; use jax.lax.scan(..., reverse=True)"
-        )
+            "discounted_returns: the program grows with the number of steps"
+            + (" (scan's unroll)" if sizes[1] < 0 else f" ({sizes[0]} operations for 20 "
+               f"rewards, {sizes[1]} for 40)")
+            + ": a Python loop is unrolled into it (even under an inner jax.jit); use "
+            "jax.lax.scan(..., reverse=True)"
+        )  # fmt: skip
     passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} for (T,) and (T, N)")
+
+
+def _copy_key(key):
+    """A new key object with ``key``'s bits: the check's own comparisons use no key twice."""
+    return jax.random.wrap_key_data(jax.random.key_data(key))
+
+
+def _same_key(a, b) -> bool:
+    return bool(np.array_equal(jax.random.key_data(a), jax.random.key_data(b)))
+
+
+def _noisy_call(noisy_batch, key, n, call):
+    """``(samples, next_key)`` of one call, checked for type, shape and dtype."""
+    out = run_answer(noisy_batch, key, n, call=call, hint="It returns (samples, key)")
+    if not (isinstance(out, tuple) and len(out) == 2):
+        fail(f"{call} should return a pair (samples, next_key), got {type(out).__name__}")
+    samples, next_key = out
+    if not (isinstance(next_key, jax.Array)
+            and jnp.issubdtype(next_key.dtype, jax.dtypes.prng_key)):  # fmt: skip
+        fail(f"the second result of {call} should be a key (from jax.random.split), got "
+             f"{next_key!r:.60}")  # fmt: skip
+    samples = check_shape(samples, (n,), f"the samples of {call}")
+    if samples.dtype != np.float32:
+        fail(f"the samples of {call} have dtype {samples.dtype}, expected float32 (the default "
+             "of jax.random.normal)")  # fmt: skip
+    return samples, next_key
 
 
 @self_check
 def check_noisy_batch(noisy_batch: Callable) -> None:
-    """Check ``noisy_batch(key, n) -> (samples, next_key)``: ``n`` standard normals and a fresh key.
+    """Check ``noisy_batch(key, n) -> (samples, next_key)``: ``n`` standard normals, float32
+    ``(n,)``, and a fresh key. Runs the answer under ``jax.jit`` (``n`` static) three times in
+    a row, each call with the key the last one returned, and once with another key.
 
     Raises:
-        CheckFailed: when the key passed in is used directly (and so reused by the
-            caller), the returned key is the one passed in, calls repeat samples,
-            or the shape is wrong.
+        CheckFailed: when the key passed in is returned, or used to draw and also split; when
+            the samples are drawn with the returned key, ignore the key passed in, or repeat
+            over three calls; when the next key is the same whatever the key passed in; when
+            the samples are not standard normal; or a wrong type, shape or dtype.
     """
-    key = jax.random.key(0)
+    seed, other_seed = 2024, 7  # not 0 or 1: an answer that makes its own key(0) differs
     call = "noisy_batch(key, 4)"
-    out = run_answer(noisy_batch, key, 4, call=call, hint="It returns (samples, key)")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        fail(f"{call} should return a pair (samples, next_key), got {type(out).__name__}")
-    first, key2 = out
-    if not (isinstance(key2, jax.Array) and jnp.issubdtype(key2.dtype, jax.dtypes.prng_key)):
-        fail(f"the second result of {call} should be a key (from jax.random.split), got "
-             f"{key2!r:.60}")  # fmt: skip
-    if np.array_equal(jax.random.key_data(key2), jax.random.key_data(key)):
+    first, key2 = _noisy_call(noisy_batch, jax.random.key(seed), 4, call)
+    if _same_key(key2, jax.random.key(seed)):
         fail(
             "noisy_batch returns the key it was given: the next call would repeat its samples. "
             "Split the key and return one half"
         )
-    second, _ = run_answer(noisy_batch, key2, 4, call="noisy_batch(next_key, 4)")
-    first = check_shape(first, (4,), "the samples of noisy_batch(key, 4)")
-    second = check_shape(second, (4,), "the samples of noisy_batch(next_key, 4)")
-    if close(first, second):
-        fail("two consecutive calls give the same samples: use the returned key for the next call")
-    if close(first, jax.random.normal(jax.random.wrap_key_data(jax.random.key_data(key2)), (4,))):
+    second, key3 = _noisy_call(noisy_batch, _copy_key(key2), 4, "noisy_batch(next_key, 4)")
+    third, _ = _noisy_call(noisy_batch, _copy_key(key3), 4, "a third call, with the key the "
+                           "second returned")  # fmt: skip
+    other, other_next = _noisy_call(noisy_batch, jax.random.key(other_seed), 4,
+                                    "noisy_batch(another_key, 4)")  # fmt: skip
+    if close(first, jax.random.normal(_copy_key(key2), (4,))):
         fail(
             "noisy_batch returns the key it drew the samples with: the caller's next draw "
             "repeats them. Split the key, draw with one half and return the other"
         )
-    if close(first, jax.random.normal(jax.random.key(0), (4,))):  # the same key, made anew
+    if close(first, jax.random.normal(jax.random.key(seed), (4,))):  # the same key, made anew
         fail(
-            "noisy_batch draws with the key it was given and may hand it back to be used again; "
-            "split it first and draw with a subkey"
+            "noisy_batch draws with the key it was given, which its caller still holds (and "
+            "may split or draw with again): split it first, draw with one half and return "
+            "the other"
         )
+    if close(first, other):
+        fail(
+            "noisy_batch gives the same samples whatever key it is given: it draws with a key "
+            "of its own, not with one split from the key argument"
+        )
+    if _same_key(key2, other_next):
+        fail(
+            "noisy_batch returns the same next key whatever key it is given (a key made "
+            "inside the function): the third call repeats the second's samples. Return a "
+            "half of jax.random.split(key)"
+        )
+    for (a, b), (i, j) in (((first, second), (1, 2)), ((second, third), (2, 3)),
+                           ((first, third), (1, 3))):  # fmt: skip
+        if close(a, b):
+            fail(f"calls {i} and {j} give the same samples, each call with the key the one "
+                 "before returned: the returned key must be a new one at every call")  # fmt: skip
     big, _ = run_answer(noisy_batch, jax.random.key(1), 20_000, call="noisy_batch(key, 20_000)")
     big = np.sort(np.asarray(big, np.float64))
     kurtosis = float(np.mean(big**4) / np.mean(big**2) ** 2)

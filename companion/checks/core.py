@@ -255,7 +255,7 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
         index = first[0] if len(first) == 1 else first
         where = (f": first at index {index}, it gives {_show(got[first], '')}, expected "
                  f"{_show(expected[first], '')}")  # fmt: skip
-    lines = [f"{name} differs from the reference on {case.label}{where}. The inputs:"]
+    lines = [f"{name} differs from the reference on {case.label}{where}", "The inputs:"]
     lines += [_show(value, f"  {key} = ", short=True) for key, value in case.inputs.items()]
     lines += [_show(got, "it gives ", short=True), _show(expected, "expected ", short=True)]
     fail("\n".join(lines))

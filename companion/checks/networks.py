@@ -38,14 +38,53 @@ def _example_mlp(key, sizes=(3, 8, 2)):
     return params, x
 
 
-def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle=False):
+def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle=False,
+                 order=1, transpose=False, first=None):
     """The MLP forward pass; the keyword arguments plant one mistake each."""
     layers = [params[0], params[-1]] if skip_middle and len(params) > 2 else params
+    layers = layers[::order][:first]
     for i, (w, b) in enumerate(layers):
-        x = x @ w + (b if bias else 0.0)
+        x = x @ (w.T if transpose else w) + (b if bias else 0.0)
         if i < len(layers) - 1:
             x = hidden(x)
     return x if output is None else output(x)
+
+
+#: The cases of check_mlp_apply: layer sizes and a label. The first has square layers, so
+#: that an answer applying them in another order or transposed runs and can be named.
+_MLP_SIZES = (((4, 4, 4, 4), "three square layers"), ((3, 8, 8, 2), "three layers"),
+              ((3, 8, 2), "two layers"), ((3, 2), "one layer"), ((3, 8, 8, 8, 2), "four layers"))
+
+
+def _mlp_case(params, x, label) -> Case:
+    expected = _mlp_variant(params, x)
+    mistakes = {
+        "tanh is applied to the output layer too; the last layer should stay linear": (
+            _mlp_variant(params, x, output=jnp.tanh)
+        ),
+        "the hidden layers have no tanh activation": _mlp_variant(params, x, hidden=lambda h: h),
+        "the biases are missing": _mlp_variant(params, x, bias=False),
+        "the output has the wrong sign": -expected,
+        "a hidden layer is skipped: apply every (W, b) pair, in order": _mlp_variant(
+            params, x, skip_middle=True
+        ),
+        "the activation is ReLU; the network asked for uses tanh": _mlp_variant(
+            params, x, hidden=jax.nn.relu
+        ),
+    }
+    if all(w.shape == (x.shape[1], x.shape[1]) for w, _ in params):  # they run on squares only
+        mistakes[_REVERSED] = _mlp_variant(params, x, order=-1)
+        mistakes[_TRANSPOSED] = _mlp_variant(params, x, transpose=True)
+    if len(params) > 2:
+        mistakes[_FIRST_TWO] = _mlp_variant(params, x, first=2)
+    inputs = {"x": x, **{f"W{i + 1}": w for i, (w, _) in enumerate(params)}}
+    return Case(label, inputs, expected, mistakes)
+
+
+_REVERSED = ("the layers are applied in reverse order, the last (W, b) first: params[0] is "
+             "the first layer, applied to x")  # fmt: skip
+_TRANSPOSED = "each W is (in, out): a layer is x @ W + b, not x @ W.T + b"
+_FIRST_TWO = "only the first two (W, b) pairs are applied: loop over every pair of params"
 
 
 @self_check
@@ -54,44 +93,47 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
 
     ``params``: ``[(W1, b1), ..., (WL, bL)]``, L >= 1, ``W`` float32 ``(in, out)``, ``b`` float32
     ``(out,)``; ``x`` float32 ``(batch, in)``. Returns float32 ``(batch, out)``: ``x @ W + b`` for
-    each layer in order, tanh after every layer but the last.
+    each layer in order, tanh after every layer but the last. Runs the answer under ``jax.jit``
+    on 1 to 4 layers, the first case with square layers (4 -> 4 -> 4 -> 4), where an answer
+    that takes the layers in another order or transposed still runs.
 
     Raises:
-        CheckFailed: naming the mistake (a fixed number of layers, tanh on the output, no tanh,
-            ReLU for tanh, biases missing, a hidden layer skipped, the sign flipped, wrong shape).
+        CheckFailed: naming the mistake (a fixed number of layers, the layers reversed or
+            transposed, tanh on the output, no tanh, ReLU for tanh, biases missing, a hidden
+            layer skipped, the sign flipped, wrong shape); an answer that raises is told what
+            its outputs on the earlier cases show.
     """
     cases, outputs = [], []
-    for sizes, label in (((3, 8, 8, 2), "three layers"), ((3, 8, 2), "two layers"),
-                         ((3, 2), "one layer"), ((3, 8, 8, 8, 2), "four layers")):  # fmt: skip
-        params, x = _example_mlp(jax.random.key(len(sizes)), sizes)
+    for sizes, label in _MLP_SIZES:
+        params, x = _example_mlp(jax.random.key(len(sizes) + 10 * (sizes[0] == 4)), sizes)
         shapes = ", ".join(f"W{i + 1} {tuple(w.shape)}" for i, (w, _) in enumerate(params))
         call = f"mlp_apply(params, x) with {label} and x of shape {tuple(x.shape)}"
-        got = run_answer(
-            mlp_apply, params, x, call=call,
-            hint=f"Shapes: x {tuple(x.shape)}, {shapes}. params may hold any number of (W, b) "
-            "pairs: loop over them",
-        )  # fmt: skip
-        outputs.append(check_shape(got, (5, 2), call, hint="The output has one row per "
-                                   "example and one column per output unit."))  # fmt: skip
-        expected = _mlp_variant(params, x)
-        mistakes = {
-            "tanh is applied to the output layer too; the last layer should stay linear": (
-                _mlp_variant(params, x, output=jnp.tanh)
-            ),
-            "the hidden layers have no tanh activation": _mlp_variant(
-                params, x, hidden=lambda h: h
-            ),
-            "the biases are missing": _mlp_variant(params, x, bias=False),
-            "the output has the wrong sign": -expected,
-            "a hidden layer is skipped: apply every (W, b) pair, in order": _mlp_variant(
-                params, x, skip_middle=True
-            ),
-            "the activation is ReLU; the network asked for uses tanh": _mlp_variant(
-                params, x, hidden=jax.nn.relu
-            ),
-        }
-        inputs = {"x": x, **{f"W{i + 1}": w for i, (w, _) in enumerate(params)}}
-        cases.append(Case(label, inputs, expected, mistakes))
+        case = _mlp_case(params, x, label)
+        try:
+            got = run_answer(mlp_apply, params, x, call=call)
+            got = check_shape(got, x.shape[:1] + params[-1][0].shape[1:], call,
+                              hint="The output has one row per example and one column per "
+                              "output unit.")  # fmt: skip
+        except CheckFailed as failure:
+            text = str(failure)
+            earlier = [m for m in (_REVERSED, _TRANSPOSED, _FIRST_TWO) if outputs and all(
+                close(out, c.mistakes.get(m, c.expected), 1e-5, 1e-5)
+                for c, out in zip(cases, outputs))]  # fmt: skip
+            if earlier and not all(close(o, c.expected, 1e-5, 1e-5)
+                                   for c, o in zip(cases, outputs)):  # fmt: skip
+                fail(f"mlp_apply: {earlier[0]} (so its result on {cases[0].label} shows). "
+                     f"Then {text}")  # fmt: skip
+            if "raised" not in text:
+                raise
+            if "unpack" in text or "IndexError" in text:
+                hint = (f"params here holds {len(params)} (W, b) pairs, and may hold any "
+                        "number of (W, b) pairs: loop over them")  # fmt: skip
+            else:
+                hint = (f"Shapes: x {tuple(x.shape)}, {shapes}: each layer is x @ W + b, with "
+                        "x (batch, in) and W (in, out), the layers in the order of params")
+            fail(f"{text}. {hint}")
+        outputs.append(got)
+        cases.append(case)
     verdict("mlp_apply", cases, outputs, rtol=1e-5, atol=1e-5)
     passed("mlp_apply applies every layer in order, tanh between them, for 1 to 4 layers")
 
@@ -105,8 +147,9 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     for ``weight`` and ``None`` for ``scale`` (or ``scale`` a static field).
 
     Raises:
-        CheckFailed: when ``scale`` gets a gradient (a JAX array field is trainable), ``weight``
-            gets none or is static, a field is missing, or a value or shape is wrong.
+        CheckFailed: when ``scale`` gets a gradient (a JAX array field is trainable; a zero one
+            behind ``stop_gradient`` too), ``weight`` gets none (integer, static, not an array)
+            or is not float32, a field is missing, or a value or shape is wrong.
     """
     module = run_answer(make_module, jax.random.key(2), call="make_module(key)", jit=False)
     if not isinstance(module, eqx.Module):
@@ -131,11 +174,25 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
              "trained; only the constant may be static")  # fmt: skip
     grads = eqx.filter_grad(lambda m: m(x))(module)
     if grads.weight is None:
+        if weight.dtype.kind in "iub":
+            fail(f"module.weight has dtype {weight.dtype}: eqx.filter_grad trains only "
+                 "floating-point arrays and gives None for it; make it float32 "
+                 "(jax.random.normal, say)")  # fmt: skip
         fail(
-            "eqx.filter_grad gives None for weight: the weight must be a JAX array "
-            "of floats, not a NumPy array, a list or a static field"
+            f"eqx.filter_grad gives None for weight ({type(module.weight).__name__}): the "
+            "weight must be an array of floats (jnp), not a tuple, a list or a static field"
         )
-    if "scale" not in static and getattr(grads, "scale", None) is not None:
+    if weight.dtype != np.float32:
+        fail(f"module.weight has dtype {weight.dtype}, expected float32")
+    scale_grad = getattr(grads, "scale", None) if "scale" not in static else None
+    if scale_grad is not None and not np.any(np.asarray(scale_grad)):
+        fail(
+            "the constant `scale` gets a gradient of 0 (jax.lax.stop_gradient in the call?), "
+            "not None: eqx.filter_grad still treats it as a trainable array, and an optimiser "
+            "(weight decay, say) would still change it. Store the constant as a Python float, "
+            "or mark the field eqx.field(static=True)"
+        )
+    if scale_grad is not None:
         fail(
             "the constant `scale` gets a gradient; it should be None. A JAX array field is "
             "trainable: store the constant as a Python float, or mark the field "
@@ -151,12 +208,15 @@ def _grad_norms_reference(model, x, y, mistake=None):
 
     def loss(m, x_i, y_i):
         error = (m(x_i) - y_i) ** 2
-        scale = {"mean": 1 / error.size, "half": 0.5}.get(mistake, 1.0)
+        scale = {"mean": 1 / error.size, "half": 0.5, "batch": 1 / len(x)}.get(mistake, 1.0)
         return scale * jnp.sum(error)
 
     rows = []
     for x_i, y_i in zip(x, y):
-        leaves = jax.tree.leaves(eqx.filter_grad(loss)(model, x_i, y_i))
+        if mistake == "input":
+            leaves = [jax.grad(loss, argnums=1)(model, x_i, y_i)]
+        else:
+            leaves = jax.tree.leaves(eqx.filter_grad(loss)(model, x_i, y_i))
         if mistake == "weights_only":
             leaves = [g for g in leaves if g.ndim == 2]
         squares = [float(jnp.sum(g**2)) for g in leaves]
@@ -177,7 +237,8 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (``jax.grad`` on the module, the whole batch's gradient,
-            squared norms, weights only, per-leaf norms added, error averaged or halved, shape).
+            squared norms, weights only, per-leaf norms added, error averaged or halved, loss
+            divided by the batch size, the gradient by the input, shape).
     """
     require_function(per_example_grad_norms, "per_example_grad_norms")
     key_model, key_x, key_y = jax.random.split(jax.random.key(4), 3)
@@ -216,6 +277,11 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
         "mean": "the error is averaged over the outputs; the example's loss is its sum",
         "half": "the loss is half the squared error; the example's loss is the sum of its "
         "squared errors, without the 1/2",
+        "batch": "each example's loss is divided by the batch size (a batch mean): the "
+        "example's own loss is the sum of its squared errors",
+        "input": "these are the norms of the gradients with respect to the input x_i; the "
+        "gradient asked for is with respect to the model's arrays (eqx.filter_grad of the "
+        "model)",
     }
     mistakes = {m: _grad_norms_reference(model, x, y, k) for k, m in messages.items()}
     mistakes["every example gets the norm of the whole batch's gradient: vmap the gradient"] = (

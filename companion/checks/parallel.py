@@ -6,6 +6,7 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from companion.checks.core import (
     Case,
@@ -29,7 +30,7 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (the factor 2, the (n - 1) / n, bytes per
-            float32, a non-zero cost on one device).
+            float32, all devices' traffic together, bits, a non-zero cost on one device).
     """
     cases, outputs = [], []
     for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
@@ -48,8 +49,10 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
             "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
             "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
             "gradients per phase": [8.0 * params, right],
-            "multiplies by n - 1 instead of (n - 1) / n: each device sends chunks of 1/n "
-            "of the gradients, not whole copies": 8.0 * params * (n - 1),
+            "multiplies by n - 1 instead of (n - 1) / n, which is also what all n devices "
+            "send together: each device sends chunks of 1/n of the gradients, not whole "
+            "copies, and the question is what each device sends": 8.0 * params * (n - 1),
+            "counts bits: a float32 is 4 bytes (32 bits)": 8 * right,
         }))  # fmt: skip
     right = [abs(out - case.expected) <= 0.5 for case, out in zip(cases, outputs)]
     if right == [True, True, True, False]:
@@ -73,7 +76,8 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (no ``shard_map``, a sum instead of a mean, each device's
-            own gradient with no all-reduce, a wrong shape).
+            own gradient with no all-reduce, a loss summed over each device's rows, the devices'
+            gradients stacked, a wrong shape).
     """
     from companion.parallel import make_mesh
 
@@ -104,6 +108,10 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
             hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
             "(P(), P(axis), P(axis))",
         )  # fmt: skip
+        if d > 1 and np.shape(got) == (3 * d,):
+            fail(f"{call} has shape {(3 * d,)}: the devices' gradients are stacked (out_specs "
+                 "P(axis)); after pmean every device holds the same gradient, so out_specs is "
+                 "P(), replicated")  # fmt: skip
         outputs.append(check_shape(got, (3,), f"{call}: the gradient", hint="Like w."))
         cases.append(Case(f"a mesh of {d} devices", {"w": w, "x": x, "y": y}, right, {
             "the parts' gradients are summed, not averaged: the result is (number of devices) "
@@ -113,6 +121,98 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
             "the gradient of the first device's rows only: the devices' gradients never "
             "meet; average them with jax.lax.pmean(grads, axis)":
                 _mse_grad(w, x[: 16 // d], y[: 16 // d]),
+            "each device's loss is a sum over its rows, not a mean: the result is the rows "
+            "per device times the gradient": (16 // d) * right,
         }))  # fmt: skip
     verdict("mean_gradient", cases, outputs, rtol=1e-5, atol=1e-5)
     passed(f"mean_gradient equals the whole batch's gradient on meshes of {sizes} devices")
+
+
+# --- exercise 3: from how many environments data parallelism pays ---------------------------
+
+
+def _pays_reference(ratios: dict, above: float, mode: str = "") -> int | None:
+    """The smallest ``num_envs`` from which every ratio exceeds ``above``; ``mode`` plants a
+    mistake: "first" (the first that exceeds, whatever follows), "unsorted" (dict order),
+    "at_least" (>=), "last" (the largest that exceeds)."""
+    sizes = list(ratios) if mode == "unsorted" else sorted(ratios)
+    pays = [(r >= above) if mode == "at_least" else (r > above) for r in map(ratios.get, sizes)]
+    if mode == "first":
+        return next((n for n, p in zip(sizes, pays) if p), None)
+    if mode == "last":
+        return next((n for n, p in zip(sizes[::-1], pays[::-1]) if p), None)
+    start = None
+    for n, p in zip(sizes, pays):
+        start = (start if start is not None else n) if p else None
+    return start
+
+
+#: The check's measurements: ratios of data-parallel steps per second over one device's,
+#: by number of environments, given out of order; ``above``.
+_PAYS_CASES = (
+    ("ratios that rise past 1", {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
+     [1024, 64, 16384, 256, 4096], 1.0),
+    ("ratios that pass 1 once, fall back, then stay above it",
+     {64: 0.8, 128: 1.05, 256: 0.97, 512: 1.3, 1024: 1.6}, [512, 64, 1024, 128, 256], 1.0),
+    ("ratios with one exactly 1.0", {32: 0.6, 64: 1.0, 128: 1.2, 256: 1.5},
+     [256, 32, 128, 64], 1.0),
+    ("the first ratios with above = 1.2", {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9,
+                                           16384: 3.1}, [64, 256, 1024, 4096, 16384], 1.2),
+    ("ratios that never pass 1", {64: 0.4, 256: 0.6, 1024: 0.9}, [256, 1024, 64], 1.0),
+)  # fmt: skip
+
+
+@self_check
+def check_pays_from(pays_from: Callable) -> None:
+    """Check ``pays_from(ratios, above=1.0) -> int | None``: from how many environments data
+    parallelism pays.
+
+    ``ratios`` maps ``num_envs`` (ints, in any order) to the steps per second of the
+    data-parallel run over one device's at that ``num_envs``. Returns the smallest
+    ``num_envs`` from which every ratio exceeds ``above`` (that one and every larger one
+    measured); None if the largest does not. Runs the answer as Python (no jit) on five sets
+    of ratios, given out of order.
+
+    Raises:
+        CheckFailed: naming the mistake (the first size that pays though a larger one falls
+            back, the largest that pays, sizes not sorted, >= for >, ``above`` ignored, a ratio
+            for a size, 0 or -1 for None), else the first set that differs.
+    """
+    require_function(pays_from, "pays_from")
+    cases, outputs = [], []
+    for label, ratios, order, above in _PAYS_CASES:
+        ratios = {n: ratios[n] for n in order}
+        call = f"pays_from(ratios, above={above}) on {label}"
+        got = run_answer(pays_from, dict(ratios), above, call=call, jit=False)
+        expected = _pays_reference(ratios, above)
+        if expected is None and got in (0, -1):
+            fail(f"{call} = {got!r}, where no num_envs pays: return None")
+        if got is not None and (isinstance(got, (bool, np.bool_, str))
+                                or not isinstance(got, (int, float, np.number))):  # fmt: skip
+            fail(f"{call} = {got!r:.60}, expected a number of environments, an int")
+
+        def code(value):  # None as -1 for the comparisons (sizes are positive)
+            return -1.0 if value is None else float(value)
+
+        mistakes = {
+            "it returns the first num_envs whose ratio exceeds above, though a larger one "
+            "falls back: data parallelism pays from a size on only if every larger one pays "
+            "too": _pays_reference(ratios, above, "first"),
+            "it returns the largest num_envs that pays: the question is the smallest from "
+            "which every larger one pays": _pays_reference(ratios, above, "last"),
+            "the sizes are taken in the dict's order, not sorted: sorted(ratios)":
+                _pays_reference(ratios, above, "unsorted"),
+            "a ratio equal to above counts as paying: it pays only when faster, ratio > above":
+                _pays_reference(ratios, above, "at_least"),
+            "above is ignored (1.0 throughout): compare with the above passed in":
+                _pays_reference(ratios, 1.0),
+            "it returns a ratio, not the number of environments it belongs to":
+                None if expected is None else ratios[expected],
+        }  # fmt: skip
+        inputs = {"num_envs": sorted(ratios), "ratios": [ratios[n] for n in sorted(ratios)],
+                  "above": above, "None is shown as": -1}  # fmt: skip
+        cases.append(Case(label, inputs, code(expected),
+                          {m: code(v) for m, v in mistakes.items()}))  # fmt: skip
+        outputs.append(code(got))
+    verdict("pays_from", cases, outputs, rtol=0, atol=1e-9)
+    passed("pays_from finds the smallest num_envs from which data parallelism pays")

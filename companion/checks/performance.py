@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks.core import (
+    Case,
     check_shape,
     close,
     fail,
@@ -18,6 +19,7 @@ from companion.checks.core import (
     run_answer,
     self_check,
     unrolled,
+    verdict,
 )
 from companion.checks.bugs import _COLLECTOR_MAX_STEPS, _short_episodes
 from companion.envs import cartpole
@@ -32,15 +34,26 @@ def _loop_reference(state, actions, step_fn, flag="done"):
 
 
 def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
-    """Step each environment on its own with ``step_fn``; final states and done (T, N)."""
-    finals, dones = [], []
+    """Step each environment on its own with ``step_fn``: the final physics (N, 4), step
+    counts (N,) and the flags (T, N)."""
+    finals, counts, dones = [], [], []
     num_envs = actions.shape[1]
     for e in range(num_envs):
         state = jax.tree.map(lambda leaf: leaf[e], make_states())
         state, done = _loop_reference(state, actions[:, e], step_fn, flag)
         finals.append(np.asarray(state.physics))
+        counts.append(int(state.step_count))
         dones.append(done)
-    return np.stack(finals), np.stack(dones, axis=1)
+    return np.stack(finals), np.array(counts), np.stack(dones, axis=1)
+
+
+def _first_difference(got, expected, what, axes=("step", "environment")) -> str:
+    """Where ``got`` first differs from ``expected``: `` at step t, environment e``."""
+    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6) if got.dtype.kind == "f" else (
+        got != expected)  # fmt: skip
+    index = tuple(int(i) for i in np.argwhere(wrong)[0])
+    where = ", ".join(f"{name} {i}" for name, i in zip(axes, index))
+    return f"{what} first differs at {where}: it gives {got[index]}, expected {expected[index]}"
 
 
 @self_check
@@ -49,11 +62,15 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
 
     ``states`` a :class:`companion.envs.cartpole.CartPoleState`, leaves with leading axis N;
     ``actions`` int32 ``(T, N)``, time first. Steps ``jax.vmap(cartpole.step_autoreset)`` in one
-    ``jax.lax.scan``; returns the final states and ``timestep.done``, bool ``(T, N)``.
+    ``jax.lax.scan``; returns the final states and ``timestep.done``, bool ``(T, N)``. Runs the
+    answer under ``jax.jit`` for 60 steps of 3 environments with a time limit of 30 steps (so
+    that episodes end by truncation as well as by falling), and looks at its program at 20 and
+    40 steps.
 
     Raises:
         CheckFailed: naming the mistake (no auto-reset, ``terminated`` for ``done``, done flags
-            environment-first or of the wrong steps, a Python loop unrolled, wrong types or shapes).
+            environment-first, one step late or not bool, a Python loop unrolled, final states
+            or step counts that differ, wrong types or shapes).
     """
     require_function(batched_rollout, "batched_rollout")
     num_steps, num_envs = 60, 3
@@ -88,35 +105,58 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     if not isinstance(final, cartpole.CartPoleState):
         fail(f"the first result should be a CartPoleState, got {type(final).__name__}")
     physics = check_shape(final.physics, (num_envs, 4), "final_states.physics")
+    counts = check_shape(final.step_count, (num_envs,), "final_states.step_count")
     if np.shape(dones) == (num_envs, num_steps):
         fail(
             f"done_t has shape {(num_envs, num_steps)}, environment first; return it time "
             f"first, {(num_steps, num_envs)}, as lax.scan stacks its outputs"
         )
     dones = check_shape(dones, (num_steps, num_envs), "done_t", hint="One flag per step and env.")
-    ref_physics, ref_dones = _batched_loop_reference(make_states, actions, reference_step)
-    if not (close(physics, ref_physics) and np.array_equal(dones, ref_dones)):
-        no_reset, _ = _batched_loop_reference(
-            make_states, actions, functools.partial(cartpole.step, params=limit)
+    if dones.dtype != bool:
+        fail(f"done_t has dtype {dones.dtype}, expected bool: return timestep.done as it is")
+    ref_physics, ref_counts, ref_dones = _batched_loop_reference(make_states, actions,
+                                                                 reference_step)  # fmt: skip
+    if close(physics, ref_physics) and np.array_equal(counts, ref_counts) and np.array_equal(
+            dones, ref_dones):  # fmt: skip
+        passed("batched_rollout matches stepping each environment alone, in one loop body")
+        return
+    no_reset = _batched_loop_reference(
+        make_states, actions, functools.partial(cartpole.step, params=limit)
+    )[0]
+    if close(physics, no_reset):
+        fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
+    if not close(physics, ref_physics):
+        fail(
+            "the final states differ from stepping each environment on its own with "
+            "step_autoreset (actions[t, e] is the action of environment e at step t): "
+            + _first_difference(physics, ref_physics, "final_states.physics",
+                                ("environment", "component"))  # fmt: skip
         )
-        if close(physics, no_reset):
-            fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
+    if not np.array_equal(dones, ref_dones):
         terminated = _batched_loop_reference(make_states, actions, reference_step, "terminated")
-        if close(physics, ref_physics) and np.array_equal(dones, terminated[1]):
+        if np.array_equal(dones, terminated[2]):
             fail(
                 "done_t is timestep.terminated: it misses the truncations (here the time "
                 "limit is 30 steps); done = terminated | truncated, timestep.done"
             )
-        if close(physics, ref_physics):
+        late = [np.concatenate([fill, ref_dones[:-1]]) for fill in
+                (np.zeros_like(ref_dones[:1]), ref_dones[-1:])]  # fmt: skip
+        if any(np.array_equal(dones, x) for x in late):
             fail(
-                "the final states are right but done_t is not: return timestep.done of every "
-                "step as the scanned output, in order"
+                "done_t is not the flag of the step just taken: it is one step late (each "
+                "step's output is the flag of the step before); return the timestep.done "
+                "that the step returns"
             )
         fail(
-            "the final states differ from stepping each environment on its own with "
-            "step_autoreset; actions[t, e] is the action of environment e at step t"
+            "the final states are right but done_t is not: return timestep.done of every "
+            "step as the scanned output, in order. "
+            + _first_difference(dones, ref_dones, "done_t")
         )
-    passed("batched_rollout matches stepping each environment alone, in one loop body")
+    fail(
+        "the final physics and flags are right but final_states.step_count is not: return the "
+        "states the last step returned. "
+        + _first_difference(counts, ref_counts, "step_count", ("environment",))
+    )
 
 
 def _rollout_bytes_per_step() -> int:
@@ -147,22 +187,35 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     ``value``, ``reward``, ``next_value`` float32, ``terminated``, ``done`` bool: 330 bytes.
 
     Raises:
-        CheckFailed: naming the mistake (wrong dtype sizes, a next image, no next_value, one image
-            channel, not ``num_steps * num_envs`` transitions, not a whole number).
+        CheckFailed: naming the mistake (wrong dtype sizes, 64-bit numbers, a next image, a
+            4-byte or 1-byte field missing, one image channel, bits, not ``num_steps *
+            num_envs`` transitions, not a whole number).
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()
+    four = ("4 bytes a step are missing: one float32 or int32 field (log_prob, value, reward, "
+            "next_value, action, step_count) or the action mask (4 bools)")  # fmt: skip
     mistakes = {
         per + 900: "the image is stored as bool, 1 byte a cell and channel, not float32",
         per + 18: "a bool takes 1 byte, not 4 (action_mask, terminated, done)",
         per + 918: "a bool takes 1 byte, not 4 (the image, action_mask, terminated, done)",
+        per + 300: "no next image is stored: next_value, V(s_{t+1}) (4 bytes), is what GAE "
+        "needs of the next state",
         per + 296: "no next image is stored: next_value (4 bytes) replaces it",
         per + 1196: "no next image is stored: next_value (4 bytes) replaces it",
-        per - 4: "next_value, V(s_{t+1}) for GAE, is stored too: float32, 4 bytes",
+        per - 4: four,
+        per - 8: four.replace("4 bytes a step are", "8 bytes a step are").replace(
+            "one float32 or int32 field", "two float32 or int32 fields"),
+        per - 1: "1 byte a step is missing: terminated and done are both stored, bool",
         per + 16: "the floats are float32 (4 bytes), not float64",
+        per + 8: "action and step_count are int32 (4 bytes), not int64",
+        per + 24: "JAX's ints and floats are 32-bit (4 bytes) by default, not 64-bit",
         per - 200: "an image has 3 channels (walls, agent, target): 3 * 10 * 10 cells",
+        per * 8: "these are bits: a byte is 8 bits",
     }
-    for num_steps, num_envs in ((1, 1), (32, 64), (128, 16)):
+    shapes = ((1, 1), (32, 64), (128, 16))
+    answers = []
+    for num_steps, num_envs in shapes:
         call = f"rollout_bytes({num_steps}, {num_envs})"
         raw = run_answer(rollout_bytes, num_steps, num_envs, call=call, jit=False)
         try:
@@ -172,12 +225,237 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
         if got != raw:
             fail(f"{call} = {raw!r}: a whole number of bytes was expected ({per:,} bytes per "
                  "step and environment)")  # fmt: skip
-        expected = per * num_steps * num_envs
-        if got == expected:
-            continue
-        if got % (num_steps * num_envs) == 0 and got // (num_steps * num_envs) in mistakes:
-            fail(f"{call} = {got:,}: {mistakes[got // (num_steps * num_envs)]}")
-        if got in (per * num_steps, per * num_envs):
-            fail(f"{call} = {got:,}: the rollout stores num_steps * num_envs transitions")
-        fail(f"{call} = {got:,}, expected {expected:,} ({per:,} bytes per step and environment)")
-    passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays hold")
+        answers.append((call, got, num_steps, num_envs))
+    if all(got == per * t * n for _, got, t, n in answers):
+        passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays "
+               "hold")  # fmt: skip
+        return
+    # a mistake is named only when it gives the answer's bytes for every shape
+    for per_step, message in mistakes.items():
+        if all(got == per_step * t * n for _, got, t, n in answers):
+            call, got, t, n = answers[-1]
+            fail(f"{call} = {got:,}: {message}")
+    if all(got in (per * t, per * n) for _, got, t, n in answers):
+        call, got, _, _ = answers[-1]
+        fail(f"{call} = {got:,}: the rollout stores num_steps * num_envs transitions")
+    call, got, t, n = next(a for a in answers if a[1] != per * a[2] * a[3])
+    fail(f"{call} = {got:,}, expected {per * t * n:,} ({per:,} bytes per step and environment)")
+
+
+# --- exercise 3: where a scaling curve bends ------------------------------------------------
+
+
+def _bend_reference(sweep: dict, slope: float, order=None, past=False, linear=False) -> int:
+    """The bend of ``sweep``; the keywords plant one mistake each: the sizes in ``order``
+    (a function of the keys) instead of numeric order, the size past the bend, the gain over
+    the size's growth instead of the log-log slope."""
+    sizes = order(sweep) if order else sorted(sweep, key=int)
+    for a, b in zip(sizes, sizes[1:]):
+        gain = sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]
+        growth = int(b) / int(a)
+        steep = gain / growth if linear else np.log(gain) / np.log(growth)
+        if steep < slope:
+            return int(b if past else a)
+    return int(sizes[-1])
+
+
+def _sweep(steps_per_s: dict, order: list) -> dict:
+    """A sweep as ``benchmarks/scaling.py`` writes it (keys are strings), in ``order``."""
+    return {str(n): {"steps_per_s": float(steps_per_s[n]), "env_steps": 1000 * n,
+                     "median_s": 1000 * n / steps_per_s[n]} for n in order}  # fmt: skip
+
+
+#: The check's sweeps: the committed DQN and PPO curves (rounded), a curve whose bend comes
+#: before its peak, and one that never bends; given out of order, as a dict may be.
+_BEND_CASES = (
+    ("DQN's committed curve", {1: 4185, 8: 25840, 64: 172763, 512: 977194, 4096: 1815688},
+     [64, 1, 4096, 8, 512], 0.5),
+    ("PPO's committed curve", {1: 10316, 8: 14675, 64: 9572, 512: 6483, 4096: 6066},
+     [8, 512, 1, 4096, 64], 0.5),
+    ("a curve that bends before its peak", {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
+     [4, 32, 1, 16, 2, 8], 0.5),
+    ("the same curve with slope 0.25", {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
+     [1, 2, 4, 8, 16, 32], 0.25),
+    ("a curve that never bends", {1: 5, 10: 50, 100: 480}, [100, 10, 1], 0.5),
+)  # fmt: skip
+
+
+@self_check
+def check_bend(bend: Callable) -> None:
+    """Check ``bend(sweep, slope=0.5) -> int``: where a throughput curve bends.
+
+    ``sweep`` maps sizes, as the strings ``benchmarks/scaling.py`` writes (``results["scaling"]
+    ["dqn_envs"]``: ``"1"``, ``"8"``, ...), in any order, to dicts with ``"steps_per_s"``. The
+    bend is the size at which the curve first flattens on a log-log plot: the first size
+    ``a`` whose next size ``b`` (in numeric order) has ``log(steps_per_s[b] /
+    steps_per_s[a]) / log(b / a) < slope`` (1: steps per second grow with the size; 0: not at
+    all); the largest size if no segment is that flat. Runs the answer as Python (no jit) on
+    five sweeps, given out of order.
+
+    Raises:
+        CheckFailed: naming the mistake (sizes sorted as strings or not sorted, the size past
+            the bend, the peak, the gain over the growth for the slope, ``slope`` ignored, a
+            str for an int), else the first sweep that differs.
+    """
+    require_function(bend, "bend")
+    cases, outputs = [], []
+    for label, rates, order, slope in _BEND_CASES:
+        sweep = _sweep(rates, order)
+        call = f"bend(sweep, slope={slope}) on {label}"
+        got = run_answer(bend, sweep, slope, call=call, jit=False,
+                         hint="sweep's keys are strings ('1', '8', ...)")  # fmt: skip
+        if isinstance(got, str):
+            fail(f"{call} returns {got!r}, a str: return the size as an int, int(size)")
+        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
+            fail(f"{call} returns {got!r:.60}, expected a size, an int")
+        outputs.append(int(got))
+        mistakes = {
+            "the sizes are sorted as strings ('1', '4096', '512', ...): sort them as numbers, "
+            "sorted(sweep, key=int)": _bend_reference(sweep, slope, order=sorted),
+            "the sizes are taken in the dict's order, not sorted: sort them as numbers, "
+            "sorted(sweep, key=int)": _bend_reference(sweep, slope, order=list),
+            "it returns the size after the bend, where the flat segment ends: the bend is "
+            "where that segment starts": _bend_reference(sweep, slope, past=True),
+            "it returns the size with the most steps per second: the curve bends where its "
+            "growth slows, which can be before its peak":
+                int(max(sweep, key=lambda k: sweep[k]["steps_per_s"])),
+            "the slope is taken as the gain over the size's growth (gain / growth); on a "
+            "log-log plot it is log(gain) / log(growth)":
+                _bend_reference(sweep, slope, linear=True),
+            "slope is ignored (0.5 throughout): compare with the slope passed in":
+                _bend_reference(sweep, 0.5),
+        }  # fmt: skip
+        inputs = {"sizes": sorted(rates), "steps_per_s": [rates[n] for n in sorted(rates)],
+                  "slope": slope}  # fmt: skip
+        cases.append(Case(label, inputs, _bend_reference(sweep, slope), mistakes))
+    verdict("bend", cases, outputs, rtol=0, atol=0)
+    passed("bend finds where each curve's log-log slope first falls below the slope given")
+
+
+# --- exercise 4: the propagation network's scan body under jax.checkpoint -------------------
+
+#: The original class's outputs and gradients on the check's images, once computed.
+_CHECKPOINT_REFERENCE: list = []
+#: Names of jax.checkpoint's primitive across JAX versions.
+_CHECKPOINT_PRIMITIVES = ("checkpoint", "remat2", "remat")
+
+
+def _maze_images() -> jnp.ndarray:
+    """Three float32 images ``(3, 5, 6)`` (walls, agent, target), mazes with a few walls."""
+    images = np.zeros((3, 3, 5, 6), np.float32)
+    images[1, 0, 1:4, 2] = 1.0  # a wall across the middle
+    images[2, 0, [0, 1, 2, 3], [1, 1, 3, 3]] = 1.0
+    images[2, 0, 4, :5] = 1.0
+    for i, (agent, target) in enumerate((((0, 0), (4, 5)), ((2, 0), (2, 5)), ((0, 5), (4, 0)))):
+        images[(i, 1) + agent] = 1.0
+        images[(i, 2) + target] = 1.0
+    return jnp.asarray(images)
+
+
+def _checkpoints(jaxpr) -> tuple[list, list]:
+    """The checkpoint equations of ``jaxpr``: those inside a scan's body, and the others."""
+    inside, outside = [], []
+
+    def walk(jaxpr, in_scan):
+        for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+            if eqn.primitive.name in _CHECKPOINT_PRIMITIVES:
+                (inside if in_scan else outside).append(eqn)
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    inner = getattr(item, "jaxpr", item)
+                    if hasattr(inner, "eqns"):
+                        walk(inner, in_scan or eqn.primitive.name == "scan")
+
+    walk(jaxpr, False)
+    return inside, outside
+
+
+@self_check
+def check_checkpointed_propagation(network_class: type) -> None:
+    """Check a copy of :class:`companion.agents.ppo.PropagationActorCritic` whose ``lax.scan``
+    body is wrapped in ``jax.checkpoint``: the same parameters, outputs and gradients as the
+    original, with the checkpoint inside the scan's body (so that the backward pass stores one
+    carry per iteration and recomputes the rest).
+
+    ``network_class(key, width=4, hidden_sizes=(8,), iterations=6)`` must hold the original's
+    arrays (fields and shapes); with its arrays in the original class, the check compares the
+    logits and values of three 5 x 6 mazes (``jax.vmap``, under ``jax.jit``) and the gradients
+    of their sum, and reads the program.
+
+    Raises:
+        CheckFailed: when the class is not passed (a model built from it), its arrays,
+            outputs or gradients differ, there is no ``jax.checkpoint``, it wraps the whole scan
+            or call instead of the body, or its policy saves everything.
+    """
+    import equinox as eqx
+
+    from companion.agents import ppo
+
+    if isinstance(network_class, eqx.Module):
+        fail("check_checkpointed_propagation: pass the class itself, not a model built from it")
+    require_function(network_class, "network_class")
+    sizes = dict(width=4, hidden_sizes=(8,), iterations=6)
+    call = "network_class(key, width=4, hidden_sizes=(8,), iterations=6)"
+    # both models traced, never compiled, and given the same arrays: their initialisation
+    # (orthogonal matrices) is not what the exercise changes
+    copy = run_answer(lambda key: jax.eval_shape(lambda k: network_class(k, **sizes), key),
+                      jax.random.key(3), call=call, jit=False)  # fmt: skip
+    skeleton = jax.eval_shape(lambda key: ppo.PropagationActorCritic(key, **sizes),
+                              jax.random.key(3))  # fmt: skip
+    shapes = [leaf.shape for leaf in jax.tree.leaves(skeleton)]
+    traced = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731 (an array, traced)
+    copy_shapes = [leaf.shape for leaf in jax.tree.leaves(eqx.filter(copy, traced))]
+    if copy_shapes != shapes:
+        fail(
+            f"{call} holds other arrays than ppo.PropagationActorCritic of the same sizes "
+            f"(shapes {copy_shapes}, expected {shapes}): keep its fields and __init__ "
+            "(subclass it and override __call__ only, or copy the class unchanged but for the "
+            "scan's body)"
+        )
+    keys = jax.random.split(jax.random.key(4), len(shapes))
+    leaves = [0.5 * jax.random.normal(k, shape) for k, shape in zip(keys, shapes)]
+    reference = jax.tree.unflatten(jax.tree.structure(skeleton), leaves)
+    arrays, static = eqx.partition(copy, traced)
+    model = eqx.combine(jax.tree.unflatten(jax.tree.structure(arrays), leaves), static)
+    images = _maze_images()
+
+    def outputs_and_grads(m, x):
+        def loss(m):
+            logits, value = jax.vmap(m)(x)
+            return jnp.sum(logits) + jnp.sum(value), (logits, value)
+
+        (_, out), grads = eqx.filter_value_and_grad(loss, has_aux=True)(m)
+        return out, jax.tree.leaves(grads)
+
+    got = run_answer(outputs_and_grads, model, images, call="the copy's outputs for three "
+                     "5 × 6 mazes (jax.vmap(model)(images)) and their gradient")  # fmt: skip
+    if not _CHECKPOINT_REFERENCE:  # the same for every answer: computed once
+        _CHECKPOINT_REFERENCE.append(eqx.filter_jit(outputs_and_grads)(reference, images))
+    want = _CHECKPOINT_REFERENCE[0]
+    if not (isinstance(got[0], tuple) and len(got[0]) == 2 and all(
+            close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))):  # fmt: skip
+        fail("the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
+             "images with the same weights: jax.checkpoint changes what is stored for the "
+             "backward pass, never the outputs; change nothing else in the call")  # fmt: skip
+    if not all(close(a, b, 1e-4, 1e-5) for a, b in zip(got[1], want[1])):
+        fail("the copy's gradients differ from the original's with the same weights: "
+             "jax.checkpoint recomputes the forward pass, the gradients stay the same")
+    inside, outside = _checkpoints(jax.make_jaxpr(model)(images[0]))
+    if not inside and not outside:
+        fail(
+            "there is no jax.checkpoint in the copy's program: wrap the scan's body, "
+            "propagate, in jax.checkpoint (jax.lax.scan(jax.checkpoint(propagate), ...)), so "
+            "that the backward pass recomputes each iteration's activations instead of storing "
+            "them"
+        )
+    if not inside:
+        fail(
+            "jax.checkpoint wraps the whole scan (or the whole call), not the scan's body: the "
+            "backward pass then recomputes the scan and stores its iterations all the same. "
+            "Wrap propagate, the body passed to jax.lax.scan"
+        )
+    policies = {eqn.params.get("policy") for eqn in inside}
+    if policies == {jax.checkpoint_policies.everything_saveable}:
+        fail("jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
+             "nothing. Leave the policy out, so that only the body's inputs are saved")
+    passed("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body")

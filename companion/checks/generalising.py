@@ -1,0 +1,381 @@
+"""Self-checks for the exercises of the chapter on generalising (random and larger mazes).
+
+:func:`check_settle`: the max-plus backup repeated in a ``jax.lax.while_loop`` until it changes
+nothing, against breadth-first search; :func:`check_success_by_reach`: the success rates of
+the targets within a planner's reach and beyond it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import (
+    Case,
+    check_shape,
+    close,
+    fail,
+    passed,
+    program_equations,
+    require_function,
+    run_answer,
+    self_check,
+    verdict,
+)
+from companion.envs.grid import MOVES
+
+# --- exercise 1: settle(v_0, can_move, cost) ----------------------------------------------
+
+
+def _maze(rows: list[str]) -> tuple[np.ndarray, tuple[int, int]]:
+    """Walls bool ``(rows, cols)`` and the target's cell from strings: ``#`` wall, ``T`` target."""
+    walls = np.array([[ch == "#" for ch in row] for row in rows])
+    (target,) = [(r, c) for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == "T"]
+    return walls, target
+
+
+#: The check's mazes: a 5 x 7 one with a pocket cut off from the target, a 7 x 7 corridor
+#: whose farthest cell is many more moves away than the grid is wide, a target walled in (no
+#: backup changes anything) and a 4 x 6 grid without walls.
+_MAZES = {
+    "a 5 x 7 maze with a pocket cut off from the target": [
+        ".....#.",
+        ".###.#.",
+        ".#T..##",
+        ".####..",
+        ".......",
+    ],
+    "a 7 x 7 winding corridor": [
+        "T......",
+        "######.",
+        ".......",
+        ".######",
+        ".......",
+        "######.",
+        ".......",
+    ],
+    "a 3 x 4 maze whose target is walled in": [
+        "..#.",
+        ".#T#",
+        "..#.",
+    ],
+    "a 4 x 6 grid without walls": [
+        "......",
+        "......",
+        "...T..",
+        "......",
+    ],
+}
+_COSTS = (1.5, 0.5, 2.0, 1.0)
+
+
+def _can_move(walls: np.ndarray) -> np.ndarray:
+    """bool ``(4, rows, cols)``: from a free cell to a free neighbour, up, right, down, left."""
+    free = ~walls
+    return np.stack([free & _shift(free, d, False) for d in range(4)])
+
+
+def _shift(a: np.ndarray, direction: int, fill) -> np.ndarray:
+    """``out[r, c] = a[r + dr, c + dc]``, ``fill`` off the grid (``ppo.neighbour``'s shift)."""
+    dr, dc = MOVES[direction]
+    padded = np.pad(a, 1, constant_values=fill)
+    rows, cols = a.shape
+    return padded[1 + dr : 1 + dr + rows, 1 + dc : 1 + dc + cols]
+
+
+def _bfs(walls: np.ndarray, target: tuple[int, int]) -> np.ndarray:
+    """Moves from every cell to the target, -1 where it cannot be reached (walls too)."""
+    dist = np.full(walls.shape, -1)
+    dist[target] = 0
+    queue = deque([target])
+    while queue:
+        r, c = queue.popleft()
+        for dr, dc in MOVES:
+            nr, nc = r + dr, c + dc
+            if (0 <= nr < walls.shape[0] and 0 <= nc < walls.shape[1] and not walls[nr, nc]
+                    and dist[nr, nc] < 0):  # fmt: skip
+                dist[nr, nc] = dist[r, c] + 1
+                queue.append((nr, nc))
+    return dist
+
+
+def _settle_model(v_0, can_move, cost, bound, keep=True, mask=True, opposite=False,
+                  until="any", wrap=False):  # fmt: skip
+    """The values and the count of a settle loop with one mistake planted: the backup without
+    ``max(v, ...)`` (``keep``), without ``can_move`` (``mask``), with each mask paired with the
+    opposite neighbour, or a loop that goes on while ``all`` cells change; stopped after
+    ``bound`` backups as the check stops the answer's loop; ``wrap`` shifts with ``np.roll``
+    (round the grid's edges) instead of ``ppo.neighbour``'s padding."""
+    v, count, changed, backups = v_0.astype(np.float64), 0, True, 0
+    with np.errstate(invalid="ignore"):
+        while changed and backups < bound:
+            out = v.copy() if keep else np.full_like(v, -np.inf)
+            for d in range(4):
+                direction = (d + 2) % 4 if opposite else d
+                if wrap:
+                    shifted = np.roll(v, tuple(-k for k in MOVES[direction]), (0, 1)) - cost
+                else:
+                    shifted = _shift(v, direction, 0.0) - cost
+                out = np.maximum(out, np.where(can_move[d], shifted, -np.inf) if mask else shifted)
+            changed = bool(np.any(out != v) if until == "any" else np.all(out != v))
+            count += changed
+            v, backups = out, backups + 1
+    return v, count
+
+
+#: What the check says for each mistake it models.
+_COUNT_LAST = ("the count includes the last backup, which changed nothing: count only the "
+               "backups that changed something (n + changed)")  # fmt: skip
+_STOPS_EARLY = ("the loop stops after one backup while cells are still changing: its condition "
+                "turns False too early (jnp.all where jnp.any belongs; or a difference of two "
+                "-inf cells, -inf - (-inf) = nan, where v_next != v belongs)")  # fmt: skip
+_NO_COST = "the backup subtracts 1, not cost: a move costs cost, v(s') - cost"
+_NO_MASK = ("moves go through walls and off the grid: mask each direction with can_move[d] "
+            "(jnp.where(can_move[d], shifted, -jnp.inf))")  # fmt: skip
+_OPPOSITE = ("each direction's mask is paired with the neighbour in the opposite direction: "
+             "can_move[d] allows the move to ppo.neighbour(v, d) (jnp.roll(v, 1, axis=0) is "
+             "the neighbour above, direction 0)")  # fmt: skip
+_NO_KEEP = ("the backup forgets what a cell already has, so the values never settle (the check "
+            "stopped the loop): v_{i+1} = max(v_i, max over moves of v_i(s') - cost) keeps v_i, "
+            "and the target stays at 0")  # fmt: skip
+
+
+def _settle_case(label: str, rows: list[str], cost: float):
+    """The inputs, the expected values and count, the bound on backups and the mistakes."""
+    walls, target = _maze(rows)
+    can_move = _can_move(walls)
+    v_0 = np.full(walls.shape, -np.inf, np.float32)
+    v_0[target] = 0.0
+    dist = _bfs(walls, target)
+    expected_v = np.where(dist >= 0, -cost * dist, -np.inf)
+    count = int(dist.max())
+    bound = 2 * walls.size + 4
+    model = lambda **kw: _settle_model(v_0, can_move, cost, bound, **kw)  # noqa: E731
+    mistakes = {
+        _COUNT_LAST: [(expected_v, count + 1)],
+        _STOPS_EARLY: [(model(until="all")[0], n) for n in (0, 1)],
+        _NO_COST: [(np.where(dist >= 0, -1.0 * dist, -np.inf), count)],
+        _NO_MASK: [model(mask=False)],
+        _OPPOSITE: [model(opposite=True), model(opposite=True, wrap=True)],
+        _NO_KEEP: [model(keep=False)],
+    }
+    inputs = {"walls": walls.astype(int), "cost": cost}
+    case = Case(label, inputs, (expected_v, count), mistakes)
+    return case, (jnp.asarray(v_0), jnp.asarray(can_move), jnp.float32(cost)), bound
+
+
+@contextlib.contextmanager
+def _bounded_while_loops(bound: int, iterations: list):
+    """``jax.lax.while_loop`` that also stops after ``bound`` iterations, while the block runs;
+    each loop appends how many iterations it ran to ``iterations`` (when it runs)."""
+    original = jax.lax.while_loop
+
+    def bounded(cond_fun, body_fun, init_val):
+        def cond(carry):
+            i, inner = carry
+            return jnp.logical_and(i < bound, cond_fun(inner))
+
+        def body(carry):
+            i, inner = carry
+            return i + 1, body_fun(inner)
+
+        i, out = original(cond, body, (jnp.int32(0), init_val))
+        jax.debug.callback(lambda i: iterations.append(int(i)), i)
+        return out
+
+    jax.lax.while_loop = bounded
+    try:
+        yield
+    finally:
+        jax.lax.while_loop = original
+
+
+def _pair_close(out, pair) -> bool:
+    return close(out[0], pair[0]) and int(out[1]) == int(pair[1])
+
+
+@self_check
+def check_settle(settle: Callable) -> None:
+    """Check ``settle(v_0, can_move, cost) -> (values, count)``: max-plus backups in a
+    ``jax.lax.while_loop`` until one changes nothing.
+
+    ``v_0`` float32 ``(rows, cols)``, 0 at the target and -inf elsewhere; ``can_move`` bool
+    ``(4, rows, cols)``, the moves up, right, down, left from a free cell to a free one; ``cost``
+    a positive float32 scalar. Returns the settled values, float32 ``(rows, cols)``: ``-cost``
+    times the breadth-first-search distance to the target, -inf where the target cannot be
+    reached; and the number of backups that changed something, int32 ``()``: the largest such
+    distance. Runs the answer under ``jax.jit`` (``cost`` traced) on four mazes, 3 x 4 to
+    7 x 7 (one with cells cut off from the target, one whose target is walled in), with its
+    ``jax.lax.while_loop`` stopped after 2 x rows x cols + 4 backups if it has not settled.
+
+    Raises:
+        CheckFailed: naming the mistake (no while_loop, more backups than settling takes, the
+            count including the last backup, a loop that stops after one backup, cost taken as
+            1, walls or directions ignored or swapped, a backup that forgets v and never
+            settles), else the first maze and cell that differ; or wrong types, shapes, dtypes.
+    """
+    require_function(settle, "settle")
+    entries = [_settle_case(label, rows, cost)
+               for (label, rows), cost in zip(_MAZES.items(), _COSTS)]  # fmt: skip
+    try:
+        program = jax.make_jaxpr(settle)(*entries[0][1])
+    except Exception:  # run_answer reports it below
+        program = None
+    if program is not None and not any(
+        eqn.primitive.name == "while" for eqn in program_equations(program)
+    ):
+        fail(
+            "settle runs a fixed number of backups (there is no while_loop in its program; a "
+            "scan or a fori_loop with fixed bounds runs them all): repeat the backup in "
+            "jax.lax.while_loop, whose condition reads whether the last backup changed something"
+        )
+    cases, outputs = [], []
+    for case, args, bound in entries:
+        call = f"settle(v_0, can_move, cost) on {case.label}"
+        iterations: list = []
+        with _bounded_while_loops(bound, iterations):
+            got = run_answer(  # a new function each time: traced here, in the bounded loop
+                lambda *a: settle(*a), *args, call=call,
+                hint=f"v_0 float32 {args[0].shape}, can_move bool {args[1].shape}, cost a "
+                "float32 scalar",
+            )  # fmt: skip
+            jax.effects_barrier()
+        if not (isinstance(got, tuple) and len(got) == 2):
+            fail(f"{call} should return a pair (values, count), got {type(got).__name__}")
+        values, count = got
+        try:
+            values = np.asarray(values)
+        except Exception:
+            fail(f"the values of {call} should be an array, got {type(values).__name__}")
+        if values.shape != args[0].shape:
+            fail(f"the values of {call} have shape {values.shape}, expected {args[0].shape}, "
+                 "the grid's")  # fmt: skip
+        if values.dtype != np.float32:
+            fail(f"the values of {call} have dtype {values.dtype}, expected float32, as v_0")
+        if np.any(np.isnan(values)) or np.any(values == np.inf):
+            fail(f"the values of {call} contain nan or +inf: a cell's value is -inf until the "
+                 "target is in reach, and -inf - cost is -inf")  # fmt: skip
+        count = check_shape(count, (), f"the count of {call}", hint="One number: the backups "
+                            "that changed something.")  # fmt: skip
+        if count.dtype != np.int32:
+            fail(f"the count of {call} has dtype {count.dtype}, expected int32 (jnp.int32(0) "
+                 "as the initial count, changed.astype(jnp.int32) added)")  # fmt: skip
+        cases.append(case._replace(inputs={**case.inputs, "bound": bound,
+                                           "ran": iterations[0] if iterations else None}))
+        outputs.append((values, int(count)))
+    if all(_pair_close(out, case.expected) for case, out in zip(cases, outputs)):
+        for case in cases:
+            ran, settled = case.inputs["ran"], case.expected[1]
+            if ran is not None and ran > settled + 1:
+                fail(
+                    f"settle's values and count are right, but on {case.label} it ran {ran} "
+                    f"backups, where the values settle after {settled} and one more shows it: "
+                    "stop as soon as a backup changes nothing (the loop's condition reads "
+                    "whether the last backup changed something, not a number of backups)"
+                )
+        passed("settle gives -cost x the BFS distance and counts the changing backups, on 4 mazes")
+        return
+    for message in dict.fromkeys(m for case in cases for m in case.mistakes):
+        if all(any(_pair_close(out, alt) for alt in case.mistakes.get(message, [case.expected]))
+               for case, out in zip(cases, outputs)):  # fmt: skip
+            fail(f"settle: {message}.")
+    for case, (values, count) in zip(cases, outputs):
+        expected_v, expected_n = case.expected
+        if case.inputs["ran"] is not None and case.inputs["ran"] >= case.inputs["bound"]:
+            fail(f"settle never settles on {case.label}: the check stopped its loop after "
+                 f"{case.inputs['bound']} backups, where {expected_n + 1} settle the values "
+                 "and show it")  # fmt: skip
+        if not close(values, expected_v):
+            walls = case.inputs["walls"].astype(bool)
+            wrong = np.argwhere(~np.isclose(values, expected_v))[0]
+            cell = tuple(int(i) for i in wrong)
+            where = "a wall" if walls[cell] else "a free cell"
+            fail(
+                f"settle's values differ on {case.label} (cost {case.inputs['cost']}): at "
+                f"{where}, row {cell[0]} and column {cell[1]}, it gives {values[cell]:.4g}, "
+                f"expected {expected_v[cell]:.4g} (-cost x the moves to the target, -inf where "
+                "it cannot be reached). The maze, 1 for a wall:\n"
+                + "\n".join("  " + " ".join(str(x) for x in row) for row in case.inputs["walls"])
+            )
+        if count != expected_n:
+            fail(
+                f"settle's values are right on {case.label} but the count is {count}, expected "
+                f"{expected_n}: the backups that changed something, as many as the farthest "
+                "reachable cell is moves away"
+            )
+
+
+# --- exercise 2: success_by_reach(success, shortest, iterations) ---------------------------
+
+
+def _reach_rates(success, shortest, reach, divide_by_all=False):
+    within = shortest <= reach
+    parts = (within, ~within)
+    if divide_by_all:
+        return np.array([np.sum(success & p) / success.size for p in parts])
+    return np.array([np.mean(success[p]) for p in parts])
+
+
+def _reach_case(success, shortest, iterations, label) -> Case:
+    success, shortest = np.asarray(success, bool), np.asarray(shortest, np.int32)
+    expected = _reach_rates(success, shortest, iterations + 1)
+    mistakes = {
+        "the split is at K = iterations moves: the policy also reads the agent's neighbours, "
+        "so a target iterations + 1 moves away is within reach":
+            _reach_rates(success, shortest, iterations),
+        "the reach is fixed at 9 moves (8 backups + 1); it is iterations + 1":
+            _reach_rates(success, shortest, 9),
+        "the two rates are swapped: the rate within reach comes first": expected[::-1],
+        "each part's successes are divided by all the episodes, not by the part's own":
+            _reach_rates(success, shortest, iterations + 1, divide_by_all=True),
+        "these are failure rates: return the share of episodes that succeeded": 1 - expected,
+    }  # fmt: skip
+    inputs = {"success": success, "shortest": shortest, "iterations": iterations}
+    return Case(label, inputs, expected, mistakes)
+
+
+@self_check
+def check_success_by_reach(success_by_reach: Callable) -> None:
+    """Check ``success_by_reach(success, shortest, iterations)``: float32 ``(2,)``, the success
+    rate of the episodes whose target is within reach of a planner with ``iterations``
+    backups (a shortest path of at most ``iterations + 1`` moves: the backups reach
+    ``iterations`` moves, and the policy reads the agent's neighbours), then of the others.
+
+    ``success`` bool ``(E,)``, ``shortest`` int32 ``(E,)`` (``ppo.shortest_path_lengths``), both
+    parts non-empty; ``iterations`` a Python int. Runs the answer under ``jax.jit``
+    (``iterations`` static) with 8 and 3 backups, on distances at and around the reach.
+
+    Raises:
+        CheckFailed: naming the mistake (split at ``iterations`` moves or at a fixed 9, rates
+            swapped, divided by all episodes, failure rates), else the first case that differs;
+            or a wrong shape or dtype.
+    """
+    require_function(success_by_reach, "success_by_reach")
+    cases = [
+        _reach_case([1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0],
+                    [3, 8, 9, 9, 10, 10, 11, 15, 7, 2, 9, 12], 8,
+                    "12 episodes and 8 backups (reach 9 moves)"),
+        _reach_case([1, 1, 0, 1, 0, 1, 0, 0, 1, 1],
+                    [2, 3, 4, 4, 5, 6, 9, 4, 1, 12], 3,
+                    "10 episodes and 3 backups (reach 4 moves)"),
+    ]  # fmt: skip
+    outputs = []
+    for case in cases:
+        call = f"success_by_reach(success, shortest, {case.inputs['iterations']})"
+        got = run_answer(
+            success_by_reach, jnp.asarray(case.inputs["success"]),
+            jnp.asarray(case.inputs["shortest"]), case.inputs["iterations"], call=call,
+            hint="success bool (E,), shortest int32 (E,), iterations an int",
+        )  # fmt: skip
+        got = check_shape(got, (2,), call, hint="Two rates: within reach, then beyond.")
+        if got.dtype != np.float32:
+            fail(f"{call} has dtype {got.dtype}, expected float32 (the mean of a bool array "
+                 "is one)")  # fmt: skip
+        outputs.append(got)
+    verdict("success_by_reach", cases, outputs)
+    passed("success_by_reach splits at iterations + 1 moves, each part's success rate")
