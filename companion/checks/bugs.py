@@ -34,13 +34,15 @@ _model_calls = [0]  # how often _CountingMLP's Python code ran: once per trace u
 _under_jit: list = []  # for each of those runs, whether it ran under jit (None: unknown)
 
 
-def _am_i_under_a_jit():
-    """Whether the calling code runs under ``jax.jit`` (JAX's own test; None if this JAX has
-    none)."""
-    from jax._src import core as jax_core
-
-    test = getattr(jax_core, "unsafe_am_i_under_a_jit", None)
-    return bool(test()) if test is not None else None
+def _am_i_under_a_jit(x) -> bool:
+    """Whether ``x``, an input of the model, is traced by ``jax.jit``: a jaxpr tracer, maybe
+    inside ``vmap``'s or ``grad``'s tracers (under jit every input is one)."""
+    tracer = x
+    while isinstance(tracer, jax.core.Tracer):
+        if type(tracer).__name__ == "DynamicJaxprTracer":
+            return True
+        tracer = getattr(tracer, "val", getattr(tracer, "primal", None))
+    return False
 _runs = itertools.count(1)
 
 
@@ -52,7 +54,7 @@ class _CountingMLP(eqx.Module):
 
     def __call__(self, x):
         _model_calls[0] += 1
-        _under_jit.append(_am_i_under_a_jit())
+        _under_jit.append(_am_i_under_a_jit(x))
         return self.mlp(x)
 
 
