@@ -26,6 +26,7 @@ from companion.debug import checked
 from companion.agents import dqn, ppo
 from companion.agents.ppo import saved
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
+from companion.checks import cartpole as cartpole_checks, endings as ending_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
 from companion.checks import parallel as parallel_checks
 from companion import parallel
@@ -861,10 +862,9 @@ CHECKS = {
         "check_legal_fraction",
         "check_up_first_policy",
         "check_termination_and_truncation",
-        "check_count_endings",
-        "check_semi_implicit_step",
-        "check_balancing_policy",
     ],
+    ending_checks: ["check_count_endings"],
+    cartpole_checks: ["check_semi_implicit_step", "check_balancing_policy"],
     net_checks: [
         "check_mlp_apply",
         "check_frozen_constant",

@@ -35,6 +35,8 @@ import pytest
 
 import companion.checks as checks
 from companion.checks import CheckFailed
+from companion.checks import cartpole as cartpole_checks
+from companion.checks import endings as ending_checks
 from companion.checks import envs as env_checks
 from companion.checks import foundations
 from companion.envs import cartpole
@@ -520,9 +522,9 @@ def _distinguishable(cases: list) -> None:
 CASE_SETS = {
     "legal_fraction": env_checks._legal_fraction_cases,
     "termination_and_truncation": lambda: [c for _, c in env_checks._classify_cases()],
-    "count_endings": lambda: [c for _, c in env_checks._count_endings_cases()],
-    "semi_implicit_step": lambda: [env_checks._euler_case([0.1, -0.3, 0.05, 0.8], 1),
-                                   env_checks._euler_case([-1.2, 0.6, -0.15, -1.1], 0)],
+    "count_endings": lambda: [c for _, c in ending_checks._count_endings_cases()],
+    "semi_implicit_step": lambda: [cartpole_checks._euler_case([0.1, -0.3, 0.05, 0.8], 1),
+                                   cartpole_checks._euler_case([-1.2, 0.6, -0.15, -1.1], 0)],
     "action_values": lambda: [
         foundations._action_values_case(foundations._mdp(), v, g, "")
         for v, g in ((np.linspace(0.1, 0.9, 18), 0.8),

@@ -23,11 +23,10 @@ from companion.checks.foundations import (
     check_q_learning,
     check_reinforce_weights,
 )
+from companion.checks.cartpole import check_balancing_policy, check_semi_implicit_step
+from companion.checks.endings import check_count_endings
 from companion.checks.envs import (
-    check_balancing_policy,
-    check_count_endings,
     check_legal_fraction,
-    check_semi_implicit_step,
     check_termination_and_truncation,
     check_up_first_policy,
 )
