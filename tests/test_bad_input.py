@@ -35,6 +35,7 @@ from companion.checks import keys as key_checks
 from companion.checks import foundations as foundation_checks
 from companion import tabular
 from companion.checks import ppo_rollout as ppo_rollout_checks
+from companion.checks import compilations as compilation_checks
 from companion.checks import silent_bugs as silent_bug_checks
 from companion.checks import generalising as generalising_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
@@ -887,7 +888,8 @@ CHECKS = {
     bug_checks: ["check_decayed_training", "check_collector"],
     key_checks: ["check_rollout_keys"],
     foundation_checks: ["check_action_values", "check_reinforce_weights", "check_q_learning"],
-    silent_bug_checks: ["check_cross_talk", "check_compilations"],
+    silent_bug_checks: ["check_cross_talk"],
+    compilation_checks: ["check_compilations"],
 }
 CASES += [
     Case(

@@ -53,7 +53,8 @@ from companion.checks.networks import (
     check_mlp_apply,
     check_per_example_grad_norms,
 )
-from companion.checks.silent_bugs import check_compilations, check_cross_talk
+from companion.checks.compilations import check_compilations
+from companion.checks.silent_bugs import check_cross_talk
 
 __all__ = [
     "CheckFailed",

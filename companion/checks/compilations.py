@@ -1,0 +1,305 @@
+"""The self-check of the silent-bugs chapter's exercise 2: :func:`check_compilations` (a
+context manager that counts XLA compilations).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import (
+    Case,
+    CheckFailed,
+    error_text,
+    fail,
+    passed,
+    require_function,
+    self_check,
+    verdict,
+)
+
+# --- exercise 2: a context manager that counts compilations -------------------------------
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+
+#: ``(event, duration)`` of every duration event JAX reported since the first check ran.
+_events: list = []
+_listening: list = []
+
+
+def _listen() -> None:
+    """Register the check's own listener, once per process (``jax.monitoring`` keeps it)."""
+    if not _listening:
+        jax.monitoring.register_event_duration_secs_listener(
+            lambda event, duration, **kwargs: _events.append((event, duration))
+        )
+        _listening.append(True)
+
+
+def _fresh() -> Callable:
+    """A new function at each call: no cache of JAX's knows it, so its first call compiles."""
+
+    def scale(x, s):
+        return jnp.tanh(x) * s + 0.5
+
+    return scale
+
+
+class _Block:
+    """One ``with compilations() as c:`` block run by the check: the list it yielded, its
+    length right after the block, and the events JAX reported inside it."""
+
+    def __init__(self, label: str, code: str):
+        self.label, self.code = label, code
+        self.seen, self.length, self.events, self.after = None, 0, [], 0
+
+    def count(self, event: str) -> int:
+        return sum(e == event for e, _ in self.events)
+
+
+def _enter(compilations: Callable) -> Any:
+    """``compilations()``, checked to be a context manager."""
+    try:
+        manager = compilations()
+    except Exception as exc:
+        fail(f"compilations() raised {type(exc).__name__}: {error_text(exc)}")
+    if not (hasattr(manager, "__enter__") and hasattr(manager, "__exit__")):
+        hint = (
+            "a generator function needs the decorator @contextlib.contextmanager"
+            if hasattr(manager, "__next__") and hasattr(manager, "send")
+            else "write a generator function decorated with @contextlib.contextmanager, or a "
+            "class with __enter__ and __exit__"
+        )
+        fail(f"compilations() returned {type(manager).__name__}, not a context manager "
+             f"(`with compilations() as c:` needs one): {hint}")  # fmt: skip
+    return manager
+
+
+def _run_block(
+    compilations: Callable, label: str, code: str, body: Callable, blocks: list
+) -> _Block:
+    """Run ``body()`` (``code`` says what it does) inside a block of the answer's; record it
+    in ``blocks``."""
+    block = _Block(label, code)
+    manager = _enter(compilations)
+    start = len(_events)
+    try:
+        with manager as seen:
+            block.seen = seen
+            body()
+    except CheckFailed:  # from a nested block: already says what is wrong
+        raise
+    except Exception as exc:
+        fail(f"`with compilations() as c:` raised {type(exc).__name__} around {label}: "
+             f"{error_text(exc)}")  # fmt: skip
+    block.events = _events[start:]
+    block.length = _length(block.seen, label)
+    block.after = len(_events)
+    blocks.append(block)
+    return block
+
+
+def _length(seen: Any, label: str) -> int:
+    if not isinstance(seen, list):
+        fail(f"compilations() should yield a list (`as c` gives it), got "
+             f"{type(seen).__name__} {seen!r:.60} around {label}")  # fmt: skip
+    return len(seen)
+
+
+_EMPTY = (
+    "the list stays empty, though JAX compiled inside the blocks. JAX reports each "
+    f"compilation as the event '{COMPILE_EVENT}' to the listeners registered with "
+    "jax.monitoring.register_event_duration_secs_listener, and the list must hold them by the "
+    "end of the block"
+)
+_EVERY_EVENT = (
+    "it counts every event JAX reports while it compiles, not only the compilation: for each "
+    "new program a trace, a lowering and the compilation, three events (all named "
+    f"'/jax/core/compile/...'). Keep only '{COMPILE_EVENT}'"
+)
+_TRACES = (
+    f"it counts the traces ('{TRACE_EVENT}'), not the compilations: jax.make_jaxpr traces "
+    "without compiling, and a lowered program's .compile() compiles without tracing. Keep "
+    f"'{COMPILE_EVENT}'"
+)
+_LOWERINGS = (
+    f"it counts the lowerings to MLIR ('{LOWER_EVENT}'), not the compilations: a lowered "
+    f"program's .compile() compiles without lowering again. Keep '{COMPILE_EVENT}'"
+)
+_BEFORE = (
+    "the list holds compilations made before the block too (the same surplus in every "
+    "block): yield a new list, and put in it only what JAX reported during the block"
+)
+
+
+@self_check
+def check_compilations(compilations: Callable) -> None:
+    """Check ``compilations()``, a context manager: ``with compilations() as c:`` yields a list
+    that ends the block holding the duration (float seconds) of every XLA compilation made
+    inside it (JAX's event ``/jax/core/compile/backend_compile_duration``).
+
+    The answer is run as it is (not under ``jit``) around calls whose compilations the check
+    counts with a listener of its own: a function with a static argument and one with a traced
+    argument, each called cold (new to JAX) and warm (called once before), a trace without a
+    compilation (``jax.make_jaxpr``), a compilation without a trace (a lowered program's
+    ``.compile()``), nested blocks, a block that raises, and compilations after each block
+    (which must not reach its list).
+
+    Raises:
+        CheckFailed: naming the mistake (not a context manager or no list; one list shared
+            by the blocks; every compile event counted, about three per compilation; traces
+            or lowerings counted; an empty list; compilations before the block counted; a list
+            that grows after its block; a block that raised uncounted or its error
+            swallowed; items that are not durations).
+    """
+    if hasattr(compilations, "__enter__") and not isinstance(compilations, type):
+        fail(
+            f"compilations: expected your function, got {type(compilations).__name__}, a "
+            "context manager already made: pass the function itself, without calling it "
+            "(check_compilations(compilations))"
+        )
+    require_function(compilations, "compilations")
+    _listen()
+    x = jnp.linspace(-1.0, 1.0, 3, dtype=jnp.float32)
+    blocks: list[_Block] = []
+
+    def three_calls(fn):
+        return lambda: [jax.block_until_ready(fn(x, s)) for s in (0.5, 0.25, 0.125)]
+
+    calls = "f(x, 0.5); f(x, 0.25); f(x, 0.125)"
+    static_cold = jax.jit(_fresh(), static_argnums=1)
+    _run_block(compilations, "a static argument called cold with three new values",
+               f"f = jax.jit(scale, static_argnums=1), new to JAX; {calls}",
+               three_calls(static_cold), blocks)  # fmt: skip
+    traced_cold = jax.jit(_fresh())
+    _run_block(compilations, "a traced argument called cold, three times",
+               f"f = jax.jit(scale), new to JAX; {calls}", three_calls(traced_cold),
+               blocks)  # fmt: skip
+    static_warm = jax.jit(_fresh(), static_argnums=1)
+    jax.block_until_ready(static_warm(x, 0.5))
+    _run_block(compilations, "a static argument called warm (once before, with 0.5)",
+               f"f = jax.jit(scale, static_argnums=1); f(x, 0.5) before the block; {calls}",
+               three_calls(static_warm), blocks)  # fmt: skip
+    traced_warm = jax.jit(_fresh())
+    jax.block_until_ready(traced_warm(x, 0.5))
+    _run_block(compilations, "a traced argument called warm (once before), three times",
+               f"f = jax.jit(scale); f(x, 0.5) before the block; {calls}",
+               three_calls(traced_warm), blocks)  # fmt: skip
+    _run_block(compilations, "a trace without a compilation (jax.make_jaxpr)",
+               "jax.make_jaxpr(scale)(x, 0.5)", lambda: jax.make_jaxpr(_fresh())(x, 0.5),
+               blocks)  # fmt: skip
+    lowered = jax.jit(_fresh()).lower(x, 0.5)
+    _run_block(compilations, "a compilation without a trace (a lowered program's .compile())",
+               "lowered = jax.jit(scale).lower(x, 0.5) before the block; lowered.compile()",
+               lowered.compile, blocks)  # fmt: skip
+
+    def once():
+        jax.block_until_ready(jax.jit(_fresh())(x, 0.5))
+
+    def outer_body():
+        once()
+        _run_block(compilations, "the inner of two nested blocks",
+                   "jax.jit(scale)(x, 0.5), scale new to JAX", once, blocks)  # fmt: skip
+        once()
+
+    _run_block(compilations, "the outer of two nested blocks",
+               "jax.jit(scale)(x, 0.5) for three functions new to JAX, the second one in an "
+               "inner block", outer_body, blocks)  # fmt: skip
+    jax.block_until_ready(jax.jit(_fresh())(x, 0.5))  # a compilation after every block
+
+    shared = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :] if a.seen is b.seen]
+    if shared:
+        a, b = shared[0]
+        fail(
+            "compilations yields one and the same list for two blocks (the first around "
+            f"{a.label}; the second around {b.label}): each block needs a new list of its "
+            "own, holding only what JAX compiled during that block"
+        )
+    for block in blocks:
+        odd = [d for d in block.seen if not isinstance(d, (float, np.floating))]
+        if odd:
+            fail(
+                f"compilations: the list of the block around {block.label} holds "
+                f"{odd[0]!r:.60} (a {type(odd[0]).__name__}); append each compilation's "
+                "duration, the float of seconds the listener gets as its second argument"
+            )
+    cases, outputs, surplus = [], [], None
+    for block in blocks:
+        compiles = block.count(COMPILE_EVENT)
+        before = sum(e == COMPILE_EVENT for e, _ in _events[: block.after])
+        surplus = block.length - before if surplus is None else surplus
+        every = [sum(e.startswith("/jax/core/compile/") for e, _ in block.events),
+                 len(block.events)]  # fmt: skip
+        mistakes = {
+            _EVERY_EVENT: every,
+            _TRACES: block.count(TRACE_EVENT),
+            _LOWERINGS: block.count(LOWER_EVENT),
+            _EMPTY: 0,
+            _BEFORE: before + surplus,
+        }
+        inputs = {"the block runs": block.code}
+        cases.append(Case(f"{block.label} (JAX compiled {compiles} time(s))", inputs, compiles,
+                          mistakes))  # fmt: skip
+        outputs.append(block.length)
+    verdict("compilations", cases, outputs)
+    grown = [b for b in blocks if len(b.seen) != b.length]
+    if grown:
+        fail(
+            f"compilations: the list of the block around {grown[0].label} grew from "
+            f"{grown[0].length} to {len(grown[0].seen)} after the block ended, when JAX "
+            "compiled elsewhere: a listener registered for the block and never removed keeps "
+            "appending. Register one listener once and copy into the list what arrived during "
+            "the block, or (in recent JAX) remove the block's listener when the block ends, "
+            "with jax.monitoring.unregister_event_duration_listener in a `finally:`"
+        )
+    _check_a_raising_block(compilations, x)
+    counts = [b.length for b in blocks]
+    passed(f"compilations counts as JAX does: static {counts[0]} cold, {counts[2]} warm; traced "
+           f"{counts[1]} cold, {counts[3]} warm")  # fmt: skip
+
+
+class _RaisedInside(Exception):
+    """What the check raises inside a block, after one compilation."""
+
+
+def _check_a_raising_block(compilations: Callable, x) -> None:
+    """A block that compiles once and raises: the error leaves the block, the list holds one
+    compilation, and it stays so after the block."""
+    manager = _enter(compilations)
+    start, seen, escaped = len(_events), None, False
+    try:
+        with manager as seen:
+            jax.block_until_ready(jax.jit(_fresh())(x, 0.5))
+            raise _RaisedInside("raised by the check inside the block")
+    except _RaisedInside:
+        escaped = True
+    except Exception as exc:
+        fail(f"compilations() raised {type(exc).__name__} when its block raised an error: "
+             f"{error_text(exc)}")  # fmt: skip
+    compiles = sum(e == COMPILE_EVENT for e, _ in _events[start:])
+    length = _length(seen, "a block that raises")
+    if not escaped:
+        fail(
+            "compilations swallows the error raised inside its block (an __exit__ that "
+            "returns True, or a generator that catches the error without raising it again): "
+            "a counter must let errors through"
+        )
+    if length != compiles:
+        fail(
+            f"compilations: the block that compiled {compiles} time(s) and then raised an "
+            f"error ends with {length} in its list. Fill the list in a `finally:` (try: yield "
+            "seen / finally: ...), so that a block that fails is counted too"
+        )
+    jax.block_until_ready(jax.jit(_fresh())(x, 0.5))
+    if len(seen) != length:
+        fail(
+            "compilations: after a block that raised an error, its list keeps growing when "
+            "JAX compiles elsewhere: its listener is not removed when the block fails. Remove "
+            "it in a `finally:`, or register one listener once and copy into the list what "
+            "arrived during the block"
+        )
