@@ -28,6 +28,7 @@ from companion.agents.ppo import saved
 from companion.checks import basics, core, envs as env_checks, networks as net_checks
 from companion.checks import cartpole as cartpole_checks, endings as ending_checks
 from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
+from companion.checks import checkpointing as checkpoint_checks
 from companion.checks import parallel as parallel_checks
 from companion import parallel
 from companion.checks import bugs as bug_checks
@@ -875,8 +876,8 @@ CHECKS = {
         "check_batched_rollout",
         "check_rollout_bytes",
         "check_bend",
-        "check_checkpointed_propagation",
     ],
+    checkpoint_checks: ["check_checkpointed_propagation"],
     ppo_checks: [
         "check_dual_clip_objective",
         "check_epsilon_masked_probs",

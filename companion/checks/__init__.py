@@ -36,10 +36,10 @@ from companion.checks.parallel import (
     check_data_parallel_grad,
     check_pays_from,
 )
+from companion.checks.checkpointing import check_checkpointed_propagation
 from companion.checks.performance import (
     check_batched_rollout,
     check_bend,
-    check_checkpointed_propagation,
     check_rollout_bytes,
 )
 from companion.checks.ppo import (

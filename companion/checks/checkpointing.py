@@ -1,0 +1,146 @@
+"""The self-check of the performance chapter's exercise 4: :func:`check_checkpointed_propagation`
+(the propagation network's scan body under ``jax.checkpoint``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from companion.checks.core import (
+    close,
+    fail,
+    passed,
+    require_function,
+    run_answer,
+    self_check,
+)
+
+# --- exercise 4: the propagation network's scan body under jax.checkpoint -------------------
+
+#: The original class's outputs and gradients on the check's images, once computed.
+_CHECKPOINT_REFERENCE: list = []
+#: Names of jax.checkpoint's primitive across JAX versions.
+_CHECKPOINT_PRIMITIVES = ("checkpoint", "remat2", "remat")
+
+
+def _maze_images() -> jnp.ndarray:
+    """Three float32 images ``(3, 5, 6)`` (walls, agent, target), mazes with a few walls."""
+    images = np.zeros((3, 3, 5, 6), np.float32)
+    images[1, 0, 1:4, 2] = 1.0  # a wall across the middle
+    images[2, 0, [0, 1, 2, 3], [1, 1, 3, 3]] = 1.0
+    images[2, 0, 4, :5] = 1.0
+    for i, (agent, target) in enumerate((((0, 0), (4, 5)), ((2, 0), (2, 5)), ((0, 5), (4, 0)))):
+        images[(i, 1) + agent] = 1.0
+        images[(i, 2) + target] = 1.0
+    return jnp.asarray(images)
+
+
+def _checkpoints(jaxpr) -> tuple[list, list]:
+    """The checkpoint equations of ``jaxpr``: those inside a scan's body, and the others."""
+    inside, outside = [], []
+
+    def walk(jaxpr, in_scan):
+        for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+            if eqn.primitive.name in _CHECKPOINT_PRIMITIVES:
+                (inside if in_scan else outside).append(eqn)
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    inner = getattr(item, "jaxpr", item)
+                    if hasattr(inner, "eqns"):
+                        walk(inner, in_scan or eqn.primitive.name == "scan")
+
+    walk(jaxpr, False)
+    return inside, outside
+
+
+@self_check
+def check_checkpointed_propagation(network_class: type) -> None:
+    """Check a copy of :class:`companion.agents.ppo.PropagationActorCritic` whose ``lax.scan``
+    body is wrapped in ``jax.checkpoint``: the same parameters, outputs and gradients as the
+    original, with the checkpoint inside the scan's body (so that the backward pass stores one
+    carry per iteration and recomputes the rest).
+
+    ``network_class(key, width=4, hidden_sizes=(8,), iterations=6)`` must hold the original's
+    arrays (fields and shapes); with its arrays in the original class, the check compares the
+    logits and values of three 5 x 6 mazes (``jax.vmap``, under ``jax.jit``) and the gradients
+    of their sum, and reads the program.
+
+    Raises:
+        CheckFailed: when the class is not passed (a model built from it), its arrays,
+            outputs or gradients differ, there is no ``jax.checkpoint``, it wraps the whole scan
+            or call instead of the body, or its policy saves everything.
+    """
+    import equinox as eqx
+
+    from companion.agents import ppo
+
+    if isinstance(network_class, eqx.Module):
+        fail("check_checkpointed_propagation: pass the class itself, not a model built from it")
+    require_function(network_class, "network_class")
+    sizes = dict(width=4, hidden_sizes=(8,), iterations=6)
+    call = "network_class(key, width=4, hidden_sizes=(8,), iterations=6)"
+    # both models traced, never compiled, and given the same arrays: their initialisation
+    # (orthogonal matrices) is not what the exercise changes
+    copy = run_answer(lambda key: jax.eval_shape(lambda k: network_class(k, **sizes), key),
+                      jax.random.key(3), call=call, jit=False)  # fmt: skip
+    skeleton = jax.eval_shape(lambda key: ppo.PropagationActorCritic(key, **sizes),
+                              jax.random.key(3))  # fmt: skip
+    shapes = [leaf.shape for leaf in jax.tree.leaves(skeleton)]
+    traced = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731 (an array, traced)
+    copy_shapes = [leaf.shape for leaf in jax.tree.leaves(eqx.filter(copy, traced))]
+    if copy_shapes != shapes:
+        fail(
+            f"{call} holds other arrays than ppo.PropagationActorCritic of the same sizes "
+            f"(shapes {copy_shapes}, expected {shapes}): keep its fields and __init__ "
+            "(subclass it and override __call__ only, or copy the class unchanged but for the "
+            "scan's body)"
+        )
+    keys = jax.random.split(jax.random.key(4), len(shapes))
+    leaves = [0.5 * jax.random.normal(k, shape) for k, shape in zip(keys, shapes)]
+    reference = jax.tree.unflatten(jax.tree.structure(skeleton), leaves)
+    arrays, static = eqx.partition(copy, traced)
+    model = eqx.combine(jax.tree.unflatten(jax.tree.structure(arrays), leaves), static)
+    images = _maze_images()
+
+    def outputs_and_grads(m, x):
+        def loss(m):
+            logits, value = jax.vmap(m)(x)
+            return jnp.sum(logits) + jnp.sum(value), (logits, value)
+
+        (_, out), grads = eqx.filter_value_and_grad(loss, has_aux=True)(m)
+        return out, jax.tree.leaves(grads)
+
+    got = run_answer(outputs_and_grads, model, images, call="the copy's outputs for three "
+                     "5 × 6 mazes (jax.vmap(model)(images)) and their gradient")  # fmt: skip
+    if not _CHECKPOINT_REFERENCE:  # the same for every answer: computed once
+        _CHECKPOINT_REFERENCE.append(eqx.filter_jit(outputs_and_grads)(reference, images))
+    want = _CHECKPOINT_REFERENCE[0]
+    if not (isinstance(got[0], tuple) and len(got[0]) == 2 and all(
+            close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))):  # fmt: skip
+        fail("the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
+             "images with the same weights: jax.checkpoint changes what is stored for the "
+             "backward pass, never the outputs; change nothing else in the call")  # fmt: skip
+    if not all(close(a, b, 1e-4, 1e-5) for a, b in zip(got[1], want[1])):
+        fail("the copy's gradients differ from the original's with the same weights: "
+             "jax.checkpoint recomputes the forward pass, the gradients stay the same")
+    inside, outside = _checkpoints(jax.make_jaxpr(model)(images[0]))
+    if not inside and not outside:
+        fail(
+            "there is no jax.checkpoint in the copy's program: wrap the scan's body, "
+            "propagate, in jax.checkpoint (jax.lax.scan(jax.checkpoint(propagate), ...)), so "
+            "that the backward pass recomputes each iteration's activations instead of storing "
+            "them"
+        )
+    if not inside:
+        fail(
+            "jax.checkpoint wraps the whole scan (or the whole call), not the scan's body: the "
+            "backward pass then recomputes the scan and stores its iterations all the same. "
+            "Wrap propagate, the body passed to jax.lax.scan"
+        )
+    policies = {eqn.params.get("policy") for eqn in inside}
+    if policies == {jax.checkpoint_policies.everything_saveable}:
+        fail("jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
+             "nothing. Leave the policy out, so that only the body's inputs are saved")
+    passed("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body")
