@@ -290,6 +290,16 @@ def program_equations(jaxpr) -> list:
     return out
 
 
+def _program_lacks(fn: Callable, args: tuple, primitive: str, **make_jaxpr_kwargs) -> bool:
+    """Whether ``fn``'s program on ``args`` has no ``primitive`` equation, nested ones
+    included; False when it cannot be traced (``run_answer`` reports that error)."""
+    try:
+        program = jax.make_jaxpr(fn, **make_jaxpr_kwargs)(*args)
+    except Exception:
+        return False
+    return not any(eqn.primitive.name == primitive for eqn in program_equations(program))
+
+
 def unrolled(fn: Callable, *args_by_length: tuple) -> tuple | None:
     """``(n_short, n_long)`` equations of ``fn``'s program on two argument tuples of
     increasing length when the longer program is larger (a loop unrolled into it), else

@@ -17,11 +17,11 @@ import numpy as np
 
 from companion.checks.core import (
     Case,
+    _program_lacks,
     check_shape,
     close,
     fail,
     passed,
-    program_equations,
     require_function,
     run_answer,
     self_check,
@@ -222,13 +222,7 @@ def check_settle(settle: Callable) -> None:
     require_function(settle, "settle")
     entries = [_settle_case(label, rows, cost)
                for (label, rows), cost in zip(_MAZES.items(), _COSTS)]  # fmt: skip
-    try:
-        program = jax.make_jaxpr(settle)(*entries[0][1])
-    except Exception:  # run_answer reports it below
-        program = None
-    if program is not None and not any(
-        eqn.primitive.name == "while" for eqn in program_equations(program)
-    ):
+    if _program_lacks(settle, entries[0][1], "while"):
         fail(
             "settle runs a fixed number of backups (there is no while_loop in its program; a "
             "scan or a fori_loop with fixed bounds runs them all): repeat the backup in "
