@@ -159,8 +159,8 @@ def test_the_formatter_refuses_tool_directives_a_reader_would_see():
 
 
 def test_make_check_leaves_out_the_marks_the_readme_and_pytest_name():
-    """``make check`` deselects every mark declared to pytest, and the README's paragraph on
-    ``make check`` names each of them but ``colab`` (which ``make test`` leaves out too)."""
+    """``make check`` deselects every mark declared to pytest, and CONTRIBUTING.md's paragraph
+    on ``make check`` names each of them but ``colab`` (which ``make test`` leaves out too)."""
     makefile = (ROOT / "Makefile").read_text()
     line = re.search(r"^CHECK_MARKS := ((?:.*\\\n)*.*)$", makefile, re.M).group(1)
     left_out = set(re.findall(r"not (\w+)", line))
@@ -171,8 +171,147 @@ def test_make_check_leaves_out_the_marks_the_readme_and_pytest_name():
         ]["markers"]
     }
     assert left_out == declared, (left_out, declared)
-    readme = (ROOT / "README.md").read_text()
-    check = readme[readme.index("`make check` is the loop") :].split("\n\n")[0]
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    check = contributing[contributing.index("`make check` is the loop") :].split("\n\n")[0]
     for mark in left_out - {"colab"}:
         assert f"`{mark}`" in check, mark
 
+
+# --- the README, CONTRIBUTING.md, the licences and CI -------------------------------------
+
+DOCS = ("README.md", "CONTRIBUTING.md")
+#: Suffixes of the files a document may name in code (`tools/book_cache.py`).
+FILE_SUFFIXES = {".py", ".md", ".yml", ".yaml", ".toml", ".txt", ".json", ".ipynb", ".js", ".css"}
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+def _code(markdown: str) -> list[str]:
+    """The text of a Markdown document's fenced blocks and inline code spans."""
+    blocks = FENCE.findall(markdown)
+    return blocks + [m.group(2) for m in CODE_SPAN.finditer(FENCE.sub("", markdown))]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _ignored_folders() -> set[str]:
+    lines = (ROOT / ".gitignore").read_text().splitlines()
+    return {l.strip().strip("/") for l in lines if l.strip() and not l.startswith("#")}
+
+
+def test_readme_reads_in_two_minutes():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 80, f"README.md has {len(lines)} lines; move details to CONTRIBUTING.md"
+
+
+def test_readme_points_to_the_published_book_and_to_colab():
+    """The published book is the repository's GitHub Pages site and the Colab link opens a
+    notebook of this repository's branch, both derived from _config.yml's repository."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    owner, name = config["url"].removeprefix("https://github.com/").split("/")
+    readme = (ROOT / "README.md").read_text()
+    assert f"https://{owner}.github.io/{name}/" in readme
+    colab = re.findall(
+        rf"https://colab\.research\.google\.com/github/{owner}/{name}/blob/"
+        rf"{config['branch']}/(notebooks/[\w.]+\.ipynb)", readme)  # fmt: skip
+    assert colab and all((ROOT / path).is_file() for path in colab), colab
+
+
+def test_licences_cover_code_and_text():
+    apache = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in apache and "Version 2.0, January 2004" in apache
+    # the whole text, not a notice: the definitions, the nine sections, the appendix
+    for part in ("1. Definitions.", "9. Accepting Warranty or Additional Liability.",
+                 "END OF TERMS AND CONDITIONS", "APPENDIX: How to apply"):  # fmt: skip
+        assert part in apache, part
+    text = " ".join((ROOT / "LICENSE-text").read_text().split())
+    assert "Creative Commons Attribution 4.0 International" in text and "CC BY 4.0" in text
+    assert "https://creativecommons.org/licenses/by/4.0/legalcode" in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    readme = (ROOT / "README.md").read_text()
+    licence = readme[readme.index("## Licence") :]
+    assert "(LICENSE)" in licence and "(LICENSE-text)" in licence and "CC BY 4.0" in licence
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_paths_and_links_in_the_docs_exist(doc):
+    """Every relative link, and every path a document writes in code, exists in the checkout,
+    or lies in a folder that the build writes (git-ignored: `.venv/`, `_build/`, `lab/`); a
+    command's output file (after ``--out``) needs only its folder."""
+    text = (ROOT / doc).read_text()
+    generated = _ignored_folders()
+    missing = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = ROOT / (path or doc)
+        if not file.exists():
+            missing.append(target)
+        elif anchor:
+            headings = re.findall(r"^#+ (.+)$", file.read_text(), re.MULTILINE)
+            if anchor not in map(_slug, headings):
+                missing.append(target)
+    checked = 0
+    for code in _code(text):
+        words = code.split()
+        for before, word in zip([""] + words, words):
+            word = word.rstrip(",;:)").lstrip("(")
+            if not re.fullmatch(r"[\w.\-/]+", word) or word.startswith("-"):
+                continue
+            if "/" not in word and Path(word).suffix not in FILE_SUFFIXES:
+                continue  # a module (companion.glue), a version (3.13), a word
+            checked += 1
+            if word.split("/")[0] in generated:
+                continue
+            exists = (ROOT / word).parent if before == "--out" else ROOT / word
+            if not exists.exists():
+                missing.append(word)
+    assert checked >= 5, checked
+    assert missing == [], f"{doc} names paths that do not exist: {missing}"
+
+
+def test_every_make_command_in_the_docs_is_a_target():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", makefile, re.MULTILINE))
+    named = {}
+    for doc in DOCS:
+        for code in _code((ROOT / doc).read_text()):
+            for target in re.findall(r"\bmake\s+(?:[A-Z_]+=\S+\s+)*([a-z][\w-]*)", code):
+                named.setdefault(target, doc)
+    unknown = {t: doc for t, doc in named.items() if t not in targets}
+    assert unknown == {}, f"make targets the Makefile lacks: {unknown}"
+    assert {"test", "book", "check", "colab-test", "lab", "bench"} <= named.keys(), named
+
+
+def test_the_book_workflow_runs_what_ci_runs():
+    """.ci/run and the book workflow's steps are the same commands in the same order."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = [l.strip() for l in lines if l.strip() and not l.startswith(("#", "set ", "cd "))]
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    steps = workflow["jobs"]["build"]["steps"]
+    runs = [l.strip() for s in steps if "run" in s for l in s["run"].splitlines() if l.strip()]
+    assert ci == runs, (ci, runs)
+    assert ci[:3] == ["make test", "make colab-test", "make book"], ci
+    assert ci[3].endswith(".ci/check_site.py"), ci
+
+
+def test_the_workflow_has_every_colab_runtimes_python_and_the_makefiles():
+    """The Colab test builds each runtime line of tests/colab/ with that line's Python; the
+    workflow installs each of them, and the Python the Makefile prefers (3.13) last, as the
+    default. pyproject's requires-python and the Makefile accept the same oldest Python."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    (setup,) = [s for s in workflow["jobs"]["build"]["steps"]
+                if s.get("uses", "").startswith("actions/setup-python")]  # fmt: skip
+    versions = str(setup["with"]["python-version"]).split()
+    for spec in SPECS:
+        python = re.search(r"Python (\d+\.\d+)", spec.read_text().splitlines()[0]).group(1)
+        assert python in versions, (spec.name, python, versions)
+    assert versions[-1] == "3.13"
+    oldest = re.search(r"sys\.version_info >= \((\d+), (\d+)\)", (ROOT / "Makefile").read_text())
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == f">={oldest.group(1)}.{oldest.group(2)}" == ">=3.12"
