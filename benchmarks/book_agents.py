@@ -1,9 +1,10 @@
 """The book's PPO and DQN measured the way ``source_posts.py`` measures the posts' agents.
 
-Both agents are trained in compiled chunks (``make_trainer``'s ``init`` and ``run``). After
-each chunk the clock stops and the current policy is evaluated on fresh episodes; "time to
-target" is compile time plus training time (evaluations excluded) up to the first
-evaluation at or above the target. The compiled programs are reused by later keys of the
+PPO is trained in compiled chunks (``make_trainer``'s ``init`` and ``run``): after each chunk
+the clock stops and the current policy is evaluated on fresh episodes. DQN is trained in one
+compiled run whose greedy evaluations after every block are part of the program. "Time to
+target" is compile time plus training time up to the first evaluation at or above the target
+(for DQN, its evaluations included). The compiled programs are reused by later keys of the
 same configuration, which report the first compile time.
 
 - PPO (``ppo.FIXED_MAZE_CONFIG``, the chapter's 262,144 steps): evaluation every 8 updates
@@ -22,11 +23,14 @@ import jax
 import numpy as np
 
 from companion.agents import dqn, ppo
+from companion.envs import cartpole
 
 PPO_CONFIG = ppo.FIXED_MAZE_CONFIG._replace(total_timesteps=262_144)
 PPO_NETWORK = ppo.FIXED_MAZE_NETWORK
 PPO_EVAL_EVERY_UPDATES = 8  # 8 x 64 environments x 32 steps = 16,384 steps
 DQN_CONFIG = dqn.DQNConfig()
+DQN_NETWORK = dqn.make_q_network(2, (64, 64))
+DQN_ENV = cartpole.CartPole()
 _COMPILED: dict = {}
 
 
@@ -91,7 +95,12 @@ def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 
 def measure_dqn(seed: int, eval_key: jax.Array, episodes: int = 100,
                 config: dqn.DQNConfig = DQN_CONFIG, target: float = 475.0,
                 post_solved_length: float = 200.0) -> dict:  # fmt: skip
-    """Train the book's DQN one block at a time, evaluating after each block.
+    """Train the book's DQN in one run, with its greedy evaluations after every block.
+
+    ``dqn.make_train(config, DQN_NETWORK, DQN_ENV)`` with ``eval_episodes = episodes``: the
+    evaluations are part of the compiled program, so their time is part of ``run_s``; the time
+    to an evaluation is compile time plus ``run_s`` in proportion to the environment steps run
+    up to it. ``eval_key`` is not used (the evaluations draw from the training key).
 
     Returns:
         dict with ``compile_s``, ``run_s``, ``steps_per_s``, ``evals`` (env_steps,
@@ -100,48 +109,44 @@ def measure_dqn(seed: int, eval_key: jax.Array, episodes: int = 100,
         training episode longer than ``post_solved_length`` steps), ``longest_episode``,
         and the final and kept-best parameters (removed before writing JSON).
     """
-    trainer = dqn.make_trainer(config)
-    network = dqn.make_q_network(2, config.hidden_sizes)
+    del eval_key
+    config = config._replace(eval_episodes=episodes)
+    train = jax.jit(dqn.make_train(config, DQN_NETWORK, DQN_ENV))
     key = jax.random.key(seed)
-    init, init_compile_s = _compiled(("dqn-init", config), trainer.init, key)
-    runner, _ = init(key)
-    run, run_compile_s = _compiled(("dqn-run", config), trainer.run, runner, 1)
-    compile_s = init_compile_s + run_compile_s
+    program, compile_s = _compiled(("dqn", config), train, key)
     start = time.perf_counter()
-    runner, _ = jax.block_until_ready(init(jax.random.key(seed)))  # the timed warm-up
+    runner, metrics = jax.block_until_ready(program(key))
     run_s = time.perf_counter() - start
-    evals, post_solved, longest = [], None, 0.0
-    for _ in range(config.num_blocks):
-        start = time.perf_counter()
-        runner, metrics = jax.block_until_ready(run(runner))
-        block_s = time.perf_counter() - start
-        longest_t = np.asarray(metrics["returns_max"])
-        if post_solved is None and (longest_t > post_solved_length).any():
-            i = int(np.argmax(longest_t > post_solved_length))
-            post_solved = {
-                "steps": int(metrics["env_steps"][i]),
-                "time_s": compile_s + run_s + block_s * (i + 1) / len(longest_t),
-            }
-        longest = max(longest, float(longest_t.max()))
-        run_s += block_s
-        eval_key, k = jax.random.split(eval_key)
-        score = float(np.mean(dqn.greedy_returns(runner.params, k, episodes, network)))
-        evals.append({"env_steps": int(runner.env_steps), "train_s": compile_s + run_s,
-                      "return": score})  # fmt: skip
+    total = int(runner.env_steps)
+
+    def train_s(env_steps: int) -> float:
+        return compile_s + run_s * env_steps / total
+
+    longest_t = np.asarray(metrics["returns_max"])
+    steps_t = np.asarray(metrics["env_steps"])
+    solved = np.flatnonzero(longest_t > post_solved_length)
+    post_solved = None
+    if solved.size:
+        steps = int(steps_t[solved[0]])
+        post_solved = {"steps": steps, "time_s": train_s(steps)}
+    evals = [
+        {"env_steps": int(s), "train_s": train_s(int(s)), "return": float(r)}
+        for s, r in zip(np.asarray(metrics["eval_env_steps"]), np.asarray(metrics["eval_return"]))
+    ]
     hit = [e for e in evals if e["return"] >= target]
     return {
         "agent": "book DQN",
         "seed": seed,
-        "env_steps": int(runner.env_steps),
+        "env_steps": total,
         "compile_s": compile_s,
         "run_s": run_s,
-        "steps_per_s": int(runner.env_steps) / run_s,
+        "steps_per_s": total / run_s,
         "evals": evals,
         "steps_to_target": hit[0]["env_steps"] if hit else None,
         "time_to_target_s": hit[0]["train_s"] if hit else None,
         "post_solved_steps": post_solved["steps"] if post_solved else None,
         "post_solved_s": post_solved["time_s"] if post_solved else None,
-        "longest_episode": longest,
+        "longest_episode": float(longest_t.max()),
         "final_params": runner.params,
         "best_params": runner.best_params,
     }

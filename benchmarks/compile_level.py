@@ -55,8 +55,9 @@ def measure_programs(quick: bool) -> dict:
     import jax
 
     from companion.agents import dqn, ppo
-    from companion.bench import compile_and_time
+    from measure import compile_and_time
     from companion.envs import maze
+    from companion.envs.cartpole import CartPole
 
     repeats = 2 if quick else 3
     ppo_steps = {"tiny": 2_048} if quick else {"tiny": 4_096, "book": 65_536}
@@ -70,7 +71,7 @@ def measure_programs(quick: bool) -> dict:
         out[f"ppo_{budget}"] = {"env_steps": 4 * config.env_steps_run, **timing}
     for budget, steps in dqn_steps.items():
         config = dqn.DQNConfig(total_steps=steps, learning_starts=min(2_000, steps // 2))
-        timing, _ = compile_and_time(dqn.make_train(config), (jax.random.key(1),), repeats)
+        timing, _ = compile_and_time(dqn.make_train(config, dqn.make_q_network(), CartPole()), (jax.random.key(1),), repeats)
         out[f"dqn_{budget}"] = {"env_steps": config.env_steps_run, **timing}
     return out
 
@@ -111,7 +112,7 @@ def main(argv=None) -> dict:
         return {}
 
     sys.path.insert(0, str(ROOT))
-    from companion.bench import result_header
+    from measure import result_header
 
     started = time.perf_counter()
     measured = QUICK_SETTINGS if args.quick else tuple(SETTINGS)

@@ -31,9 +31,12 @@ import jax
 import numpy as np
 
 from companion.agents import dqn
-from companion.bench import result_header
+from measure import result_header
+from companion.envs import cartpole
 
 RESULTS = Path(__file__).resolve().parent / "results"
+NETWORK = dqn.make_q_network(2, (64, 64))  # the chapter's Q-network
+ENV = cartpole.CartPole()  # CartPole-v1
 SOLVED = 475.0
 
 
@@ -48,7 +51,7 @@ def _compile_and_run(fn, *args):
 
 def measure_book(config: dqn.DQNConfig, seed: int) -> dict:
     (runner, metrics), compile_s, run_s = _compile_and_run(
-        dqn.make_train(config), jax.random.key(seed)
+        dqn.make_train(config, NETWORK, ENV), jax.random.key(seed)
     )
     evals = np.asarray(metrics["eval_return"])
     steps = np.asarray(metrics["eval_env_steps"])
@@ -60,7 +63,7 @@ def measure_book(config: dqn.DQNConfig, seed: int) -> dict:
                 runner.best_params,
                 jax.random.key(1000 + seed),
                 100,
-                dqn.make_q_network(2, config.hidden_sizes),
+                NETWORK,
             )
         )
     )
@@ -136,13 +139,13 @@ def main(argv=None) -> dict:
 
     # The chapter's training: all seeds at once, with the chapter's configuration.
     config = dqn.DQNConfig() if not args.quick else config
-    train = jax.vmap(dqn.make_train(config))
+    train = jax.vmap(dqn.make_train(config, NETWORK, ENV))
     (runner, _), compile_s, run_s = _compile_and_run(
         train, jax.random.split(jax.random.key(42), num_seeds)
     )
     returns = jax.jit(
         jax.vmap(
-            lambda p, k: dqn.greedy_returns(p, k, 100, dqn.make_q_network(2, config.hidden_sizes))
+            lambda p, k: dqn.greedy_returns(p, k, 100, NETWORK)
         )
     )(runner.best_params, jax.random.split(jax.random.key(7), num_seeds))
     means = np.asarray(returns).mean(axis=1)

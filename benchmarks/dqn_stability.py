@@ -31,9 +31,12 @@ import jax
 import numpy as np
 
 from companion.agents import dqn
-from companion.bench import result_header
+from measure import result_header
+from companion.envs import cartpole
 
 RESULTS = Path(__file__).resolve().parent / "results"
+NETWORK = dqn.make_q_network(2, (64, 64))  # the chapter's Q-network
+ENV = cartpole.CartPole()  # CartPole-v1
 SOLVED = 475.0
 EVAL_SEED = 10_000
 
@@ -55,7 +58,7 @@ CONFIGS = (
 
 def measure(config: dqn.DQNConfig, keys: list[int], episodes: int) -> dict:
     """Train ``keys`` at once with ``config``; evaluate final and kept-best parameters."""
-    train = jax.jit(jax.vmap(dqn.make_train(config)))
+    train = jax.jit(jax.vmap(dqn.make_train(config, NETWORK, ENV)))
     seeds = jax.numpy.stack([jax.random.key(k) for k in keys])
     start = time.perf_counter()
     compiled = train.lower(seeds).compile()
@@ -63,8 +66,7 @@ def measure(config: dqn.DQNConfig, keys: list[int], episodes: int) -> dict:
     start = time.perf_counter()
     runner, metrics = jax.block_until_ready(compiled(seeds))
     run_s = time.perf_counter() - start
-    network = dqn.make_q_network(2, config.hidden_sizes)
-    evaluate = jax.jit(jax.vmap(lambda p, k: dqn.greedy_returns(p, k, episodes, network)))
+    evaluate = jax.jit(jax.vmap(lambda p, k: dqn.greedy_returns(p, k, episodes, NETWORK)))
     eval_keys = jax.numpy.stack([jax.random.key(EVAL_SEED + k) for k in keys])
     final = np.asarray(evaluate(runner.params, eval_keys)).mean(axis=1)
     best = np.asarray(evaluate(runner.best_params, eval_keys)).mean(axis=1)

@@ -41,7 +41,7 @@ CALLBACKS = ("pure_callback", "io_callback", "debug_callback", "callback")
 # the config (the baseline) or apart from it (ppo.FIXED_MAZE_NETWORK: the same sizes), and
 # the task in the config (the baseline) or the environment given.
 MEASURE = r"""
-import json, sys, time
+import inspect, json, sys, time
 sys.path.insert(0, sys.argv[1])
 import jax
 from companion.agents import dqn, ppo
@@ -75,10 +75,17 @@ if hasattr(ppo, "FIXED_MAZE_NETWORK"):
     ppo_train = ppo.make_train(ppo_config, ppo.FIXED_MAZE_NETWORK, maze.make_maze_task("medium"))
 else:
     ppo_train = ppo.make_train(ppo_config._replace(task="medium"))
+if "network" not in inspect.signature(dqn.make_train).parameters:  # network built inside
+    dqn_network_and_env = ()
+else:
+    from companion.envs import cartpole
+
+    dqn_network_and_env = (dqn.make_q_network(), cartpole.CartPole())
 programs = {
     "ppo": ppo_train,
     "dqn": dqn.make_train(
-        dqn.DQNConfig(total_steps=dqn_steps, learning_starts=min(2_000, dqn_steps // 2))
+        dqn.DQNConfig(total_steps=dqn_steps, learning_starts=min(2_000, dqn_steps // 2)),
+        *dqn_network_and_env,
     ),
 }
 for name, train in programs.items():

@@ -32,7 +32,8 @@ from pathlib import Path
 import jax
 
 from companion.agents import dqn, ppo
-from companion.bench import compile_and_time, result_header, step_rates
+from measure import compile_and_time, result_header, step_rates
+from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -68,7 +69,7 @@ def train_point(train, env_steps_run: int, num_seeds: int | None, repeats: int) 
 
 
 def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dict:
-    return train_point(dqn.make_train(config), config.env_steps_run, num_seeds, repeats)
+    return train_point(dqn.make_train(config, dqn.make_q_network(), cartpole.CartPole()), config.env_steps_run, num_seeds, repeats)
 
 
 def ppo_point(config: ppo.PPOConfig, num_seeds: int | None, repeats: int) -> dict:

@@ -52,7 +52,7 @@ import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
 
 from companion.agents.ppo import networks as ppo_networks  # noqa: E402
-from companion.bench import result_header  # noqa: E402
+from measure import result_header  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PPO_TARGET = 0.99
@@ -154,7 +154,7 @@ def measure_book_dqn(seed: int, episodes: int, config) -> dict:
     from companion.agents import dqn
 
     run = book_agents.measure_dqn(seed, jax.random.key(PERIODIC_SEED + seed), episodes, config)
-    network = dqn.make_q_network(2, config.hidden_sizes)
+    network = book_agents.DQN_NETWORK
     k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
     for name, key in (("final", k_final), ("best", k_best)):
         returns = dqn.greedy_returns(run.pop(f"{name}_params"), key, episodes, network)

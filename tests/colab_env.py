@@ -155,7 +155,7 @@ def companion_repository(where: Path) -> Path:
     """A git repository in ``where`` whose ``main`` branch holds this working tree's
     companion package (committed or not), for the setup cell to install from."""
     where.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, where / name)
     shutil.copytree(ROOT / "companion", where / "companion",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip

@@ -9,7 +9,7 @@ os.environ.setdefault("DRLJAX_BUDGET", "tiny")
 # is most of a test run. LLVM optimisation level 2 (XLA:CPU's default is 3) makes compiling
 # cheaper and changes only the machine code, not the results (bit for bit in a short PPO and
 # DQN run). ``benchmarks/compile_level.py`` measures it against XLA's default: see the
-# README for its figures. Set here, before JAX starts, the flag reaches the notebook kernels
+# CONTRIBUTING.md for its figures. Set here, before JAX starts, the flag reaches the notebook kernels
 # and the subprocesses too; an ``XLA_FLAGS`` that already sets it wins, and the book build
 # keeps XLA's defaults.
 TEST_XLA_FLAGS = {"--xla_backend_optimization_level": "2"}

@@ -40,6 +40,7 @@ from companion.checks import compilations as compilation_checks
 from companion.checks import silent_bugs as silent_bug_checks
 from companion.checks import generalising as generalising_checks
 from companion.envs import autoreset, cartpole, jumanji_import, maze
+from jumanji.wrappers import AutoResetWrapper, VmapAutoResetWrapper  # after companion's import
 
 # Value checks inside a compiled program run under companion.debug.checked (checkify), which
 # raises checkify's JaxRuntimeError, a ValueError; a plain jit leaves them out.
@@ -70,13 +71,19 @@ def _tiny_ppo(**changes):
 
 TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(4,))
 EMPTY = maze.make_maze_task("empty")
+WRAPPED = AutoResetWrapper(EMPTY)  # resets by itself: would hide the episode ends
+UNWRAP = 'env: expected a jumanji Maze without wrappers, got AutoResetWrapper\\(Maze\\)'
 
 
 def _tiny_dqn(**changes):
     return dqn.DQNConfig(
         num_envs=2, total_steps=400, learning_starts=200, batch_size=8, eval_every=50,
-        buffer_capacity=100, hidden_sizes=(8,),
+        buffer_capacity=100,
     )._replace(**changes)  # fmt: skip
+
+
+DQN_NET = dqn.make_q_network(2, (8,))
+CARTPOLE = cartpole.CartPole()
 
 
 def _buffer():
@@ -273,6 +280,16 @@ CASES = [
     Case('agents.ppo.rollout.rollout',
          lambda mp: _rollout_without_next_obs(),
          ValueError, "timestep: expected extras\\['next_obs'\\]"),
+    Case('agents.ppo.rollout.rollout',
+         lambda mp: ppo.rollout(None, WRAPPED, None, None, None, _key(), 3),
+         TypeError, UNWRAP + '.*Pass the unwrapped Maze: env.unwrapped'),
+    Case('agents.ppo.rollout.rollout',
+         lambda mp: ppo.rollout(None, EMPTY, {'states': 0}, None, None, _key(), 3),
+         TypeError, 'pool: expected None or a ResetPool'),
+    Case('agents.ppo.rollout.next_values',
+         lambda mp: ppo.next_values(None, _transitions(3, 2), None,
+                                    jax.tree.map(lambda x: jnp.stack([x, x]), _maze_obs()), WRAPPED),
+         TypeError, UNWRAP),
     Case('agents.ppo.rollout.next_values',
          lambda mp: ppo.next_values(None, {"value": jnp.zeros((3, 2))}, None, None, None),
          TypeError, 'transitions: expected a ppo.Transition, got dict'),
@@ -345,6 +362,12 @@ CASES = [
     Case('agents.ppo.train.make_trainer',
          lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, EMPTY, loss_fn='ppo'),
          TypeError, 'loss_fn: expected a function'),
+    Case('agents.ppo.train.make_trainer',
+         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, VmapAutoResetWrapper(EMPTY)),
+         TypeError, 'env: expected a jumanji Maze without wrappers, got VmapAutoResetWrapper\\('),
+    Case('agents.ppo.train.make_train',
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, WRAPPED),
+         TypeError, UNWRAP),
     Case('agents.ppo.config.default_loss',
          lambda mp: ppo.default_loss({'clip_eps': 0.2}),
          TypeError, 'config: expected a PPOConfig'),
@@ -357,6 +380,12 @@ CASES = [
     Case('agents.ppo.train.success_by_start',
          lambda mp: ppo.success_by_start(None),
          TypeError, 'runner: expected a ppo.RunnerState'),
+    Case('agents.ppo.evaluate.evaluate',
+         lambda mp: ppo.evaluate(lambda x: x, WRAPPED, _key(), 5),
+         TypeError, UNWRAP + '.*reaching the target would not count'),
+    Case('agents.ppo.evaluate.evaluate',
+         lambda mp: ppo.evaluate(lambda x: x, 'empty', _key(), 5),
+         TypeError, "env: expected a jumanji Maze, got str; .*make_maze_task"),
     Case('agents.ppo.evaluate.evaluate',
          lambda mp: ppo.evaluate(lambda x: x, maze.make_maze_task('empty'), _key(), 0),
          ValueError, 'num_episodes: expected a positive int, got 0'),
@@ -418,13 +447,13 @@ CASES = [
          lambda mp: dqn.check_config(_tiny_dqn(epsilon_end=-0.1)),
          ValueError, 'config.epsilon_end'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn(learning_starts=4)),
+         lambda mp: dqn.make_train(_tiny_dqn(learning_starts=4), DQN_NET, CARTPOLE),
          ValueError, 'config.learning_starts: 4 must be at least batch_size'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn(), target_fn=3),
+         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE, target_fn=3),
          TypeError, 'target_fn: expected a function or None'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn())(jnp.zeros(2)),
+         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE)(jnp.zeros(2)),
          TypeError, 'key: expected a PRNG key'),
     Case('agents.dqn.train.make_optimizer',
          lambda mp: dqn.make_optimizer('fast'),
@@ -549,6 +578,21 @@ CASES = [
     Case('envs.autoreset.make_reset_pool',
          lambda mp: autoreset.make_reset_pool(maze.make_maze_task('empty'), _key(), 0),
          ValueError, 'pool_size: expected a positive int, got 0'),
+    Case('envs.autoreset.make_reset_pool',
+         lambda mp: autoreset.make_reset_pool(WRAPPED, _key(), 2),
+         TypeError, UNWRAP),
+    Case('envs.autoreset.make_reset_pool',
+         lambda mp: autoreset.make_reset_pool(EMPTY, 0, 2),
+         TypeError, 'key: expected a PRNG key, got the number 0'),
+    Case('envs.autoreset.reset_with_next_obs',
+         lambda mp: autoreset.reset_with_next_obs(WRAPPED, _key()),
+         TypeError, UNWRAP),
+    Case('envs.autoreset.pool_reset',
+         lambda mp: autoreset.pool_reset(WRAPPED, autoreset.make_reset_pool(EMPTY, _key(), 2), _key(1)),
+         TypeError, UNWRAP),
+    Case('envs.autoreset.pooled_autoreset_step',
+         lambda mp: autoreset.pooled_autoreset_step(WRAPPED, None, None, 0),
+         TypeError, UNWRAP),
     Case('envs.autoreset.raw_key',
          lambda mp: autoreset.raw_key(3),
          TypeError, 'key: expected a PRNG key, got the number 3'),
@@ -793,9 +837,27 @@ CASES = [
 # fmt: on
 
 CASES += [
+    Case("agents.dqn.train.make_train",
+         lambda mp: dqn.make_train(_tiny_dqn(), "mlp", CARTPOLE),
+         TypeError, "network: expected a haiku hk.Transformed"),
+    Case("agents.dqn.train.make_train",
+         lambda mp: dqn.make_train(_tiny_dqn(), dqn.make_q_network(3, (8,)), CARTPOLE),
+         ValueError, "network: expected Q-values of shape \\(batch, 2\\)"),
+    Case("agents.dqn.train.make_train",
+         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole),
+         TypeError, "env: expected a cartpole.CartPole, got module"),
+    Case("agents.dqn.train.make_train",
+         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole.DEFAULT_PARAMS),
+         TypeError, "env: expected a cartpole.CartPole, got CartPoleParams; wrap the constants"),
+    Case("agents.dqn.evaluate.greedy_returns",
+         lambda mp: dqn.greedy_returns(_dqn_params(), _key(), 3, env="CartPole-v1"),
+         TypeError, "env: expected a cartpole.CartPole, got str"),
+    Case("envs.cartpole.check_env",
+         lambda mp: cartpole.check_env(cartpole.CartPole(params=(9.8,))),
+         TypeError, "env: expected a cartpole.CartPole, got CartPole"),
     Case(
-        "agents.dqn.train.make_trainer",
-        lambda mp: dqn.make_trainer(_tiny_dqn(), target_fn="double"),
+        "agents.dqn.train.make_train",
+        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE, target_fn="double"),
         TypeError,
         "target_fn: expected a function or None",
     ),
@@ -910,7 +972,6 @@ EXEMPT = {
     "agents.dqn.losses.Transition": "data container",
     "agents.dqn.train.DQNConfig": "data container; checked by agents.dqn.check_config",
     "agents.dqn.train.RunnerState": "data container",
-    "agents.dqn.train.Trainer": "data container",
     "agents.ppo.rollout.Transition": "data container",
     "agents.ppo.losses.Batch": "data container",
     "agents.ppo.config.PPOConfig": "data container; checked by agents.ppo.config.check_config",
@@ -923,6 +984,7 @@ EXEMPT = {
     "envs.autoreset.ResetPool": "data container",
     "envs.cartpole.CartPoleParams": "data container",
     "envs.cartpole.CartPoleState": "data container",
+    "envs.cartpole.CartPole": "constants and three methods that call reset, step and step_autoreset",
     "envs.cartpole.TimeStep": "data container",
     "replay.ReplayBuffer": "data container",
     "checks.core.CheckFailed": "the exception the checks raise",

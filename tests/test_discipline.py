@@ -44,8 +44,9 @@ DQN_TINY = dqn.DQNConfig(
     eval_every=100,
     eval_episodes=2,
     buffer_capacity=300,
-    hidden_sizes=(8,),
 )
+DQN_TINY_NET = dqn.make_q_network(2, (8,))
+CARTPOLE = cartpole.CartPole()
 
 
 @contextlib.contextmanager
@@ -114,8 +115,8 @@ ENTRY_POINTS = {
         jax.random.key(1),
         4,
     ),
-    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY))(jax.random.key(0)),
-    "dqn.make_train vmapped seeds": lambda: jax.jit(jax.vmap(dqn.make_train(DQN_TINY)))(
+    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))(jax.random.key(0)),
+    "dqn.make_train vmapped seeds": lambda: jax.jit(jax.vmap(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE)))(
         jax.random.split(jax.random.key(0), 2)
     ),
     "ppo.evaluate vmapped over keys": lambda: jax.vmap(
@@ -201,15 +202,15 @@ def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
 
 
 def test_dqn_train_and_greedy_returns_compile_once():
-    train = jax.jit(dqn.make_train(DQN_TINY))
+    train = jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))
     runner, _ = jax.block_until_ready(train(jax.random.key(0)))
-    network = dqn.make_q_network(2, DQN_TINY.hidden_sizes)
+    network = DQN_TINY_NET
     jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(5), 3, network))
     with count_compiles() as compiles:
         runner, _ = jax.block_until_ready(train(jax.random.key(1)))
         jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(6), 3, network))
         # the default network is one object too, so its program is reused as well
-        same = dqn.make_q_network(2, DQN_TINY.hidden_sizes)
+        same = dqn.make_q_network(2, (8,))
         assert same is network
         jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(7), 3, same))
     assert compiles == []
@@ -231,21 +232,6 @@ def test_trainer_runs_in_chunks_like_one_train_call():
     with count_compiles() as compiles:
         trainer.run(trainer.init(jax.random.key(1)), 2)  # the same chunk size: no new compile
     assert compiles == []
-
-
-def test_dqn_trainer_runs_in_chunks_like_one_train_call():
-    """dqn.make_trainer's init and run, one block at a time, give make_train's result."""
-    trainer = dqn.make_trainer(DQN_TINY)
-    runner, _ = trainer.init(jax.random.key(0))
-    evals = []
-    for _ in range(DQN_TINY.num_blocks):
-        runner, metrics = trainer.run(runner, 1)
-        evals.append(metrics["eval_return"])
-    whole, whole_metrics = jax.jit(dqn.make_train(DQN_TINY))(jax.random.key(0))
-    for a, b in zip(jax.tree.leaves(runner.params), jax.tree.leaves(whole.params)):
-        assert jnp.allclose(a, b, atol=1e-5)
-    assert jnp.allclose(jnp.concatenate(evals), whole_metrics["eval_return"])
-    assert int(runner.env_steps) == DQN_TINY.env_steps_run
 
 
 # --- lean programs: no host callbacks, so JAX's persistent cache can serve them -----------
@@ -280,7 +266,7 @@ LEAN_PROGRAMS = {
     "ppo train": lambda: ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM),
     "ppo train propagation": lambda: ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION, RANDOM),
     "ppo evaluate": _ppo_evaluate,
-    "dqn train": lambda: dqn.make_train(DQN_TINY),
+    "dqn train": lambda: dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE),
     "dqn greedy_returns": _dqn_greedy_returns,
 }
 
@@ -368,6 +354,7 @@ jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 from companion.agents import dqn, ppo
+from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 hits = []
 jax.monitoring.register_event_listener(
@@ -377,15 +364,16 @@ ppo_config = ppo.PPOConfig(num_envs=4, num_steps=4, total_timesteps=32,
                            num_epochs=1, num_minibatches=2)
 ppo_network = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
 dqn_config = dqn.DQNConfig(num_envs=2, total_steps=400, learning_starts=200, batch_size=8,
-                           eval_every=100, eval_episodes=2, buffer_capacity=300, hidden_sizes=(8,))
+                           eval_every=100, eval_episodes=2, buffer_capacity=300)
+dqn_parts = (dqn.make_q_network(2, (8,)), cartpole.CartPole())
 if sys.argv[2] == "other programs first":  # checks traced before: checkify counts them
     from jax.experimental import checkify
     for _ in range(3):
         jax.make_jaxpr(lambda x: checkify.debug_check(x > 0, "x: expected > 0"))(1.0)
-    jax.make_jaxpr(dqn.make_train(dqn_config))(jax.random.key(1))
+    jax.make_jaxpr(dqn.make_train(dqn_config, *dqn_parts))(jax.random.key(1))
 loaded = []  # per training program: 1 if it came from the cache
 ppo_train = ppo.make_train(ppo_config, ppo_network, maze_lib.make_maze_task("empty"))
-for train in (ppo_train, dqn.make_train(dqn_config)):
+for train in (ppo_train, dqn.make_train(dqn_config, *dqn_parts)):
     key = jax.random.key(0)
     before = len(hits)
     jax.block_until_ready(jax.jit(train)(key))  # one program: jit(train)

@@ -96,10 +96,12 @@ TINY = DQNConfig(
     num_envs=2, total_steps=1_200, learning_starts=200, buffer_capacity=500, batch_size=32,
     eval_every=100, eval_episodes=2, epsilon_decay_steps=500,
 )
+NETWORK = make_q_network(2, (64, 64))
+ENV = cartpole.CartPole()
 
 
 def test_make_train_runs_and_stores_true_next_observations():
-    runner, metrics = jax.jit(make_train(TINY))(jax.random.key(0))
+    runner, metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(0))
     iterations = TINY.warmup_iterations + TINY.num_blocks * TINY.block_iterations
     assert metrics["loss"].shape == (iterations,)
     assert metrics["eval_return"].shape == (TINY.num_blocks,)
@@ -118,7 +120,7 @@ def test_make_train_runs_and_stores_true_next_observations():
 
 
 def test_train_vmaps_over_seeds_with_different_results():
-    runner, metrics = jax.jit(jax.vmap(make_train(TINY)))(jax.random.split(jax.random.key(0), 2))
+    runner, metrics = jax.jit(jax.vmap(make_train(TINY, NETWORK, ENV)))(jax.random.split(jax.random.key(0), 2))
     assert metrics["loss"].shape[0] == 2
     assert not np.allclose(metrics["loss"][0], metrics["loss"][1])
 
@@ -157,9 +159,9 @@ def test_learning_rate_decays_to_its_final_fraction_by_hand(schedule):
 
 def test_config_errors():
     with pytest.raises(ValueError, match="learning_starts"):
-        make_train(TINY._replace(learning_starts=10))
+        make_train(TINY._replace(learning_starts=10), NETWORK, ENV)
     with pytest.raises(ValueError, match="total_steps"):
-        make_train(TINY._replace(total_steps=200))
+        make_train(TINY._replace(total_steps=200), NETWORK, ENV)
 
 
 def test_make_train_accepts_another_target_and_uses_it():
@@ -174,11 +176,22 @@ def test_make_train_accepts_another_target_and_uses_it():
     def zeros(reward, terminated, q_next_online, q_next_target, gamma):
         return jnp.zeros_like(reward)
 
-    plain, plain_metrics = jax.jit(make_train(config))(jax.random.key(0))
-    double, _ = jax.jit(make_train(config, target_fn=double_dqn))(jax.random.key(0))
-    _, zero_metrics = jax.jit(make_train(config, target_fn=zeros))(jax.random.key(0))
+    plain, plain_metrics = jax.jit(make_train(config, NETWORK, ENV))(jax.random.key(0))
+    double, _ = jax.jit(make_train(config, NETWORK, ENV, target_fn=double_dqn))(jax.random.key(0))
+    _, zero_metrics = jax.jit(make_train(config, NETWORK, ENV, target_fn=zeros))(jax.random.key(0))
     leaves = lambda r: jax.tree.leaves(r.params)  # noqa: E731
     assert any(not np.allclose(a, b) for a, b in zip(leaves(plain), leaves(double)))
     # rewards of 1 push DQN's Q-values up; a target of 0 pulls them towards 0
     assert float(plain_metrics["q_mean"][-1]) > 1.0
     assert abs(float(zero_metrics["q_mean"][-1])) < 0.2
+
+
+def test_make_train_steps_the_environment_it_is_given():
+    """A CartPole with a 20-step limit truncates every training and evaluation episode at 20;
+    CartPole-v1 (500 steps) lets some random early episodes run longer on the same key."""
+    short = cartpole.CartPole(cartpole.DEFAULT_PARAMS._replace(max_steps=20))
+    _, metrics = jax.jit(make_train(TINY, NETWORK, short))(jax.random.key(0))
+    _, long_metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(0))
+    assert float(metrics["returns_max"].max()) == 20.0
+    assert float(metrics["eval_return"].max()) <= 20.0
+    assert float(long_metrics["returns_max"].max()) > 20.0

@@ -225,6 +225,45 @@ def step_autoreset(
     return new_state, timestep._replace(obs=new_state.physics)
 
 
+class CartPole(NamedTuple):
+    """CartPole as an environment object: its constants, and :func:`reset`, :func:`step` and
+    :func:`step_autoreset` over them. What the book's DQN trains on
+    (``dqn.make_train(config, network, cartpole.CartPole())``), as a jumanji ``Maze`` is what
+    its PPO trains on. ``CartPole()`` is gymnasium's CartPole-v1.
+    """
+
+    params: CartPoleParams = DEFAULT_PARAMS
+
+    def reset(self, key: jax.Array) -> tuple[CartPoleState, jax.Array]:
+        """:func:`reset` with this environment's constants."""
+        return reset(key, self.params)
+
+    def step(self, state: CartPoleState, action) -> tuple[CartPoleState, TimeStep]:
+        """:func:`step` with this environment's constants."""
+        return step(state, action, self.params)
+
+    def step_autoreset(self, state: CartPoleState, action) -> tuple[CartPoleState, TimeStep]:
+        """:func:`step_autoreset` with this environment's constants."""
+        return step_autoreset(state, action, self.params)
+
+
+def check_env(env, name: str = "env") -> CartPole:
+    """Return ``env`` if it is a :class:`CartPole` whose constants are a :class:`CartPoleParams`.
+
+    Raises:
+        TypeError: naming ``name``, for anything else (the module ``cartpole`` itself, a
+            gymnasium environment, a bare ``CartPoleParams``).
+    """
+    if not isinstance(env, CartPole) or not isinstance(env.params, CartPoleParams):
+        hint = (
+            "wrap the constants: cartpole.CartPole(params)"
+            if isinstance(env, CartPoleParams)
+            else "for CartPole-v1 pass companion.envs.cartpole.CartPole()"
+        )
+        raise TypeError(f"{name}: expected a cartpole.CartPole, got {type(env).__name__}; {hint}")
+    return env
+
+
 def random_rollout(
     key: jax.Array, num_envs: int, num_steps: int, params: CartPoleParams = DEFAULT_PARAMS
 ) -> tuple[CartPoleState, jax.Array]:

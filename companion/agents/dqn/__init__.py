@@ -10,17 +10,14 @@ from companion.agents.dqn.networks import epsilon_greedy, make_q_network
 from companion.agents.dqn.train import (
     DQNConfig,
     RunnerState,
-    Trainer,
     check_config,
     make_optimizer,
     make_train,
-    make_trainer,
 )
 
 __all__ = [
     "DQNConfig",
     "RunnerState",
-    "Trainer",
     "Transition",
     "check_config",
     "dqn_loss",
@@ -29,7 +26,6 @@ __all__ = [
     "make_optimizer",
     "make_q_network",
     "make_train",
-    "make_trainer",
     "td_target",
     "update_target",
 ]

@@ -1,4 +1,8 @@
-"""Transitions, the TD target, the DQN loss and the target network's update."""
+"""Transitions, the TD target, the DQN loss and the target network's update.
+
+The public functions check their arguments; the ``_``-prefixed cores do not, for callers that
+have checked them already (DQN's trainer checks its config once).
+"""
 
 from __future__ import annotations
 
@@ -52,7 +56,11 @@ def td_target(
             raise ValueError(
                 f"{name}: expected shape {batch} (one per row of q_next_target), got {a.shape}"
             )
-    bootstrap = 1.0 - terminated.astype(q_next_target.dtype)
+    return _td_target(reward, terminated, q_next_target, gamma)
+
+
+def _td_target(reward, terminated, q_next_target, gamma):
+    bootstrap = 1.0 - jnp.asarray(terminated).astype(q_next_target.dtype)
     return reward + gamma * bootstrap * jnp.max(q_next_target, axis=-1)
 
 
@@ -78,14 +86,23 @@ def dqn_loss(
             q_next_online, q_next_target, gamma) -> (batch,)``, e.g. for double DQN.
 
     Raises:
-        ValueError: for an unknown ``loss``, or a ``target_fn`` result that is not (batch,).
+        TypeError: if ``gamma`` is not a number.
+        ValueError: for an unknown ``loss``, ``gamma`` outside [0, 1], or a ``target_fn``
+            result that is not (batch,).
     """
     one_of(loss, ("squared", "huber"), "loss")
+    number_in(gamma, "gamma", 0.0, 1.0)
+    return _dqn_loss(params, target_params, batch, apply_fn, gamma, loss, huber_delta, target_fn)
+
+
+def _dqn_loss(
+    params, target_params, batch, apply_fn, gamma, loss="squared", huber_delta=1.0, target_fn=None
+):
     q = apply_fn(params, batch.obs)  # (batch, num_actions)
     q_taken = jnp.take_along_axis(q, batch.action[:, None], axis=-1)[:, 0]
     q_next_target = apply_fn(target_params, batch.next_obs)
     if target_fn is None:
-        target = td_target(batch.reward, batch.terminated, q_next_target, gamma)
+        target = _td_target(batch.reward, batch.terminated, q_next_target, gamma)
     else:
         q_next_online = apply_fn(params, batch.next_obs)
         target = target_fn(batch.reward, batch.terminated, q_next_online, q_next_target, gamma)
@@ -115,6 +132,10 @@ def update_target(params: Any, target_params: Any, updates: jax.Array, period: i
     """
     positive_int(period, "period")
     number_in(tau, "tau", 0.0, 1.0, low_open=True)
+    return _update_target(params, target_params, updates, period, tau)
+
+
+def _update_target(params, target_params, updates, period, tau):
     sync = jnp.mod(updates, period) == 0
     moved = optax.incremental_update(params, target_params, tau)
     return jax.tree.map(lambda m, t: jnp.where(sync, m, t), moved, target_params)

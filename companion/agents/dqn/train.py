@@ -1,4 +1,4 @@
-"""DQN training on CartPole as one compiled program, or in chunks (:func:`make_trainer`).
+"""DQN training on CartPole as one compiled program: ``make_train(config, network, env)``.
 
 The structure follows PureJaxRL's DQN (Lu et al., 2022).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+import haiku as hk
 import jax
 import jax.numpy as jnp
 import optax
@@ -15,19 +16,19 @@ from companion._validate import (
     number_in,
     one_of,
     positive_int,
-    positive_ints,
     positive_number,
     prng_key,
 )
-from companion.agents.dqn.evaluate import greedy_returns
+from companion.agents.dqn.evaluate import _greedy_returns
 from companion.agents.dqn.losses import Transition, dqn_loss, update_target
-from companion.agents.dqn.networks import epsilon_greedy, make_q_network
+from companion.agents.dqn.networks import epsilon_greedy
 from companion.envs import cartpole
 from companion.replay import ReplayBuffer, replay_add_batch, replay_init, replay_sample
 
 
 class DQNConfig(NamedTuple):
-    """Hyperparameters.
+    """The algorithm's settings (the network and the environment are passed to
+    :func:`make_train` beside it).
 
     Units: ``total_steps``, ``learning_starts`` and ``epsilon_decay_steps`` count environment
     steps over all environments; ``eval_every`` counts iterations (one vectorised step of
@@ -54,7 +55,6 @@ class DQNConfig(NamedTuple):
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 20_000
-    hidden_sizes: tuple = (64, 64)
     eval_every: int = 1_000  # iterations between greedy evaluations during training
     eval_episodes: int = 10  # greedy episodes per evaluation
 
@@ -106,12 +106,12 @@ def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
     cosine (Loshchilov and Hutter, 2017) or a line, as ``lr_schedule`` says.
 
     Raises:
-        TypeError: if ``config`` is not a :class:`DQNConfig`.
-        ValueError: if ``config.lr_schedule`` is neither "cosine" nor "linear".
+        TypeError, ValueError: as :func:`check_config`.
     """
-    if not isinstance(config, DQNConfig):
-        raise TypeError(f"config: expected a DQNConfig, got {type(config).__name__}")
-    one_of(config.lr_schedule, ("cosine", "linear"), "config.lr_schedule")
+    return _optimizer(check_config(config))
+
+
+def _optimizer(config: DQNConfig) -> optax.GradientTransformation:
     num_updates = max(1, config.num_blocks * config.block_iterations * config.updates_per_iteration)
     if config.lr_schedule == "cosine":
         schedule = optax.cosine_decay_schedule(
@@ -150,7 +150,6 @@ def check_config(config: DQNConfig) -> DQNConfig:
         "eval_episodes",
     ):
         positive_int(getattr(config, field), f"config.{field}")
-    positive_ints(config.hidden_sizes, "config.hidden_sizes")
     for field in ("gamma", "lr_final_fraction", "epsilon_start", "epsilon_end"):
         number_in(getattr(config, field), f"config.{field}", 0.0, 1.0)
     number_in(config.target_tau, "config.target_tau", 0.0, 1.0, low_open=True)
@@ -176,40 +175,42 @@ def check_config(config: DQNConfig) -> DQNConfig:
     return config
 
 
-class Trainer(NamedTuple):
-    """The pieces of :func:`make_train`, for training in chunks.
-
-    Fields:
-        init: jitted ``init(key) -> (runner, metrics)``: new state, then the random warm-up.
-        run: jitted ``run(runner, num_blocks) -> (runner, metrics)`` (``num_blocks`` static):
-            blocks of ``eval_every`` iterations, each then evaluated; schedules go on across calls.
-        config: the configuration.
-    """
-
-    init: Callable
-    run: Callable
-    config: DQNConfig
-
-
-def make_trainer(
-    config: DQNConfig = DQNConfig(),
+def make_train(
+    config: DQNConfig,
+    network: hk.Transformed,
+    env: cartpole.CartPole,
     target_fn: Callable | None = None,
     progress_bar: bool = False,
-) -> Trainer:
-    """Build the training program of ``config`` in pieces (see :class:`Trainer`).
+) -> Callable:
+    """Build the pure ``train(key) -> (runner, metrics)``, not jitted: jit it, vmap it over seeds.
 
-    ``make_train(config)(key)`` runs ``init(key)`` and then
-    ``run(runner, config.num_blocks)``; ``target_fn`` and ``progress_bar`` as in
-    :func:`make_train`.
+    Args:
+        config: the algorithm's settings, a :class:`DQNConfig`.
+        network: the Q-network, a haiku ``hk.Transformed`` without an apply key, mapping
+            observations float32 ``(batch, 4)`` to Q-values ``(batch, 2)``
+            (:func:`~companion.agents.dqn.make_q_network`).
+        env: the environment, a :class:`~companion.envs.cartpole.CartPole`.
+        target_fn: ``None`` for the DQN target, or another target as in :func:`dqn_loss`.
+        progress_bar: a jax-tqdm bar over the blocks (a host callback in the program).
+
+    ``runner`` is the final :class:`RunnerState`: ``params`` are the trained parameters,
+    ``best_params`` and ``best_score`` those of the best greedy evaluation (the later on ties).
+    ``metrics``, per iteration: ``env_steps`` int32, ``returns_sum``, ``returns_max``,
+    ``episodes`` (of the episodes completed in it; 0 if none), ``epsilon``, ``loss``, ``q_mean``
+    (0 in the warm-up); per block: ``eval_return`` (mean greedy return), ``eval_env_steps``.
 
     Raises:
-        TypeError, ValueError: as :func:`make_train`.
+        TypeError, ValueError: naming the argument: a bad ``config`` (:func:`check_config`),
+            a ``network`` that is not an ``hk.Transformed`` or does not map ``(batch, 4)`` to
+            ``(batch, 2)``, an ``env`` that is not a ``CartPole``, a ``target_fn`` that is not
+            callable, or (when ``train`` is called) a ``key`` that is not one PRNG key.
     """
     check_config(config)
+    _check_network(network)
+    cartpole.check_env(env)
     if target_fn is not None and not callable(target_fn):
         raise TypeError(f"target_fn: expected a function or None, got {type(target_fn).__name__}")
-    network = make_q_network(2, config.hidden_sizes)
-    optimizer = make_optimizer(config)
+    optimizer = _optimizer(config)
     epsilon_schedule = optax.linear_schedule(
         config.epsilon_start, config.epsilon_end, config.epsilon_decay_steps
     )
@@ -221,7 +222,7 @@ def make_trainer(
         actions = jax.vmap(epsilon_greedy, in_axes=(0, 0, None))(
             jax.random.split(key, n), q_values, epsilon
         )
-        env_state, timestep = jax.vmap(cartpole.step_autoreset)(runner.env_state, actions)
+        env_state, timestep = jax.vmap(env.step_autoreset)(runner.env_state, actions)
         transitions = Transition(
             obs=runner.obs,
             action=actions,
@@ -297,7 +298,7 @@ def make_trainer(
         key, net_key, env_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((4,), jnp.float32)
         params = network.init(net_key, obs_example[None])
-        env_state, obs = jax.vmap(cartpole.reset)(jax.random.split(env_key, n))
+        env_state, obs = jax.vmap(env.reset)(jax.random.split(env_key, n))
         example = Transition(
             obs=obs_example,
             action=jnp.zeros((), jnp.int32),
@@ -331,7 +332,8 @@ def make_trainer(
     def block(runner, _):
         runner, metrics = jax.lax.scan(learn_body, runner, length=config.block_iterations)
         key, eval_key = jax.random.split(runner.key)
-        score = jnp.mean(greedy_returns(runner.params, eval_key, config.eval_episodes, network))
+        returns = _greedy_returns(runner.params, eval_key, config.eval_episodes, network, env)
+        score = jnp.mean(returns)
         better = score >= runner.best_score
         best = jax.tree.map(lambda p, b: jnp.where(better, p, b), runner.params, runner.best_params)
         runner = runner._replace(
@@ -350,37 +352,38 @@ def make_trainer(
         learn_metrics = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), learn_metrics)
         return runner, {**learn_metrics, **evals}
 
-    return Trainer(init=jax.jit(init), run=jax.jit(run, static_argnums=1), config=config)
-
-
-def make_train(
-    config: DQNConfig = DQNConfig(),
-    target_fn: Callable | None = None,
-    progress_bar: bool = False,
-) -> Callable:
-    """Build the pure ``train(key) -> (runner_state, metrics)``; jit it, vmap it over seeds.
-
-    ``metrics``, per iteration: ``env_steps`` int32, ``returns_sum``, ``returns_max``, ``episodes``
-    (of the episodes completed in it; 0 if none), ``epsilon``, ``loss``, ``q_mean`` (0 in the
-    warm-up); per block: ``eval_return`` (mean greedy return), ``eval_env_steps``.
-    ``runner_state.best_params`` and ``best_score`` keep the best evaluation (the later on ties).
-
-    Args:
-        target_fn: ``None`` for the DQN target, or another target as in :func:`dqn_loss`.
-        progress_bar: a jax-tqdm bar over the blocks (a host callback in the program).
-
-    Raises:
-        TypeError, ValueError: bad config (:func:`check_config`), ``target_fn``, or ``key``.
-    """
-    trainer = make_trainer(config, target_fn, progress_bar)
+    init_jit, run_jit = jax.jit(init), jax.jit(run, static_argnums=1)
 
     def train(key: jax.Array):
         prng_key(key)
-        runner, warm_metrics = trainer.init(key)
-        runner, learned = trainer.run(runner, config.num_blocks)
+        runner, warm_metrics = init_jit(key)
+        runner, learned = run_jit(runner, config.num_blocks)
         evals = {k: learned.pop(k) for k in ("eval_return", "eval_env_steps")}
         metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), warm_metrics, learned)
         metrics.update(evals)
         return runner, metrics
 
     return train
+
+
+def _check_network(network: Any) -> None:
+    """Raise naming ``network`` unless it maps observations (batch, 4) to Q-values (batch, 2)."""
+    if not isinstance(network, hk.Transformed):
+        raise TypeError(
+            f"network: expected a haiku hk.Transformed (e.g. dqn.make_q_network()), "
+            f"got {type(network).__name__}"
+        )
+    obs = jax.ShapeDtypeStruct((1, 4), jnp.float32)
+    try:
+        params = jax.eval_shape(network.init, jax.random.key(0), obs)
+        q_values = jax.eval_shape(network.apply, params, obs)
+    except Exception as error:  # the network's own error, named
+        raise TypeError(
+            f"network: cannot map CartPole observations float32 (batch, 4) to Q-values: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    if getattr(q_values, "shape", None) != (1, 2):
+        raise ValueError(
+            f"network: expected Q-values of shape (batch, 2), one per CartPole action, for "
+            f"observations (batch, 4); got {getattr(q_values, 'shape', q_values)}"
+        )
