@@ -47,10 +47,11 @@ colab-test: venv
 
 # The whole book, executing every notebook on the real budgets, into _build/html.
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
-# is not executed again, unless the companion package or a quiz changed
-# (tools/book_cache.py then clears the cache). The notebooks to execute run one per core
-# (tools/execute_notebooks.py; at most 4 at a time, as each kernel holds up to a few GB;
-# JOBS=1 runs them one at a time). Any warning or cell error fails the build.
+# is not executed again, unless a companion module its imports reach, the package's data or
+# its quiz or the benchmark results it reads changed (tools/book_cache.py then forgets that
+# notebook). The notebooks to execute run one per core (tools/execute_notebooks.py; at most
+# 4 at a time, as each kernel holds up to a few GB; JOBS=1 runs them one at a time). Any
+# warning or cell error fails the build.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 book: venv
 	$(BIN)/python tools/book_cache.py

@@ -1,77 +1,247 @@
-"""The book's execution cache is cleared when the companion package changes, and only then;
-tools/execute_notebooks.py fills it the way the build reads it."""
+"""The book's execution cache forgets a notebook's outputs when a module or data file that its
+execution reads changes, and only then; tools/execute_notebooks.py fills it the way the build
+reads it."""
 
 import contextlib
 import json
 import sys
+from pathlib import Path
 
 import pytest
-
 from notebook_runner import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from book_cache import STAMP, fingerprint, refresh  # noqa: E402
+import book_cache
+from book_cache import MANIFEST, reach, refresh
 
 
-def _package(tmp_path):
-    package = tmp_path / "companion"
-    (package / "agents").mkdir(parents=True)
-    (package / "__init__.py").write_text("x = 1\n")
-    (package / "agents" / "dqn.py").write_text("def f():\n    return 1\n")
-    (package / "__pycache__").mkdir()
-    (package / "__pycache__" / "x.pyc").write_bytes(b"compiled")
-    return package
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
-def test_cache_survives_an_unchanged_package_and_is_cleared_by_a_change(tmp_path):
-    package, cache = _package(tmp_path), tmp_path / "cache"
-    assert refresh(cache, package)  # no cache yet: created with the stamp
-    (cache / "executed.db").write_text("notebook outputs")
-    assert not refresh(cache, package)
-    assert (cache / "executed.db").exists()
-    (package / "__pycache__" / "x.pyc").write_bytes(b"recompiled")  # not the package's source
-    assert not refresh(cache, package)
-    (package / "agents" / "dqn.py").write_text("def f():\n    return 2\n")  # a helper changed
-    assert refresh(cache, package)
-    assert not (cache / "executed.db").exists() and (cache / STAMP).is_file()
-    assert not refresh(cache, package)
+def _notebook(path: Path, *cells: str) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
 
 
-def test_fingerprint_sees_renames_and_data_files(tmp_path):
-    package = _package(tmp_path)
-    before = fingerprint(package)
-    (package / "agents" / "dqn.py").rename(package / "agents" / "dqn2.py")
-    renamed = fingerprint(package)
-    (package / "data").mkdir()
-    (package / "data" / "weights.eqx").write_bytes(b"\x00\x01")
-    assert len({before, renamed, fingerprint(package)}) == 3
+@pytest.fixture
+def book(tmp_path):
+    """A companion-like package, two notebooks with quizzes, a results folder that
+    ``companion.bench`` reads, a Sphinx extension. ``a_first`` (like chapter 1) imports the
+    glue and the checks' core; ``b_second`` (like chapter 7) an agent's check, which reaches
+    the agent only through an import inside a function."""
+    pkg = tmp_path / "companion"
+    _write(pkg / "__init__.py", "VERSION = 1\n")
+    _write(pkg / "glue.py", "def glue(name, value):\n    return value\n")
+    _write(pkg / "bench" / "__init__.py", "RESULTS = 'results'\n")
+    _write(pkg / "checks" / "__init__.py", '"""Checks."""\n')
+    _write(pkg / "checks" / "core.py", "class CheckFailed(Exception):\n    pass\n")
+    _write(pkg / "checks" / "dqn.py", "from .core import CheckFailed\n\n\ndef check():\n"
+           "    from companion.agents import dqn\n    return dqn.train\n")
+    _write(pkg / "agents" / "__init__.py", "")
+    _write(pkg / "agents" / "dqn" / "__init__.py", "from . import train\n")
+    _write(pkg / "agents" / "dqn" / "train.py", "from ..dqn import losses\n")
+    _write(pkg / "agents" / "dqn" / "losses.py", "def loss():\n    return 0.0\n")
+    _write(pkg / "trees.py", "def unstack(x):\n    return x\n")
+    _write(pkg / "data" / "agent.json", "{}")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "glue.cpython-313.pyc").write_bytes(b"compiled")
+    notebooks = tmp_path / "notebooks"
+    a = _notebook(notebooks / "a_first.ipynb",
+                  "%pip install --quiet equinox \\\n    chex\n!ls",
+                  "from companion.glue import glue\nfrom companion.checks.core import CheckFailed",
+                  "from companion import bench\nshow_quiz('a_first')")
+    b = _notebook(notebooks / "b_second.ipynb",
+                  "from companion.checks.dqn import check", "%time import companion.trees")
+    for stem in ("a_first", "b_second"):
+        _write(notebooks / "quizzes" / f"{stem}.json", "[]")
+    _write(tmp_path / "results" / "speed.json", '{"seconds": 1.0}')
+    _write(tmp_path / "_ext" / "cards.py", "def setup(app):\n    from companion import glue\n")
+    return {"root": tmp_path, "package": pkg, "a": a, "b": b, "notebooks": notebooks}
 
 
-def test_a_change_also_clears_sphinxs_saved_environment(tmp_path):
-    """Sphinx reads again only the pages whose files changed: with its saved environment kept,
-    an unchanged notebook would not be executed at all after a helper changed."""
-    package, cache, doctrees = _package(tmp_path), tmp_path / "cache", tmp_path / ".doctrees"
-    refresh(cache, package, doctrees)
-    (doctrees / "environment.pickle").parent.mkdir()
-    (doctrees / "environment.pickle").write_bytes(b"env")
-    assert not refresh(cache, package, doctrees)
-    assert (doctrees / "environment.pickle").exists()
-    (package / "__init__.py").write_text("x = 2\n")
-    assert refresh(cache, package, doctrees)
-    assert not doctrees.exists()
+def _files(book, name):
+    pkg = book["package"]
+    return {p.relative_to(pkg).as_posix() for p in reach(book_cache._code(book[name]), pkg)}
 
 
-def test_a_changed_quiz_clears_the_cache_too(tmp_path):
-    """The quizzes are data that the notebooks embed in their pages when they run."""
-    package, cache = _package(tmp_path), tmp_path / "cache"
-    quizzes = tmp_path / "quizzes"
-    quizzes.mkdir()
-    (quizzes / "01_jax_essentials.json").write_text("[]")
-    assert refresh(cache, package, data=(quizzes,))
-    assert not refresh(cache, package, data=(quizzes,))
-    (quizzes / "01_jax_essentials.json").write_text('[{"question": "new"}]')
-    assert refresh(cache, package, data=(quizzes,))
-    assert not refresh(cache, package, data=(quizzes,))
+def test_the_modules_a_notebook_reaches_follow_its_imports_through_the_package(book):
+    """Parent packages' __init__ count, relative imports resolve, an import inside a function
+    counts, ``from companion import bench`` names a package, a magic's code counts and the
+    shell and pip lines do not trip the parser."""
+    assert _files(book, "a") == {"__init__.py", "glue.py", "checks/__init__.py",
+                                 "checks/core.py", "bench/__init__.py"}
+    assert _files(book, "b") == {
+        "__init__.py", "checks/__init__.py", "checks/core.py", "checks/dqn.py", "trees.py",
+        "agents/__init__.py", "agents/dqn/__init__.py", "agents/dqn/train.py",
+        "agents/dqn/losses.py"}
+
+
+def test_a_computed_import_or_a_cell_that_does_not_parse_reaches_every_module(book):
+    every = {p.relative_to(book["package"]).as_posix()
+             for p in book_cache.modules(book["package"]).values()}
+    _write(book["package"] / "glue.py", "import importlib\n\n\ndef load(name):\n"
+           "    return importlib.import_module(name)\n")
+    assert _files(book, "a") == every
+    _notebook(book["a"], "import companion.trees\nx = (")
+    assert _files(book, "a") == every
+    _notebook(book["a"], "import companion.trees")
+    assert _files(book, "a") == {"__init__.py", "trees.py"}
+
+
+def _first(stem):
+    return next((ROOT / "notebooks").glob(f"{stem}_*.ipynb"))
+
+
+def test_the_real_chapters_import_graph():
+    """Chapter 1 never reaches the DQN agent; chapter 7 does. The DQN self-checks reach
+    chapter 1 exactly when companion/checks/__init__.py imports them (Python runs a package's
+    __init__ for any import under it)."""
+    pkg = ROOT / "companion"
+    table = book_cache.modules(pkg)
+    first = reach(book_cache._code(_first("01")), pkg, table)
+    seventh = reach(book_cache._code(_first("07")), pkg, table)
+    dqn = set((pkg / "agents" / "dqn").glob("*.py"))
+    assert len(dqn) >= 4 and not dqn & first
+    assert dqn <= seventh and pkg / "checks" / "dqn.py" in seventh
+    assert {pkg / "__init__.py", pkg / "checks" / "__init__.py", pkg / "glue.py"} <= first
+    init = (pkg / "checks" / "__init__.py").read_text()
+    eager = "companion.checks.dqn" in book_cache.imported(init, "companion.checks", True)
+    assert (pkg / "checks" / "dqn.py" in first) == eager
+
+
+def _cache_both(book, cache_dir):
+    """Store both notebooks in the jupyter-cache at ``cache_dir`` as execute_notebooks.py does
+    (its uri is the notebook's absolute path), unexecuted."""
+    with _opened(cache_dir) as cache:
+        for name in ("a", "b"):
+            path = book[name]
+            if not any(Path(r.uri) == path for r in cache.list_cache_records()):
+                cache.cache_notebook_file(str(path), check_validity=False, overwrite=True)
+
+
+def _cached(cache_dir) -> set[str]:
+    with _opened(cache_dir) as cache:
+        return {Path(r.uri).stem for r in cache.list_cache_records()}
+
+
+def test_a_change_forgets_only_the_notebooks_that_read_it(book):
+    """With a real jupyter-cache holding both notebooks: a module or a result that only
+    ``b_second`` (or only ``a_first``) reaches forgets only its records and doctree; a
+    module both reach, and the package's data, forget both; a quiz only its chapter; a
+    compiled file nothing; a missing manifest everything."""
+    root, pkg = book["root"], book["package"]
+    cache, doctrees = root / "_build" / ".jupyter_cache", root / "_build" / ".doctrees"
+
+    def run():
+        return refresh(cache, pkg, doctrees, book["notebooks"], book["notebooks"] / "quizzes",
+                       root / "_ext", {"bench/__init__.py": root / "results"})
+
+    def step(path, text):
+        _cache_both(book, cache)
+        for stem in ("a_first", "b_second"):
+            _write(doctrees / "notebooks" / f"{stem}.doctree", "doctree")
+        _write(doctrees / "environment.pickle", "env")
+        if path is not None:
+            path.write_text(text)
+        outcome = run()
+        assert (doctrees / "environment.pickle").exists() == (not outcome.pages)
+        left = {p.stem for p in (doctrees / "notebooks").glob("*.doctree")}
+        if not outcome.pages:  # the forgotten notebooks' doctrees go, the others stay
+            assert left == {"a_first", "b_second"} - set(outcome.notebooks)
+        assert _cached(cache) == {"a_first", "b_second"} - set(outcome.notebooks)
+        return outcome.notebooks
+
+    assert run().everything  # no manifest yet
+    assert step(None, "") == ()
+    assert step(pkg / "agents" / "dqn" / "losses.py", "def loss():\n    return 1.0\n") == (
+        "b_second",)
+    assert step(root / "results" / "speed.json", '{"seconds": 2.0}') == ("a_first",)
+    assert step(pkg / "checks" / "core.py", "class CheckFailed(ValueError):\n    pass\n") == (
+        "a_first", "b_second")
+    assert step(book["notebooks"] / "quizzes" / "a_first.json", '[{"q": 1}]') == ("a_first",)
+    assert step(pkg / "data" / "agent.json", '{"new": 1}') == ("a_first", "b_second")
+    assert step(pkg / "__pycache__" / "glue.cpython-313.pyc", "recompiled") == ()
+    (pkg / "agents" / "dqn" / "losses.py").rename(pkg / "agents" / "dqn" / "loss.py")
+    assert step(None, "") == ("b_second",)  # a renamed module
+
+    _cache_both(book, cache)
+    (cache / MANIFEST).unlink()
+    outcome = run()
+    assert outcome.everything and outcome.notebooks == ("a_first", "b_second")
+    assert _cached(cache) == set() and not doctrees.exists()
+
+
+def test_a_changed_extension_reads_every_page_again_and_keeps_the_executions(book):
+    root, pkg = book["root"], book["package"]
+    cache, doctrees = root / "cache", root / ".doctrees"
+
+    def run():
+        return refresh(cache, pkg, doctrees, book["notebooks"], None, root / "_ext", {})
+
+    run()
+    _cache_both(book, cache)
+    _write(doctrees / "environment.pickle", "env")
+    (root / "_ext" / "cards.py").write_text("def setup(app):\n    return {}\n")
+    outcome = run()
+    assert outcome.pages and not outcome.everything and outcome.notebooks == ()
+    assert not doctrees.exists() and _cached(cache) == {"a_first", "b_second"}
+
+
+def test_an_unreadable_manifest_or_another_version_of_the_script_clears_everything(
+    book, monkeypatch
+):
+    root, pkg = book["root"], book["package"]
+    cache, doctrees = root / "cache", root / ".doctrees"
+
+    def run():
+        return refresh(cache, pkg, doctrees, book["notebooks"])
+
+    assert run().everything
+    _cache_both(book, cache)
+    assert not run().everything and _cached(cache) == {"a_first", "b_second"}
+    (cache / MANIFEST).write_text("{not json")
+    assert run().everything and _cached(cache) == set()
+    _cache_both(book, cache)
+    assert not run().everything
+    versions = book_cache._versions()
+    monkeypatch.setattr(book_cache, "_versions", lambda: {**versions, "tool": "edited"})
+    assert run().everything and _cached(cache) == set()
+    assert json.loads((cache / MANIFEST).read_text())["tool"] == "edited"
+
+
+def test_sphinx_reads_again_a_page_whose_doctree_is_gone(tmp_path):
+    """The mechanism refresh relies on: with its saved environment kept, Sphinx reads again
+    only the pages whose doctree file is missing (or whose source changed)."""
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    _write(src / "conf.py", "")
+    _write(src / "index.rst", "Index\n=====\n\n.. toctree::\n\n   a\n   b\n")
+    _write(src / "a.rst", "A\n=\n")
+    _write(src / "b.rst", "B\n=\n")
+    doctrees = tmp_path / ".doctrees"
+
+    def build() -> set[str]:
+        read: set[str] = set()
+        app = Sphinx(str(src), str(src), str(tmp_path / "html"), str(doctrees), "html",
+                     status=None, warning=None, freshenv=False)
+        app.connect("env-before-read-docs", lambda app, env, names: read.update(names))
+        app.build()
+        return read
+
+    assert build() == {"index", "a", "b"}
+    assert build() == set()
+    (doctrees / "b.doctree").unlink()
+    assert build() == {"b"}
 
 
 def _project(tmp_path, cells):
@@ -105,9 +275,8 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
     """tools/execute_notebooks.py stores each executed notebook where myst-nb's cache mode
     looks it up (same code cells, hence a match), with its outputs and its seconds; a
     second run finds it cached and executes nothing."""
-    import nbformat
-
     import execute_notebooks
+    import nbformat
 
     path = _project(tmp_path, ["x = 6 * 7", "print(x)"])
     cache_dir = tmp_path / "cache"
@@ -129,9 +298,8 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
 
 
 def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkeypatch, capsys):
-    import nbformat
-
     import execute_notebooks
+    import nbformat
 
     path = _project(tmp_path, ["raise RuntimeError('cell 1 is broken')"])
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
@@ -147,9 +315,8 @@ def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkey
 
 
 def test_seconds_to_first_exercise_sums_the_code_cells_before_the_first_solution():
-    import nbformat
-
     import execute_notebooks
+    import nbformat
 
     def timed(source, start, end, tags=()):
         cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
