@@ -1,0 +1,98 @@
+"""One training convention for every agent: ``make_train(config, network, env)`` returns an
+un-jitted ``train(key) -> (state, metrics)``; the chapters' loops in view follow it too."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+from pathlib import Path
+
+import jax
+import pytest
+
+from companion import parallel
+from companion.agents import dqn, ppo
+from companion.envs import cartpole
+from companion.envs import maze as maze_lib
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+DQN_TINY = dqn.DQNConfig(
+    num_envs=2, total_steps=600, learning_starts=200, batch_size=16, eval_every=100,
+    eval_episodes=2, buffer_capacity=300,
+)  # fmt: skip
+PPO_TINY = ppo.PPOConfig(
+    num_envs=4, num_steps=4, total_timesteps=32, num_epochs=1, num_minibatches=2
+)
+
+
+def _builders():
+    """(name, make_train-like builder, its arguments after (config, network, env))."""
+    empty = maze_lib.make_maze_task("empty")
+    conv = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
+    return [
+        ("dqn.make_train", dqn.make_train, (DQN_TINY, dqn.make_q_network(2, (8,)),
+                                            cartpole.CartPole()), ()),
+        ("ppo.make_train", ppo.make_train, (PPO_TINY, conv, empty), ()),
+        ("parallel.make_data_parallel_train", parallel.make_data_parallel_train,
+         (PPO_TINY, conv, empty), (parallel.make_mesh(1),)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [b[0] for b in _builders()])
+def test_every_trainer_is_called_the_same_way(name):
+    _, builder, (config, network, env), extra = next(b for b in _builders() if b[0] == name)
+    assert list(inspect.signature(builder).parameters)[:3] == ["config", "network", "env"]
+    train = builder(config, network, env, *extra)
+    assert inspect.isfunction(train), f"{name}: train should be a plain, un-jitted function"
+    assert not hasattr(train, "lower"), f"{name}: train is jitted; the caller jits it"
+    state, metrics = jax.jit(train)(jax.random.key(0))
+    assert hasattr(state, "_fields") and "params" in state._fields, type(state)
+    assert isinstance(metrics, dict) and metrics
+    again, _ = train(jax.random.key(0))  # called directly, not jitted: the same run
+    for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(again.params)):
+        assert jax.numpy.allclose(a, b, atol=1e-5)
+
+
+def _in_view_loops():
+    """``(notebook, FunctionDef)`` of every ``make_train*`` written out in a chapter."""
+    found = []
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "def make_train" not in source:
+                continue
+            lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+            for node in ast.walk(ast.parse("\n".join(lines))):
+                if isinstance(node, ast.FunctionDef) and node.name.startswith("make_train"):
+                    found.append((path.stem, node))
+    return found
+
+
+def _own_returns(fn: ast.FunctionDef) -> list:
+    """The values ``fn`` itself returns (not those of functions defined inside it)."""
+    found, todo = [], list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node.value)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_the_chapters_loops_in_view_follow_the_convention():
+    loops = _in_view_loops()
+    assert {stem for stem, _ in loops} >= {"07_dqn", "08_ppo_maze"}
+    for stem, fn in loops:
+        args = [a.arg for a in fn.args.args]
+        assert args[:3] == ["config", "network", "env"], (stem, fn.name, args)
+        inner = [n for n in fn.body if isinstance(n, ast.FunctionDef) and n.name == "train"]
+        assert inner and [a.arg for a in inner[0].args.args] == ["key"], (stem, fn.name)
+        returned = _own_returns(fn)
+        assert any(isinstance(v, ast.Name) and v.id == "train" for v in returned), (stem, fn.name)
+        outs = _own_returns(inner[0])
+        assert outs and all(isinstance(v, ast.Tuple) and len(v.elts) == 2 for v in outs), (
+            f"{stem}: {fn.name}'s train should return (state, metrics)"
+        )
