@@ -48,7 +48,7 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "replay buffer position and size": ((mine["position"], mine["size"]), (theirs.position, theirs.size)),
     "replay buffer samples": (buffer_sample(mine, key, 5), replay.replay_sample(theirs, key, 5)),
 })'''),
-        ("make_train_in_view(cfg)", '''__agreement({
+        ("make_train_in_view(cfg, network, env)", '''__agreement({
     "DQN loop final parameters": (mine.params, theirs.params),
     "DQN loop kept parameters": (mine.best_params, theirs.best_params),
     "DQN loop losses": (mine_metrics["loss"], their_metrics["loss"][learned]),
@@ -56,7 +56,10 @@ PROBES: dict[str, list[tuple[str, str]]] = {
 })'''),
     ],
     "08_ppo_maze": [
-        ("def rollout_in_view(", '''__agreement({"PPO rollout": (traj_view, traj)})'''),
+        ("def rollout_in_view(", '''__agreement({
+    "PPO rollout": (traj_view, traj),
+    "next values gathered against every next observation": (value_tp1_gathered, value_tp1_plain),
+})'''),
         ("def gae_in_view(", '''__agreement({
     "GAE in view against the companion": (adv_view, adv_companion),
     "GAE in view against a plain loop": (adv_view, adv_loop),
@@ -65,7 +68,9 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "PPO loss": (ppo_loss_in_view(model, batch), ppo.ppo_loss(model, batch)[0]),
 })'''),
         ("make_train_in_view(two", '''__agreement({
-    "PPO loop model": (mine, trainer.model(runner)),
+    "PPO loop parameters": (mine.params, runner.params),
+    "PPO loop optimiser state": (mine.opt_state, runner.opt_state),
+    "PPO loop model": (my_model, their_model),
     "PPO loop metrics": (
         {k: mine_metrics[k] for k in ("policy_loss", "value_loss", "entropy")},
         {k: their_metrics[k] for k in ("policy_loss", "value_loss", "entropy")},

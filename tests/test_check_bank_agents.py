@@ -21,7 +21,7 @@ import pytest
 
 import companion.checks as checks
 from companion.checks import CheckFailed
-from test_checks_bugs import DQN, PPO, _cell, _definitions, _one_line_fix
+from test_checks_bugs import DQN, _cell, _definitions, _one_line_fix, ppo_namespace
 from test_checks_dqn import n_step_answer, uniform_start, windows_with
 from test_checks_ppo import dual_clip, eps_probs, gae_from_values_answer
 
@@ -320,12 +320,13 @@ _SPLIT = "next_key, key_t = jax.random.split(key)"
 _SAMPLE = "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)"
 
 
-def rollout(*edits, fixed=True):
-    """The chapter's rollout_with_a_bug, fixed (or not), with ``edits`` applied."""
+def rollout(*edits, step=(), fixed=True):
+    """The chapter's rollout_with_a_bug, fixed (or not), with ``edits`` applied, calling
+    section 3's rollout_step with the edits ``step`` (where the action is sampled)."""
     source = _cell("08_ppo_maze", "rollout_with_a_bug")
     for old, new in ((_FIX,) if fixed else ()) + edits:
         source = _one_line_fix(source, old, new)
-    return _definitions(source, PPO)["rollout_with_a_bug"]
+    return _definitions(source, ppo_namespace(*step))["rollout_with_a_bug"]
 
 
 ROLLOUT_KEYS = _table("check_rollout_keys", [
@@ -333,24 +334,26 @@ ROLLOUT_KEYS = _table("check_rollout_keys", [
     ("fold_in, then split", rollout(
         (_SPLIT, "next_key, key_t = jax.random.split(jax.random.fold_in(key, 1))")), None),
     # a clock that restarts at every reset: the keys repeat from episode to episode
+    # the carried key, unchanged, reaches rollout_step as key_t
     ("keys from each environment's step count", rollout(
-        (_SPLIT, "next_key = key"),
-        (_SAMPLE, ("action_t = jax.vmap(lambda i, s, l: jax.random.categorical(jax.random."
-                   "fold_in(jax.random.fold_in(key, i), s), l))(jnp.arange(logits_t.shape[0]), "
-                   "obs_t.step_count, logits_t).astype(jnp.int32)"))),
+        (_SPLIT, "next_key = key_t = key"),
+        step=[(_SAMPLE, ("action_t = jax.vmap(lambda i, s, l: jax.random.categorical(jax.random."
+                         "fold_in(jax.random.fold_in(key_t, i), s), l))(jnp.arange("
+                         "logits_t.shape[0]), obs_t.step_count, logits_t).astype(jnp.int32)"))]),
      "same state at the same step count of another episode"),
     ("keys from the step count alone", rollout(
-        (_SPLIT, "next_key = key"),
-        (_SAMPLE, ("action_t = jax.vmap(lambda s, l: jax.random.categorical(jax.random."
-                   "fold_in(key, s), l))(obs_t.step_count, logits_t).astype(jnp.int32)"))),
+        (_SPLIT, "next_key = key_t = key"),
+        step=[(_SAMPLE, ("action_t = jax.vmap(lambda s, l: jax.random.categorical(jax.random."
+                         "fold_in(key_t, s), l))(obs_t.step_count, logits_t).astype(jnp.int32)"))]),
      "neighbouring environments .* such as the step count"),
     # the rollout's own key, closed over by the step: told so, not only that a key is carried
     ("the rollout's key closed over", rollout(
         ("env_state, timestep, key = carry", "env_state, timestep, _ = carry")),
      "one made before the scan and used inside it"),
     ("per-environment keys from the unchanged carried key", rollout(
-        (_SAMPLE, ("action_t = jax.vmap(jax.random.categorical)(jax.random.split(jax.random."
-                   "fold_in(key, 7), logits_t.shape[0]), logits_t).astype(jnp.int32)")),
+        step=[(_SAMPLE, ("action_t = jax.vmap(jax.random.categorical)(jax.random.split(jax."
+                         "random.fold_in(key_t, 7), logits_t.shape[0]), logits_t).astype("
+                         "jnp.int32)"))],
         fixed=False), "one carried unchanged from step to step"),
 ])  # fmt: skip
 

@@ -130,7 +130,7 @@ def test_collector_names_other_faults(old, new, message):
 
 # --- PPO chapter: a key reused at every step ----------------------------------------------
 
-PPO = {
+_PPO_NAMES = {
     "jax": jax,
     "jnp": jnp,
     "np": np,
@@ -139,6 +139,19 @@ PPO = {
     "images_of": jax.vmap(maze_lib.observation_image),
     "step_env": jax.vmap(pooled_autoreset_step, in_axes=(None, None, 0, 0)),
 }
+
+
+def ppo_namespace(*step_edits) -> dict:
+    """The PPO chapter's names with the functions of its section-3 cell, which defines
+    ``rollout_step`` (one step of every environment; the find-the-bug rollout calls it), each
+    ``(old, new)`` of ``step_edits`` applied to that cell first."""
+    source = _cell("08_ppo_maze", "rollout_step")
+    for old, new in step_edits:
+        source = _one_line_fix(source, old, new)
+    return _definitions(source, _PPO_NAMES)
+
+
+PPO = ppo_namespace()
 
 
 def test_rollout_keys_both_ways(capsys):

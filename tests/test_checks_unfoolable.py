@@ -31,7 +31,9 @@ import companion.checks as checks
 from companion.agents import ppo
 from companion.checks import CheckFailed
 from companion.envs import cartpole
-from test_checks_bugs import DQN, FOUNDATIONS, NETWORKS, PPO, _cell, _definitions, _one_line_fix
+from test_checks_bugs import (
+    DQN, FOUNDATIONS, NETWORKS, PPO, _cell, _definitions, _one_line_fix, ppo_namespace,
+)  # fmt: skip
 from test_checks_chapters import _reverse_scan_returns, _semi_implicit
 from test_checks_dqn import n_step_answer, n_step_with_powers, uniform_start, windows_with
 from test_checks_networks import FloatScale, StaticScale, any_depth_mlp, grad_norms
@@ -486,14 +488,13 @@ def _fill_loss_cut(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantag
 
 
 def _rollout_argmax():
-    source = _one_line_fix(
-        _one_line_fix(_cell("08_ppo_maze", "rollout_with_a_bug"),
-                      "return (env_state, timestep, key), transition",
-                      "return (env_state, timestep, next_key), transition"),
-        "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)",
-        "action_t = jnp.argmax(logits_t, axis=-1).astype(jnp.int32)",
-    )  # fmt: skip
-    return _definitions(source, PPO)["rollout_with_a_bug"]
+    source = _one_line_fix(_cell("08_ppo_maze", "rollout_with_a_bug"),
+                           "return (env_state, timestep, key), transition",
+                           "return (env_state, timestep, next_key), transition")  # fmt: skip
+    argmax = ppo_namespace(
+        ("action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)",
+         "action_t = jnp.argmax(logits_t, axis=-1).astype(jnp.int32)"))  # fmt: skip
+    return _definitions(source, argmax)["rollout_with_a_bug"]
 
 
 @pytest.mark.parametrize(
@@ -661,8 +662,12 @@ _FIXED_ROLLOUT = ("return (env_state, timestep, key), transition",
 _SAMPLE = "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)"
 
 
-def _rollout_variant(old, new):
+def _rollout_variant(old, new, step=False):
+    """The fixed rollout_with_a_bug with ``old`` made ``new`` in it or, with ``step``, in the
+    section-3 rollout_step it calls (where the action is sampled)."""
     source = _one_line_fix(_cell("08_ppo_maze", "rollout_with_a_bug"), *_FIXED_ROLLOUT)
+    if step:
+        return _definitions(source, ppo_namespace((old, new)))["rollout_with_a_bug"]
     return _definitions(_one_line_fix(source, old, new), PPO)["rollout_with_a_bug"]
 
 
@@ -716,14 +721,14 @@ class _StaticWeight(eqx.Module):
          "carries that same key"),
         ("check_rollout_keys",
          _rollout_variant(_SAMPLE, "action_t = jax.vmap(lambda l: jax.random.categorical("
-                          "key_t, l))(logits_t).astype(jnp.int32)"),
+                          "key_t, l))(logits_t).astype(jnp.int32)", step=True),
          "share their random noise"),
         ("check_rollout_keys",
-         _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 1.5)")),
+         _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 1.5)"), step=True),
          "not samples of the policy"),
         ("check_rollout_keys",
          _rollout_variant(_SAMPLE, _SAMPLE.replace(
-             "logits_t)", "jnp.where(obs_t.action_mask, 0.0, -jnp.inf))")),
+             "logits_t)", "jnp.where(obs_t.action_mask, 0.0, -jnp.inf))"), step=True),
          "not samples of the policy"),
         ("check_batched_rollout", _jitted_python_loop, "unrolls its loop"),
         ("check_batched_rollout", _scan_unrolled, "unroll"),
