@@ -13,6 +13,9 @@ from companion.bench import hardware, step_rates, throughput, timed
 from conftest import TEST_XLA_FLAGS
 from notebook_runner import ROOT
 
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' shared module, as they import it
+import measure  # noqa: E402
+
 
 def test_timed_reports_median_and_spread():
     calls = []
@@ -228,7 +231,8 @@ def test_maze_sizes_changes_the_iterations_and_keeps_the_weights():
     import jax.numpy as jnp
     import maze_sizes
 
-    trained, network = maze_sizes.load_random_maze_agent(), maze_sizes.saved_network()
+    trained = maze_sizes.load_saved_agent("propagation")
+    network = maze_sizes.saved_network("propagation")
     image = jax.random.bernoulli(jax.random.key(0), 0.3, (3, 9, 14)).astype(jnp.float32)
     same = maze_sizes.with_iterations(trained, network, trained.iterations)
     fewer = maze_sizes.with_iterations(trained, network, 3)
@@ -347,8 +351,9 @@ def test_run_all_lists_every_benchmark_script():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_all
 
-    # post_ppo, post_maze, post_dqn and book_agents are modules that source_posts imports
-    not_scripts = {"run_all", "post_ppo", "post_maze", "post_dqn", "book_agents"}
+    # post_ppo, post_maze, post_dqn and book_agents are modules that source_posts imports;
+    # measure is what every script imports
+    not_scripts = {"run_all", "post_ppo", "post_maze", "post_dqn", "book_agents", "measure"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - not_scripts
     assert set(run_all.SCRIPTS) == scripts
     assert "benchmarks/run_all.py" in (ROOT / "Makefile").read_text()
@@ -357,20 +362,42 @@ def test_run_all_lists_every_benchmark_script():
 def test_compile_and_time_compiles_apart_and_reports_program_memory():
     import jax.numpy as jnp
 
-    from companion.bench import compile_and_time
-
     x = jnp.ones((1000,), jnp.float32)
-    timing, out = compile_and_time(lambda v: v * 2.0, (x,), repeats=3)
+    timing, out = measure.compile_and_time(lambda v: v * 2.0, (x,), repeats=3)
     assert float(out[0]) == 2.0 and timing["repeats"] == 3 and timing["compile_s"] > 0
     assert timing["min_s"] <= timing["median_s"] <= timing["max_s"]
     # 4,000 bytes in and 4,000 bytes out (float32), unless the output reuses the input
     m = timing["memory"]
     assert m["argument_bytes"] == 4000 and m["output_bytes"] == 4000
     assert m["total_bytes"] == 8000 + m["temp_bytes"] - m["alias_bytes"]
-    stopped, _ = compile_and_time(lambda v: v + 1.0, (x,), repeats=5, max_total_s=0.0)
+    stopped, _ = measure.compile_and_time(lambda v: v + 1.0, (x,), repeats=5, max_total_s=0.0)
     assert stopped["repeats"] == 2  # at least two runs, then the time limit stops it
-    with pytest.raises(ValueError, match="repeats: expected a positive int"):
-        compile_and_time(lambda v: v, (x,), repeats=0)
+
+
+def test_measure_names_the_bad_argument():
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(3)
+    with pytest.raises(ValueError, match="repeats: expected a positive int, got 0"):
+        measure.compile_and_time(lambda v: v, (x,), repeats=0)
+    with pytest.raises(TypeError, match="repeats: expected a positive int, got 2.0"):
+        measure.compile_and_time(lambda v: v, (x,), repeats=2.0)
+    with pytest.raises(TypeError, match="args: expected a tuple"):
+        measure.compile_and_time(jnp.sin, x)
+    with pytest.raises(TypeError, match="fn: expected a function, got int"):
+        measure.compile_and_time(3, (x,))
+    with pytest.raises(TypeError, match="compiled: expected a compiled JAX program"):
+        measure.memory_bytes(jnp.sin)
+    compiled = jax.jit(jnp.sin).lower(x).compile()
+    assert measure.memory_bytes(compiled)["argument_bytes"] == 12  # three float32 numbers
+    with pytest.raises(ValueError, match="name: expected a benchmark name"):
+        measure.result_header("", False)
+    with pytest.raises(ValueError, match="name: expected a benchmark name"):
+        measure.result_header("../scaling", False)
+    head = measure.result_header("scaling", True)
+    assert head["benchmark"] == "scaling" and head["quick"] is True
+    assert head["hardware"] == hardware() and head["date"].endswith("+00:00")
 
 
 def test_sharding_benchmark_quick_mode_writes_json(run_quick):
@@ -598,7 +625,7 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     book_dqn = posts["comparisons"]["dqn"]["book"]
     total, runs = sum(sets) + book_dqn["final_solved"], 11 * (len(sets) + 1)
     run = dqn.DQNConfig(**{k: tuple(v) if isinstance(v, list) else v
-                           for k, v in chapter["config"].items()})
+                           for k, v in chapter["config"].items() if k in dqn.DQNConfig._fields})
     expected = {
         "stab_keys": "11", "stab_hard_solved": str(hard["final_solved"]),
         "stab_hard_quarter": str(round(hard["last_quarter_eval_mean"])),
