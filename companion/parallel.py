@@ -18,7 +18,9 @@ from jax.sharding import Mesh, PartitionSpec as P
 from companion._validate import positive_int, prng_key
 from companion.agents.ppo.train import (
     PPOConfig,
+    RunnerState,
     check_config,
+    collect_batch,
     default_loss,
     make_optimizer,
     make_trainer,
@@ -220,12 +222,6 @@ def make_data_parallel_step(
     return checked_step
 
 
-def _static_part(trainer: Any) -> Any:
-    """The non-trainable part of a PPO trainer's model, found without computing it."""
-    shapes = trainer.model(jax.eval_shape(trainer.init, jax.random.key(0)))
-    return eqx.partition(shapes, lambda x: isinstance(x, jax.ShapeDtypeStruct))[1]
-
-
 #: Metrics of one update that are counts (summed over devices) or rates weighted by them.
 _COUNTED = ("success_rate", "episode_length")
 
@@ -262,8 +258,16 @@ def make_data_parallel_train(
         network, env, loss_fn: as in ``ppo.make_train`` and :func:`make_data_parallel_step`.
 
     Returns:
-        jitted ``train(key) -> (model, metrics)``: ``make_train``'s metrics over all devices, plus
-        ``replica_spread``, float32 ``()``, the largest gap between devices' copies of a parameter.
+        ``train(key) -> (runner, metrics)``, not jitted (it calls a jitted ``shard_map``; jit
+        it, or call it). ``runner``: a ``ppo.RunnerState`` whose model is
+        ``ppo.make_trainer(config, network, env).model(runner)``. ``params``, ``opt_state`` and
+        ``update`` are the devices' common copies; ``env_state``, ``timestep`` and
+        ``episode_start`` the devices' parts joined along the environment axis, ``num_envs``
+        in all (device ``i`` holds rows ``i * num_envs / D`` onwards), split over the mesh;
+        ``key``: the devices' own keys, ``(D,)``; ``started``, ``ended``, ``succeeded``: float32
+        ``(num_updates,)``, summed over the devices, so ``ppo.success_by_start(runner)`` is the
+        whole run's. ``metrics``: ``make_train``'s over all devices, plus ``replica_spread``,
+        float32 ``()``, the largest gap between devices' copies of a parameter at the end.
 
     Raises:
         TypeError, ValueError: a config, network, env, mesh or key that cannot run; ValueError
@@ -284,6 +288,7 @@ def make_data_parallel_train(
     )
     trainer = make_trainer(local, network, env, _global_normalise(local, loss_fn, axis),
                            axis_name=axis)  # fmt: skip
+    counted = ("started", "ended", "succeeded")
 
     def on_each_device(key):
         model_key, env_key = jax.random.split(key)
@@ -292,24 +297,24 @@ def make_data_parallel_train(
         runner = trainer.init(own_key)._replace(params=shared.params, opt_state=shared.opt_state)
         runner, metrics = trainer.run(runner, local.num_updates)
         metrics = _combine_metrics(metrics, axis, num)
-        counts = {
-            f: jax.lax.psum(getattr(runner, f), axis) for f in ("started", "ended", "succeeded")
-        }
-        metrics["success_by_start"] = success_by_start(runner._replace(**counts))
         spreads = [
             jnp.max(jax.lax.pmax(p, axis) - jax.lax.pmin(p, axis))
             for p in jax.tree.leaves(runner.params)
         ]
         metrics["replica_spread"] = jnp.max(jnp.stack(spreads))
-        return runner.params, metrics
+        counts = {f: jax.lax.psum(getattr(runner, f), axis) for f in counted}
+        return runner._replace(key=runner.key[None], **counts), metrics
 
-    sharded = jax.jit(shard_map(on_each_device, mesh, in_specs=P(), out_specs=P()))
-    static = _static_part(trainer)
+    replicated = ("params", "opt_state", "update", *counted)
+    runner_specs = RunnerState(**{f: P() if f in replicated else P(axis)
+                                  for f in RunnerState._fields})  # fmt: skip
+    sharded = jax.jit(shard_map(on_each_device, mesh, in_specs=P(), out_specs=(runner_specs, P())))
 
     def train(key: jax.Array):
         prng_key(key)
-        params, metrics = sharded(key)
-        return eqx.combine(params, static), metrics
+        runner, metrics = sharded(key)
+        metrics["success_by_start"] = success_by_start(runner)
+        return runner, metrics
 
     return train
 
@@ -317,7 +322,8 @@ def make_data_parallel_train(
 def first_batch(
     config: PPOConfig, network: Any, env: Any, key: jax.Array
 ) -> tuple[Any, Any]:
-    """The initial model and the batch of its first PPO update (rollout, GAE), on one device.
+    """The initial model of ``ppo.make_train(config, network, env)(key)`` and the batch of its
+    first update (rollout, GAE), on one device.
 
     Returns:
         ``(model, batch)``: ``batch`` a :class:`~companion.agents.ppo.Batch` of
@@ -326,36 +332,17 @@ def first_batch(
     Raises:
         TypeError, ValueError: for a config or network that cannot run or a bad key.
     """
-    from companion.agents.ppo.losses import Batch, gae
-    from companion.agents.ppo.rollout import rollout
-    from companion.envs.autoreset import make_reset_pool
-
     prng_key(key)
     trainer = make_trainer(config, network, env)
 
-    @jax.jit
+    @eqx.filter_jit
     def collect(key):
-        init_key, pool_key, rollout_key = jax.random.split(key, 3)
-        runner = trainer.init(init_key)
+        runner = trainer.init(key)
         model = trainer.model(runner)
-        pool = make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
-        _, _, traj = rollout(
-            model,
-            env,
-            pool,
-            runner.env_state,
-            runner.timestep,
-            rollout_key,
-            config.num_steps,
+        _, pool_key, rollout_key, _ = jax.random.split(runner.key, 4)  # as the first update's
+        batch, *_ = collect_batch(
+            config, env, model, runner.env_state, runner.timestep, pool_key, rollout_key
         )
-        advantage, target = gae(
-            traj.reward, traj.value, traj.next_value, traj.terminated, traj.done,
-            config.gamma, config.gae_lambda,
-        )  # fmt: skip
-        names = ("image", "action_mask", "action", "log_prob", "value")
-        batch = Batch(**{f: getattr(traj, f) for f in names}, advantage=advantage, target=target)
-        batch = batch._replace(image=batch.image.astype(jnp.float32))
-        return runner.params, jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
+        return model, batch._replace(image=batch.image.astype(jnp.float32))
 
-    params, batch = collect(key)
-    return eqx.combine(params, _static_part(trainer)), batch
+    return collect(key)

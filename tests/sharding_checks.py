@@ -22,7 +22,7 @@ jax.config.update("jax_debug_key_reuse", True)
 
 from companion import parallel  # noqa: E402
 from companion.agents import dqn, ppo  # noqa: E402
-from companion.envs import maze as maze_lib  # noqa: E402
+from companion.envs import cartpole, maze as maze_lib  # noqa: E402
 
 PPO_TINY = ppo.FIXED_MAZE_CONFIG._replace(
     num_envs=16, num_steps=8, total_timesteps=16 * 8 * 2, num_minibatches=2,
@@ -32,8 +32,9 @@ PPO_TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
 EMPTY = maze_lib.make_maze_task("empty")
 DQN_TINY = dqn.DQNConfig(
     num_envs=2, total_steps=120, learning_starts=40, buffer_capacity=100, batch_size=8,
-    eval_every=40, eval_episodes=1, hidden_sizes=(8,), epsilon_decay_steps=100,
+    eval_every=40, eval_episodes=1, epsilon_decay_steps=100,
 )  # fmt: skip
+DQN_TINY_NET = dqn.make_q_network(2, (8,))
 
 
 def max_difference(a, b) -> dict:
@@ -149,19 +150,43 @@ def main(out: str) -> None:
     results["ppo_seeds_pretraced"] = max_difference(
         pretraced(keys()), jax.jit(jax.vmap(train))(keys())
     )
-    dqn_train = dqn.make_train(DQN_TINY)
+    dqn_train = dqn.make_train(DQN_TINY, DQN_TINY_NET, cartpole.CartPole())
     sharded = parallel.shard_seeds(dqn_train, mesh4)(keys())
     results["dqn_seeds"] = max_difference(sharded, jax.jit(jax.vmap(dqn_train))(keys()))
     results["dqn_seeds_sharding"] = str(jax.tree.leaves(sharded)[0].sharding.spec)
     results["timing_seeds_s"] = time.perf_counter() - start
 
-    # 3. Data-parallel training: the devices' copies of the parameters stay identical.
-    dp_train = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, EMPTY, mesh4)
-    _, metrics = dp_train(jax.random.key(3))
+    # 3. Data-parallel training: the devices' copies of the parameters stay identical; the
+    # runner holds every device's environments and the episodes of all of them (episodes of
+    # at most 5 steps, so that 16 steps per environment end several).
+    short = maze_lib.make_maze_task("empty", time_limit=5)
+    dp_train = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, short, mesh4)
+    runner, metrics = dp_train(jax.random.key(3))
+    jitted = jax.jit(dp_train)(jax.random.key(3))
+    model = ppo.make_trainer(PPO_TINY, PPO_TINY_NET, short).model(runner)
+    _, batch16 = parallel.first_batch(PPO_TINY, PPO_TINY_NET, short, jax.random.key(5))
+    logits, _ = jax.vmap(model)(batch16.image)
+    started = np.asarray(runner.started)
     results["dp_train"] = {
         "replica_spread": float(metrics["replica_spread"]),
         "env_steps": np.asarray(metrics["env_steps"]).tolist(),
         "loss_finite": bool(np.all(np.isfinite(np.asarray(metrics["value_loss"])))),
+        "is_runner": isinstance(runner, ppo.RunnerState),
+        "jit_against_call": max_difference(jitted, (runner, metrics)),
+        "environments": int(runner.env_state.walls.shape[0]),
+        "env_state_sharding": str(runner.env_state.walls.sharding.spec),
+        "positions_agree": bool(np.array_equal(
+            runner.env_state.agent_position.row, runner.timestep.observation.agent_position.row
+        )),
+        "episode_starts": list(runner.episode_start.shape),
+        "distinct_keys": len({tuple(k) for k in np.asarray(jax.random.key_data(runner.key))}),
+        "started": float(started.sum()),
+        "episodes": float(np.sum(metrics["episodes"])),
+        "ended_within_started": bool(np.all(np.asarray(runner.ended) <= started)),
+        "success_by_start": max_difference(
+            ppo.success_by_start(runner), metrics["success_by_start"]
+        ),
+        "model_logits_shape": list(logits.shape),
     }
     results["timing_train_s"] = time.perf_counter() - start
 

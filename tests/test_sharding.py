@@ -13,11 +13,14 @@ import os
 import subprocess
 import sys
 
+import equinox as eqx
 import jax
+import numpy as np
 import pytest
 
 from companion import parallel
 from companion.agents import ppo
+from companion.envs import maze as maze_lib
 import run_cache
 from notebook_runner import ROOT
 
@@ -88,6 +91,25 @@ def test_data_parallel_training_keeps_one_model(checks):
     assert r["loss_finite"]
 
 
+def test_data_parallel_train_returns_the_whole_runs_runner(checks):
+    """train(key) -> (runner, metrics) as ppo.make_train: jitted or called, the same results; the
+    runner holds the 16 environments of the 4 devices (split over them), each device's own key,
+    and every episode of every device: the 16 first ones and one per episode that ended
+    (the metrics' count, itself a sum over the devices), none ending before it started."""
+    r = checks["dp_train"]
+    assert r["is_runner"]
+    assert r["jit_against_call"] == {"float": 0.0, "int_leaves_differing": 0}
+    assert r["environments"] == 16 and r["episode_starts"] == [16]
+    assert r["env_state_sharding"] == "P('devices',)"
+    assert r["positions_agree"]
+    assert r["distinct_keys"] == 4
+    assert r["episodes"] > 16  # 16 steps per environment, episodes of at most 5: several end
+    assert r["started"] == 16 + r["episodes"]
+    assert r["ended_within_started"]
+    assert r["success_by_start"]["float"] == 0.0  # ppo.success_by_start(runner): the metric
+    assert r["model_logits_shape"] == [128, 4]  # make_trainer(config, ...).model(runner) runs
+
+
 @pytest.mark.parametrize("name, expected", [
     ("seeds", "keys (the number of seeds): 6 does not split evenly over the mesh's 4 devices"),
     ("num_envs", "config.num_envs: 6 does not split evenly over the mesh's 4 devices"),
@@ -121,3 +143,37 @@ def test_the_exercise_check_names_mistakes_on_eight_devices(checks):
     assert m["psum"].startswith(summed), m["psum"]
     assert "check_vma" in m["check_vma"] and m["check_vma"].startswith(summed), m["check_vma"]
     assert "the devices' gradients never meet" in m["no_all_reduce"], m["no_all_reduce"]
+
+
+def test_first_batch_is_the_batch_of_make_trains_first_update():
+    """One update of one epoch and one minibatch trains on a permutation of the whole batch: a
+    loss that records its minibatch sees first_batch's transitions, every field of every row
+    (episodes of at most 3 steps, so that GAE meets episode ends), and first_batch's model."""
+    config = ppo.PPOConfig(num_envs=4, num_steps=6, total_timesteps=24, num_epochs=1,
+                           num_minibatches=1)  # fmt: skip
+    network, env = ppo.ConvNet(channels=(4,), hidden_sizes=(16,)), maze_lib.make_maze_task(
+        "empty", time_limit=3
+    )
+    seen = []
+
+    def recording_loss(model, batch):
+        jax.debug.callback(lambda b: seen.append(jax.tree.map(np.asarray, b)), batch)
+        return ppo.default_loss(config)(model, batch)
+
+    jax.block_until_ready(jax.jit(ppo.make_train(config, network, env, recording_loss))(
+        jax.random.key(6)
+    ))  # fmt: skip
+    jax.effects_barrier()
+    model, batch = parallel.first_batch(config, network, env, jax.random.key(6))
+    (trained,) = seen
+    assert batch.advantage.shape == (24,) and batch.image.dtype == np.float32
+    assert np.asarray(batch.action_mask).sum() < 24 * 4  # walls and edges mask some moves
+    first, other = (np.lexsort([np.asarray(b.target), np.asarray(b.log_prob)])
+                    for b in (batch, trained))  # fmt: skip
+    for name, a, b in zip(batch._fields, batch, trained):
+        np.testing.assert_allclose(np.asarray(a)[first], np.asarray(b)[other], atol=1e-6,
+                                   err_msg=name)  # fmt: skip
+    initial = ppo.make_trainer(config, network, env).init(jax.random.key(6))
+    for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
+                    jax.tree.leaves(initial.params)):  # fmt: skip
+        np.testing.assert_array_equal(a, b)

@@ -135,30 +135,8 @@ def make_trainer(
         key, pool_key, rollout_key, perm_key = jax.random.split(runner.key, 4)
         params = runner.params
         model = eqx.combine(params, static_model)
-        pool = make_reset_pool(env, pool_key, n) if config.reset == "pooled" else None
-        env_state, timestep, traj = rollout(
-            model, env, pool, runner.env_state, runner.timestep, rollout_key, config.num_steps
-        )
-        advantages, targets = gae(
-            traj.reward,
-            traj.value,
-            traj.next_value,
-            traj.terminated,
-            traj.done,
-            config.gamma,
-            config.gae_lambda,
-        )
-        flat = jax.tree.map(
-            lambda x: x.reshape((config.batch_size,) + x.shape[2:]),
-            Batch(
-                image=traj.image,
-                action_mask=traj.action_mask,
-                action=traj.action,
-                log_prob=traj.log_prob,
-                value=traj.value,
-                advantage=advantages,
-                target=targets,
-            ),
+        flat, env_state, timestep, traj = collect_batch(
+            config, env, model, runner.env_state, runner.timestep, pool_key, rollout_key
         )
 
         def minibatch_step(carry, batch):
@@ -265,6 +243,41 @@ def make_trainer(
 
     return Trainer(init=init_jit, run=run_jit, train=train, model=model_of, config=config,
                    network=network)
+
+
+def collect_batch(
+    config: PPOConfig,
+    env: Any,
+    model: Any,
+    env_state: Any,
+    timestep: Any,
+    pool_key: jax.Array,
+    rollout_key: jax.Array,
+) -> tuple[Batch, Any, Any, Any]:
+    """One update's data: a rollout of ``config.num_steps`` steps, GAE, flattened to a batch.
+
+    A helper of :func:`make_trainer` (whose arguments it trusts): ``env_state`` and ``timestep``
+    batched over ``config.num_envs``; ``pool_key`` draws the reset pool (``reset="pooled"``),
+    ``rollout_key`` the actions.
+
+    Returns:
+        ``(batch, env_state, timestep, traj)``: ``batch`` a :class:`Batch` of
+        ``B = num_steps * num_envs`` transitions, step-major (``image`` bool ``(B, 3, rows,
+        cols)``, cast to float32 before use); the environments after the rollout; ``traj`` the
+        :class:`~companion.agents.ppo.rollout.Transition` s, leaves ``(num_steps, num_envs, ...)``.
+    """
+    pool = make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
+    env_state, timestep, traj = rollout(
+        model, env, pool, env_state, timestep, rollout_key, config.num_steps
+    )
+    advantage, target = gae(
+        traj.reward, traj.value, traj.next_value, traj.terminated, traj.done,
+        config.gamma, config.gae_lambda,
+    )  # fmt: skip
+    names = ("image", "action_mask", "action", "log_prob", "value")
+    batch = Batch(**{f: getattr(traj, f) for f in names}, advantage=advantage, target=target)
+    flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
+    return flat, env_state, timestep, traj
 
 
 def success_by_start(runner: RunnerState) -> jax.Array:
