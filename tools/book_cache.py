@@ -11,9 +11,12 @@ changed execute again:
   are turned into Python by IPython first; the code of ``%time``-like magics counts), and
   every module those import in turn, absolute and relative, imports inside functions too.
   Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py``, so those count; in
-  ``from a.b import c``, ``c`` counts when it is a module. A module that imports a computed
-  name (``importlib.import_module(name)``), or a cell or module that does not parse, reaches
-  the whole package;
+  ``from a.b import c``, ``c`` counts when it is a module. A package whose ``__init__.py``
+  loads its names lazily (PEP 562) through a literal table ``_LAZY = {name: submodule}``
+  (``companion.checks``) counts only the submodule of each name imported from it, and its
+  ``__getattr__`` is read as that table, not as a computed import. A module that imports a
+  computed name (``importlib.import_module(name)``) elsewhere, or a cell or module that does
+  not parse, reaches the whole package;
 * the package's data files (every file under it that is not a ``.py``, e.g.
   ``companion/data/*.eqx``): they belong to the package's top ``__init__.py``, which every
   import of any of its modules runs, so a notebook that reads one through any module of
@@ -121,6 +124,9 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
         raise _Everything(str(error)) from None
     context = here if is_package else here.rpartition(".")[0]
     names: set[str] = set()
+    if is_package and _lazy_table(tree) is not None:  # its __getattr__ imports from _LAZY
+        tree.body = [n for n in tree.body if not (
+            isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]  # fmt: skip
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -149,6 +155,37 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
     return names
 
 
+def _lazy_table(tree: ast.Module) -> dict[str, str] | None:
+    """A package ``__init__``'s literal ``_LAZY = {name: submodule}``, or None."""
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        if isinstance(target, ast.Name) and target.id == "_LAZY":
+            try:
+                table = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if isinstance(table, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+            ):
+                return table
+    return None
+
+
+def _lazy_module(name: str, table: dict[str, Path]) -> str | None:
+    """``pkg.sub`` for ``pkg.name`` when ``pkg/__init__.py`` loads ``name`` lazily from ``sub``."""
+    package, _, attr = name.rpartition(".")
+    path = table.get(package)
+    if path is None or path.name != "__init__.py":
+        return None
+    try:
+        lazy = _lazy_table(ast.parse(path.read_text()))
+    except SyntaxError:
+        return None
+    return f"{package}.{lazy[attr]}" if lazy and attr in lazy else None
+
+
 def reach(sources: list[str], package: Path, table: dict[str, Path] | None = None) -> set[Path]:
     """The module files of ``package`` that running ``sources`` (code cells, or one module's
     text) imports, directly or through other modules of the package."""
@@ -168,6 +205,8 @@ def reach(sources: list[str], package: Path, table: dict[str, Path] | None = Non
             continue
         if name.endswith(".*"):
             todo += [m for m in table if m.rpartition(".")[0] == name[:-2]]
+        elif name not in table and (lazy := _lazy_module(name, table)) is not None:
+            todo.append(lazy)
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # the parent packages run first
             prefix = ".".join(parts[:i])
