@@ -133,6 +133,43 @@ def prng_key(key: Any, name: str = "key") -> Any:
     return key
 
 
+def maze_env(env: Any, name: str = "env") -> Any:
+    """``env`` if it is a jumanji ``Maze`` (or a subclass), as ``make_maze_task`` returns it.
+
+    Any jumanji ``Wrapper`` is refused, ``AutoResetWrapper`` and ``VmapAutoResetWrapper``
+    included: the functions that take a Maze reset it and detect episode ends themselves, and a
+    wrapper that resets on its own hides every end (the target reached would not count).
+
+    Raises:
+        TypeError: naming ``name``, for a wrapper (how to unwrap it) or anything not a Maze.
+    """
+    from companion.envs.jumanji_import import import_jumanji
+
+    import_jumanji()  # before any jumanji submodule: keeps matplotlib's backend
+    from jumanji.environments.routing.maze.env import Maze
+    from jumanji.wrappers import Wrapper
+
+    tasks = "companion.envs.maze.make_maze_task('empty' | 'medium' | 'random')"
+    if isinstance(env, Wrapper):
+        layers, inner = [], env
+        while isinstance(inner, Wrapper):
+            layers.append(type(inner).__name__)
+            inner = getattr(inner, "_env", None)
+        chain = "(".join(layers + [type(inner).__name__]) + ")" * len(layers)
+        raise TypeError(
+            f"{name}: expected a jumanji Maze without wrappers, got {chain}; this function "
+            "resets the environments and detects episode ends itself, and a wrapper that "
+            "resets or batches them hides those ends (reaching the target would not count as "
+            f"a termination). Pass the unwrapped Maze: {name}.unwrapped, or {tasks}"
+        )
+    if not isinstance(env, Maze):
+        raise TypeError(
+            f"{name}: expected a jumanji Maze, got {type(env).__name__}; the book's tasks are "
+            f"{tasks}"
+        )
+    return env
+
+
 def folder_and_parents(start: Any, name: str = "start") -> tuple[Path, ...]:
     """``start`` (default: the working directory), resolved, followed by its parents: the
     folders to search, in order, for a file of the book's repository.

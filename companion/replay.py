@@ -2,6 +2,8 @@
 
 A ring: each example leaf of shape ``s`` and dtype ``d`` gets ``(capacity, *s)`` of dtype ``d``;
 when full, the oldest transitions are overwritten. flashbax (InstaDeep) offers the same and more.
+The public functions check their arguments; the ``_``-prefixed cores do not, for callers that
+have checked them already (DQN's trainer).
 """
 
 from __future__ import annotations
@@ -44,9 +46,12 @@ def replay_init(example: Any, capacity: int) -> ReplayBuffer:
         ValueError: if ``capacity`` is not positive, or ``example`` has no leaves.
     """
     positive_int(capacity, "capacity")
-    leaves = jax.tree.leaves(example)
-    if not leaves:
+    if not jax.tree.leaves(example):
         raise ValueError("example: expected a transition with at least one array leaf")
+    return _replay_init(example, capacity)
+
+
+def _replay_init(example: Any, capacity: int) -> ReplayBuffer:
     data = jax.tree.map(
         lambda leaf: jnp.zeros((capacity, *jnp.shape(leaf)), jnp.asarray(leaf).dtype), example
     )
@@ -92,7 +97,7 @@ def replay_add(buffer: ReplayBuffer, transition: Any) -> ReplayBuffer:
     """
     _check_like(buffer, transition, batched=False, argname="transition")
     batch = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], transition)
-    return replay_add_batch(buffer, batch)
+    return _replay_add_batch(buffer, batch)
 
 
 def replay_add_batch(buffer: ReplayBuffer, transitions: Any) -> ReplayBuffer:
@@ -105,11 +110,15 @@ def replay_add_batch(buffer: ReplayBuffer, transitions: Any) -> ReplayBuffer:
         ValueError: for a structure, shape or dtype mismatch, or ``n > capacity``.
     """
     n = _check_like(buffer, transitions, batched=True, argname="transitions")
-    capacity = buffer.capacity
-    if n > capacity:
+    if n > buffer.capacity:
         raise ValueError(
-            f"transitions: a batch of {n} does not fit a buffer of capacity {capacity}"
+            f"transitions: a batch of {n} does not fit a buffer of capacity {buffer.capacity}"
         )
+    return _replay_add_batch(buffer, transitions)
+
+
+def _replay_add_batch(buffer: ReplayBuffer, transitions: Any) -> ReplayBuffer:
+    n, capacity = jax.tree.leaves(transitions)[0].shape[0], buffer.capacity
     slots = (buffer.position + jnp.arange(n)) % capacity
     data = jax.tree.map(
         lambda store, new: store.at[slots].set(new.astype(store.dtype)), buffer.data, transitions
@@ -135,6 +144,10 @@ def replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
     positive_int(batch_size, "batch_size")
     prng_key(key)
     runtime_check(buffer.size <= 0, "replay_sample: the buffer is empty")
+    return _replay_sample(buffer, key, batch_size)
+
+
+def _replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
     size = buffer.size
     # Slots 0 .. size-1 are the filled ones: the ring fills from slot 0 and
     # never empties, so this holds before and after it wraps around.

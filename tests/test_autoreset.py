@@ -113,3 +113,62 @@ def test_pool_size_must_be_positive():
     for bad in (0, -3, 2.5, True):
         with pytest.raises((TypeError, ValueError), match="pool_size: expected a positive int"):
             make_reset_pool(env, jax.random.key(0), bad)
+
+
+def _to_the_target(image):
+    """On the empty 10 x 10 maze only right and down have weight: every episode reaches the
+    target (9, 9) in 18 steps, greedy (right along the top row, then down) or sampled."""
+    del image
+    return jnp.array([0.0, 50.0, 50.0, 0.0]), jnp.zeros(())
+
+
+def test_an_auto_reset_wrapper_is_refused_where_it_would_hide_reaching_the_target():
+    from jumanji.wrappers import AutoResetWrapper, VmapAutoResetWrapper
+
+    from companion.agents import ppo
+    from companion.agents.ppo.evaluate import _evaluate
+    from companion.envs.maze import make_maze_task
+
+    env = make_maze_task("empty")
+    evaluation = ppo.evaluate(_to_the_target, env, jax.random.key(0), num_episodes=3, greedy=True)
+    np.testing.assert_array_equal(evaluation.success, [True] * 3)
+    np.testing.assert_array_equal(evaluation.length, [18] * 3)
+    starts = jax.random.split(jax.random.key(3), 2)
+    state, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(env, starts)
+    pool = make_reset_pool(env, jax.random.key(1), 2)
+    _, _, traj = ppo.rollout(_to_the_target, env, pool, state, ts, jax.random.key(2), 20)
+    ends = np.zeros((20, 2), bool)
+    ends[17] = True  # the 18th step reaches the target: a termination, no bootstrap
+    np.testing.assert_array_equal(traj.terminated, ends)
+    np.testing.assert_array_equal(traj.next_value[17], [0.0, 0.0])
+
+    # What the checks prevent: past them, a wrapper restarts each episode as it reaches the
+    # target, so the same agent would be reported as never succeeding in 0 steps.
+    wrapped = AutoResetWrapper(env)
+    hidden = _evaluate(_to_the_target, wrapped, jax.random.key(0), 3, jnp.asarray(True), False)
+    np.testing.assert_array_equal(hidden.success, [False] * 3)
+    np.testing.assert_array_equal(hidden.length, [0] * 3)
+
+    message = r"env: expected a jumanji Maze without wrappers, got AutoResetWrapper\(Maze\)"
+    with pytest.raises(TypeError, match=message + r".*env\.unwrapped"):
+        ppo.evaluate(_to_the_target, wrapped, jax.random.key(4), num_episodes=3, greedy=True)
+    with pytest.raises(TypeError, match=message):
+        ppo.rollout(_to_the_target, wrapped, pool, state, ts, jax.random.key(2), 20)
+    with pytest.raises(TypeError, match=message):
+        ppo.rollout(_to_the_target, wrapped, None, state, ts, jax.random.key(8), 20)
+    with pytest.raises(TypeError, match=message):
+        make_reset_pool(wrapped, jax.random.key(1), 2)
+    with pytest.raises(TypeError, match=message):
+        reset_with_next_obs(wrapped, jax.random.key(5))
+    with pytest.raises(TypeError, match=message):
+        pool_reset(wrapped, pool, jax.random.key(6))
+    with pytest.raises(TypeError, match=message):
+        pooled_autoreset_step(wrapped, pool, jax.tree.map(lambda x: x[0], state), 1)
+    with pytest.raises(TypeError, match=r"env: expected a jumanji Maze without wrappers, got "
+                       r"VmapAutoResetWrapper\("):
+        ppo.make_trainer(ppo.PPOConfig(num_envs=2, num_steps=2, total_timesteps=8,
+                                       num_minibatches=1),
+                         ppo.ConvNet(channels=(2,), hidden_sizes=(4,)), VmapAutoResetWrapper(env))
+    # The advice of the message: the unwrapped Maze (the same object) gives the true numbers.
+    unwrapped = ppo.evaluate(_to_the_target, wrapped.unwrapped, jax.random.key(7), 3, True)
+    np.testing.assert_array_equal(unwrapped.length, [18] * 3)

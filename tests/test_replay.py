@@ -122,3 +122,26 @@ def test_clear_errors():
         jax.block_until_ready(replay_sample(buffer, jax.random.key(0), 2))
     with pytest.raises(ValueError, match="the buffer is empty"):
         checked(replay_sample, static_argnums=2)(buffer, jax.random.key(0), 2)
+
+
+def test_unchecked_cores_match_the_public_functions_which_check_once(monkeypatch):
+    from companion import replay
+
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(3)])
+    public = replay_add_batch(replay_init(EXAMPLE, 4), batch)
+    core = replay._replay_add_batch(replay._replay_init(EXAMPLE, 4), batch)
+    for a, b in zip(jax.tree.leaves(public), jax.tree.leaves(core)):
+        np.testing.assert_array_equal(a, b)
+    assert (int(core.position), int(core.size)) == (3, 3)
+    np.testing.assert_array_equal(core.data.action, [0, 1, 2, 0])
+    drawn = replay._replay_sample(core, jax.random.key(1), 6)
+    np.testing.assert_array_equal(replay_sample(public, jax.random.key(1), 6).obs, drawn.obs)
+    np.testing.assert_array_equal(drawn.obs[:, 0], drawn.action)  # rows stay whole
+
+    calls = []
+    check_like = replay._check_like
+    counted = lambda *a, **k: calls.append(1) or check_like(*a, **k)
+    monkeypatch.setattr(replay, "_check_like", counted)
+    added = replay_add(public, _t(7))  # one transition: checked once, not again as a batch
+    assert len(calls) == 1
+    np.testing.assert_array_equal(added.data.action, [0, 1, 2, 7])

@@ -2,6 +2,9 @@
 
 ``AutoResetWrapper(env, next_obs_in_extras=True)``'s semantics without a maze generated per step;
 starts repeat within one pool, so draw a new pool (new key) for every rollout.
+
+The public functions check their arguments (``env``: a jumanji Maze without wrappers); the
+``_``-prefixed cores do not, for callers that have checked them already (the trainers).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from companion._validate import positive_int, prng_key
+from companion._validate import maze_env, positive_int, prng_key
 
 
 class ResetPool(NamedTuple):
@@ -27,7 +30,10 @@ def raw_key(key: jax.Array) -> jax.Array:
     Raises:
         TypeError, ValueError: if ``key`` is not one PRNG key.
     """
-    prng_key(key)
+    return _raw_key(prng_key(key))
+
+
+def _raw_key(key: jax.Array) -> jax.Array:
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)
     return key
@@ -37,6 +43,7 @@ def env_reset(env: Any, key: jax.Array) -> tuple[Any, Any]:
     """``env.reset(key)`` with ``key`` (typed or raw) handed to jumanji as raw ``uint32`` data.
 
     A typed key would trip ``jax_debug_key_reuse`` in jumanji's ``lax.cond`` under ``vmap``.
+    ``env``: any jumanji environment, wrappers included.
 
     Returns:
         ``(state, timestep)`` as ``env.reset`` returns them; ``state.key`` is raw.
@@ -44,21 +51,31 @@ def env_reset(env: Any, key: jax.Array) -> tuple[Any, Any]:
     Raises:
         TypeError, ValueError: if ``key`` is not one PRNG key.
     """
-    return env.reset(raw_key(key))
+    return _env_reset(env, prng_key(key))
+
+
+def _env_reset(env: Any, key: jax.Array) -> tuple[Any, Any]:
+    return env.reset(_raw_key(key))
 
 
 def make_reset_pool(env: Any, key: jax.Array, pool_size: int) -> ResetPool:
-    """Draw ``pool_size`` (static int) independent resets of ``env``, whose state has ``key``.
+    """Draw ``pool_size`` (static int) independent resets of the Maze ``env`` with ``key``.
 
     Returns:
         :class:`ResetPool` whose leaves have a leading axis of ``pool_size``.
 
     Raises:
-        TypeError: if ``pool_size`` is not an int.
-        ValueError: if ``pool_size`` is not positive.
+        TypeError: if ``env`` is not a jumanji Maze without wrappers, ``pool_size`` not an int
+            or ``key`` not a PRNG key.
+        ValueError: if ``pool_size`` is not positive, or ``key`` a batch of keys.
     """
+    maze_env(env)
     positive_int(pool_size, "pool_size")
-    states, timesteps = jax.vmap(env_reset, in_axes=(None, 0))(
+    return _make_reset_pool(env, prng_key(key), pool_size)
+
+
+def _make_reset_pool(env: Any, key: jax.Array, pool_size: int) -> ResetPool:
+    states, timesteps = jax.vmap(_env_reset, in_axes=(None, 0))(
         env, jax.random.split(key, pool_size)
     )
     return ResetPool(states=states, timesteps=timesteps)
@@ -73,8 +90,18 @@ def _with_next_obs(timestep: Any, next_obs: Any) -> Any:
 def reset_with_next_obs(env: Any, key: jax.Array) -> tuple[Any, Any]:
     """``env.reset(key)`` with ``extras["next_obs"]`` set, so that its timestep has
     the same structure as those of :func:`pooled_autoreset_step` (a ``lax.scan``
-    carry needs that)."""
-    state, timestep = env_reset(env, key)
+    carry needs that).
+
+    Raises:
+        TypeError: if ``env`` is not a jumanji Maze without wrappers.
+        TypeError, ValueError: if ``key`` is not one PRNG key.
+    """
+    maze_env(env)
+    return _reset_with_next_obs(env, prng_key(key))
+
+
+def _reset_with_next_obs(env: Any, key: jax.Array) -> tuple[Any, Any]:
+    state, timestep = _env_reset(env, key)
     return state, _with_next_obs(timestep, timestep.observation)
 
 
@@ -86,12 +113,15 @@ def pool_reset(env: Any, pool: ResetPool, key: jax.Array) -> tuple[Any, Any]:
     used), and ``timestep.extras`` has ``next_obs`` set to the first observation.
 
     Raises:
-        TypeError: if ``pool`` is not a :class:`ResetPool`.
+        TypeError: if ``env`` is not a jumanji Maze without wrappers, or ``pool`` not a
+            :class:`ResetPool`.
+        TypeError, ValueError: if ``key`` is not one PRNG key.
     """
+    maze_env(env)
     _check_pool(pool)
-    key, index_key = jax.random.split(key)
+    key, index_key = jax.random.split(prng_key(key))
     state, timestep = _pool_entry(pool, index_key)
-    return state.replace(key=raw_key(key)), _with_next_obs(timestep, timestep.observation)
+    return state.replace(key=_raw_key(key)), _with_next_obs(timestep, timestep.observation)
 
 
 def _check_pool(pool: Any) -> None:
@@ -118,15 +148,21 @@ def pooled_autoreset_step(env: Any, pool: ResetPool, state: Any, action: Any) ->
     and ``state`` the next episode's; ``extras["next_obs"]`` is always the true next observation.
 
     Raises:
-        TypeError: if ``pool`` is not a :class:`ResetPool`.
+        TypeError: if ``env`` is not a jumanji Maze without wrappers, or ``pool`` not a
+            :class:`ResetPool`.
         ValueError: if ``action`` is not a single action (shape ``()``).
     """
+    maze_env(env)
     _check_pool(pool)
     if jnp.ndim(action) != 0:
         raise ValueError(
             f"action: expected one action (shape ()), got shape {jnp.shape(action)}; for a batch "
             "use jax.vmap(pooled_autoreset_step, in_axes=(None, None, 0, 0))"
         )
+    return _pooled_autoreset_step(env, pool, state, action)
+
+
+def _pooled_autoreset_step(env: Any, pool: ResetPool, state: Any, action: Any) -> tuple[Any, Any]:
     next_state, timestep = env.step(state, action)
     key, index_key = jax.random.split(next_state.key)
     reset_state, reset_timestep = _pool_entry(pool, index_key)

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion._validate import positive_int, prng_key
+from companion._validate import maze_env, positive_int, prng_key
 from companion.agents.ppo.policy import masked_logits
 from companion.envs import maze as maze_lib
-from companion.envs.autoreset import env_reset
+from companion.envs.autoreset import _env_reset
 from companion.envs.maze import reached_target
 
 class Evaluation(NamedTuple):
@@ -37,7 +37,7 @@ class Evaluation(NamedTuple):
 def _evaluate(model, env, key, num_episodes: int, greedy: jax.Array, record: bool) -> Evaluation:
     # greedy is a traced bool: the greedy and the sampling policy share one program
     reset_key, act_key = jax.random.split(key)
-    state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(
+    state, timestep = jax.vmap(_env_reset, in_axes=(None, 0))(
         env, jax.random.split(reset_key, num_episodes)
     )
 
@@ -99,13 +99,16 @@ def evaluate(
 
     Args:
         model: one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
-        env: a jumanji Maze (no auto-reset wrapper).
+        env: a jumanji Maze without wrappers (its episodes end here, at their LAST step).
         greedy: argmax of the masked logits instead of sampling; a bool or bool scalar array.
         record_states: also return every step's state (1,000 episodes at 20 x 20: about 160 MB).
 
     Raises:
+        TypeError: if ``env`` is not a jumanji Maze without wrappers (an auto-reset wrapper
+            would restart every episode that reaches the target before it is counted).
         TypeError, ValueError: bad ``num_episodes``, ``greedy``, ``record_states`` or ``key``.
     """
+    maze_env(env)
     positive_int(num_episodes, "num_episodes")
     if isinstance(greedy, (bool, np.bool_)):
         greedy = jnp.asarray(bool(greedy))

@@ -2,6 +2,8 @@
 
 Ended episodes restart from a reset pool (:mod:`companion.envs.autoreset`) or through
 jumanji's ``AutoResetWrapper``; each transition stores V(s_{t+1}) for bootstrapping.
+:func:`rollout` and :func:`next_values` check their arguments; ``_rollout`` and ``_next_values``
+are their unchecked cores, for the trainers (which check ``config`` and ``env`` once).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from companion._validate import positive_int, prng_key
+from companion._validate import maze_env, positive_int, prng_key
 from companion.envs import maze as maze_lib
-from companion.envs.autoreset import pooled_autoreset_step
+from companion.envs.autoreset import ResetPool, _pooled_autoreset_step
 from companion.envs.maze import reached_target
 from companion.agents.ppo.policy import log_prob, masked_logits
 from jumanji.wrappers import AutoResetWrapper  # noqa: E402  (after maze: it sets up jumanji)
@@ -63,27 +65,38 @@ def rollout(
 
     Args:
         model: one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
-        env: a jumanji Maze without wrappers.
+        env: a jumanji Maze without wrappers (it is wrapped here when ``pool`` is ``None``).
         pool: a reset pool (:func:`companion.envs.autoreset.make_reset_pool`), or ``None`` for
             ``AutoResetWrapper(env, next_obs_in_extras=True)`` (a fresh reset on every step).
         env_state, timestep: batched over ``num_envs``, with ``timestep.extras["next_obs"]``.
         num_steps: static, a positive int; ``transitions`` leaves: ``(num_steps, num_envs, ...)``.
 
     Raises:
+        TypeError: if ``env`` is not a jumanji Maze without wrappers (a wrapped one would hide
+            the episode ends), or ``pool`` neither ``None`` nor a ``ResetPool``.
         TypeError, ValueError: bad ``num_steps`` or ``key``, or no ``extras["next_obs"]`` in
             ``timestep`` (reset with :func:`companion.envs.autoreset.reset_with_next_obs`).
     """
+    maze_env(env)
+    if pool is not None and not isinstance(pool, ResetPool):
+        raise TypeError(
+            f"pool: expected None or a ResetPool (from make_reset_pool), got {type(pool).__name__}"
+        )
     positive_int(num_steps, "num_steps")
     prng_key(key)
-    if "next_obs" not in (timestep.extras or {}):
+    if "next_obs" not in (getattr(timestep, "extras", None) or {}):
         raise ValueError(
             "timestep: expected extras['next_obs'] (the rollout's carry needs it); reset with "
             "jax.vmap(companion.envs.autoreset.reset_with_next_obs, in_axes=(None, 0))"
         )
+    return _rollout(model, env, pool, env_state, timestep, key, num_steps)
+
+
+def _rollout(model, env, pool, env_state, timestep, key, num_steps):
     if pool is None:
         step_env = jax.vmap(AutoResetWrapper(env, next_obs_in_extras=True).step)
     else:
-        step_env = jax.vmap(functools.partial(pooled_autoreset_step, env, pool))
+        step_env = jax.vmap(functools.partial(_pooled_autoreset_step, env, pool))
     images = jax.vmap(maze_lib.observation_image)
 
     def step(carry, _):
@@ -116,7 +129,7 @@ def rollout(
     (env_state, timestep, _), (transitions, next_obs) = jax.lax.scan(
         step, (env_state, timestep, key), None, length=num_steps
     )
-    next_value = next_values(model, transitions, next_obs, timestep.observation, env)
+    next_value = _next_values(model, transitions, next_obs, timestep.observation, env)
     return env_state, timestep, transitions._replace(next_value=next_value)
 
 
@@ -132,9 +145,10 @@ def next_values(
         transitions: a rollout's :class:`Transition`, leaves ``(T, N, ...)``.
         next_obs: the Maze observations after each step, leaves ``(T, N, ...)``.
         last_obs: the Maze observations after step T - 1, leaves ``(N, ...)``.
+        env: the jumanji Maze of the rollout (its ``time_limit`` bounds the truncations).
 
     Raises:
-        TypeError: if ``transitions`` is not a :class:`Transition`.
+        TypeError: if ``transitions`` is not a :class:`Transition`, or ``env`` not a Maze.
         ValueError: if ``transitions.value`` is not ``(T, N)`` or ``last_obs`` not N observations.
     """
     if not isinstance(transitions, Transition):
@@ -146,7 +160,7 @@ def next_values(
             f"transitions: expected leaves (T, N, ...), got value of shape "
             f"{jnp.shape(transitions.value)}"
         )
-    num_steps, num_envs = transitions.value.shape
+    num_envs = transitions.value.shape[1]
     walls = jnp.shape(last_obs.walls) if hasattr(last_obs, "walls") else None
     if walls is None or len(walls) != 3 or walls[0] != num_envs:
         raise ValueError(
@@ -154,8 +168,14 @@ def next_values(
             "rows, cols)), got "
             + (f"walls of shape {walls}" if walls else type(last_obs).__name__)
         )
+    maze_env(env)
+    return _next_values(model, transitions, next_obs, last_obs, env)
+
+
+def _next_values(model, transitions, next_obs, last_obs, env):
+    num_steps, num_envs = transitions.value.shape
     truncated = transitions.done & ~transitions.terminated
-    time_limit = getattr(env, "time_limit", None) or 1
+    time_limit = env.time_limit
     most = num_envs * min(num_steps, -(-num_steps // time_limit))
     (where,) = jnp.nonzero(truncated.reshape(-1), size=most, fill_value=0)
     final_obs = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[where], next_obs)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from companion._validate import prng_key
+from companion._validate import maze_env, prng_key
 from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
     FIXED_MAZE_CONFIG,
     FIXED_MAZE_NETWORK,
@@ -106,11 +106,7 @@ def make_trainer(
         raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function, got {type(loss_fn).__name__}")
-    if not all(hasattr(env, a) for a in ("reset", "step", "num_rows", "num_cols")):
-        raise TypeError(
-            f"env: expected a jumanji Maze, got {type(env).__name__}; the book's tasks are "
-            "companion.envs.maze.make_maze_task('empty' | 'medium' | 'random')"
-        )
+    maze_env(env)
     grid_shape = (env.num_rows, env.num_cols)
     optimizer = make_optimizer(config)
     n = config.num_envs
