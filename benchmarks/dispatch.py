@@ -34,8 +34,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from companion.bench import result_header, timed
+from companion.bench import timed
 from companion.envs import cartpole
+from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

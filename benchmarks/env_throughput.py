@@ -27,10 +27,11 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from jumanji.wrappers import AutoResetWrapper
 
-from companion.bench import result_header, throughput
+from companion.bench import throughput
 from companion.envs import cartpole
 from companion.envs.autoreset import make_reset_pool, pooled_autoreset_step, reset_with_next_obs
 from companion.envs.maze import make_maze
+from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

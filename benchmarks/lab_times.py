@@ -83,7 +83,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "lab_times.json")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from companion.bench import result_header
+    from measure import result_header
 
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if args.quick:

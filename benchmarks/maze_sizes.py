@@ -30,11 +30,10 @@ import jax
 import numpy as np
 
 from companion.agents import ppo
-from companion.bench import result_header
 from companion.envs import maze as maze_lib
-from companion.agents.ppo.saved import saved_network
-from companion.playground import load_random_maze_agent
+from companion.agents.ppo.saved import load_saved_agent, saved_network
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
+from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -103,7 +102,7 @@ def main(argv=None) -> dict:
     else:
         sizes, sweep, num_episodes, sweep_episodes = [10, 12, 15, 20], [16, 24, 48, 64], 1000, 200
 
-    trained, network = load_random_maze_agent(), saved_network()
+    trained, network = load_saved_agent("propagation"), saved_network("propagation")
     started = time.perf_counter()
     result = {
         **result_header("maze_sizes", args.quick),

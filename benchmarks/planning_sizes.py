@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from maze_sizes import EVAL_SEED, evaluate_and_write, with_iterations
+from measure import result_header
 
 from companion.agents.ppo.saved import load_saved_agent, saved_network
-from companion.bench import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

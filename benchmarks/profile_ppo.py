@@ -28,9 +28,9 @@ from pathlib import Path
 import jax
 
 from companion.agents import ppo
-from companion.bench import compile_and_time, result_header
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
+from measure import compile_and_time, result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -38,7 +38,7 @@ def main(argv=None) -> dict:
     scripts = [name for name in SCRIPTS if args.only is None or name in args.only]
 
     sys.path.insert(0, str(HERE.parent))
-    from companion.bench import result_header
+    from measure import result_header
 
     args.out_dir.mkdir(parents=True, exist_ok=True)
     walls = {}

@@ -43,7 +43,7 @@ import jax  # noqa: E402
 
 from companion import parallel  # noqa: E402
 from companion.agents import ppo  # noqa: E402
-from companion.bench import compile_and_time, result_header, step_rates  # noqa: E402
+from measure import compile_and_time, result_header, step_rates  # noqa: E402
 from companion.envs import maze as maze_lib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -1,7 +1,8 @@
 """The maze playground as an ipywidgets widget, for Jupyter and Colab.
 
 The book's playground page (``book/playground.md``) with the JAX agents in place of its
-JavaScript; the rules are :mod:`companion.playground`'s.
+JavaScript; each state is jumanji's Maze ``State`` (:mod:`companion.playground`), whose action
+mask says which moves are legal.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import Any
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from companion._validate import one_of, positive_int
@@ -20,8 +20,9 @@ from companion.agents.ppo.planning import UNREACHED
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
 from companion.envs.maze import shortest_path
-from companion.playground import AGENTS, action_mask, agent_policy, load_agent, step
+from companion.playground import AGENTS, load_agent, maze_state, policy, step_state
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
+from jumanji.environments.routing.maze.types import State
 
 #: Cell colours of the widget (as in :data:`companion.envs.maze.COLOURS`).
 _HEX = {
@@ -47,32 +48,33 @@ def _colour(t: float) -> str:
 
 
 @eqx.filter_jit
-def _values(model, walls: jax.Array, target: jax.Array) -> jax.Array:
-    zeros = jnp.zeros(walls.shape, jnp.float32)
-    image = jnp.stack([walls.astype(jnp.float32), zeros, zeros.at[target[0], target[1]].set(1.0)])
-    return model.values(image)
+def _values(model, state) -> jax.Array:
+    return model.values(maze_lib.observation_image(state))
 
 
-def value_map(model, walls: Any, target: Any) -> np.ndarray:
-    """The planning agent's settled value map for bool ``walls`` ``(rows, cols)`` and ``target``.
+def value_map(model, state) -> np.ndarray:
+    """The planning agent's settled value map of a Maze ``state`` (its walls and target).
 
     Returns:
         float ``(rows, cols)``: per cell the mean over the value channels of ``model.values``;
         NaN on walls and on cells that no value reached.
 
     Raises:
-        TypeError: if ``model`` is not a ``ValueIterationActorCritic`` (it has no value map).
-        ValueError: for a bad grid or target.
+        TypeError: if ``model`` is not a ``ValueIterationActorCritic`` (it has no value map),
+            or ``state`` not a Maze ``State`` (:func:`companion.playground.maze_state`).
     """
     if not isinstance(model, ppo.ValueIterationActorCritic):
         raise TypeError(
             f"model: expected a ValueIterationActorCritic (the planning agent has a value "
             f"map), got {type(model).__name__}"
         )
-    walls = maze_lib.check_walls(walls)
-    t = maze_lib.check_cell(target, "target", walls)
-    v = np.asarray(_values(model, jnp.asarray(walls), jnp.asarray(t)))
-    return np.where((v > UNREACHED).all(-1) & ~walls, v.mean(-1), np.nan)
+    if not isinstance(state, State):
+        raise TypeError(
+            f"state: expected a jumanji Maze State (playground.maze_state), "
+            f"got {type(state).__name__}"
+        )
+    v = np.asarray(_values(model, state))
+    return np.where((v > UNREACHED).all(-1) & ~np.asarray(state.walls), v.mean(-1), np.nan)
 
 
 def _random_maze(rows: int, cols: int, key: jax.Array):
@@ -85,7 +87,8 @@ def _random_maze(rows: int, cols: int, key: jax.Array):
 
 
 class _Episode:
-    """The widget's state: walls, start, target, agent, steps, outcome, visited cells."""
+    """The widget's episode: walls, start, target, agent, steps, outcome, visited cells, and
+    jumanji's ``state`` of the agent's cell (its action mask: the legal moves)."""
 
     def __init__(self, walls: np.ndarray, start: tuple, target: tuple, time_limit: int | None):
         self.walls, self.start, self.target = walls, start, target
@@ -98,6 +101,12 @@ class _Episode:
 
     def restart(self) -> None:
         self.agent, self.steps, self.reason, self.trail = self.start, 0, "", [self.start]
+        self.state = maze_state(self.walls, self.start, self.target)
+
+    @property
+    def can_move(self) -> bool:
+        """Whether the agent has a legal move (the state's action mask)."""
+        return bool(np.any(self.state.action_mask))
 
     def status(self) -> str:
         path = shortest_path(self.walls, self.start, self.target)
@@ -106,7 +115,7 @@ class _Episode:
             return f"Reached the target in {self.steps} steps (shortest path: {best})."
         if self.reason == "time limit":
             return f"Time limit: {self.time_limit} steps (shortest path: {best})."
-        if not action_mask(self.walls, self.agent).any():
+        if not self.can_move:
             return "The agent has no legal move."
         if path is None:
             return "No path: walls separate the start from the target."
@@ -208,7 +217,7 @@ def maze_playground(
         m = current_model()
         values = None
         if controls["value_map"].value and isinstance(m, ppo.ValueIterationActorCritic):
-            values = value_map(m, walls_now, episode.target)
+            values = value_map(m, episode.state)
             low, high = np.nanmin(values), np.nanmax(values)
         for i, button in enumerate(box.cells):
             cell = divmod(i, cols_now)
@@ -221,8 +230,8 @@ def maze_playground(
             mark = "·" if cell in path else "∘" if kind == "visited" else ""
             button.description = "S" if cell == episode.start else mark
         lines = []
-        if episode.agent != episode.target and action_mask(walls_now, episode.agent).any():
-            probs, greedy, value = agent_policy(m, walls_now, episode.agent, episode.target)
+        if episode.agent != episode.target and episode.can_move:
+            probs, greedy, value = policy(m, episode.state)
             for a, name in enumerate(maze_lib.ACTION_NAMES):
                 bar = "█" * int(round(20 * probs[a]))
                 mark = "<b>{}</b>" if a == greedy else "{}"
@@ -248,14 +257,13 @@ def maze_playground(
     def on_step(_button=None):
         if episode.reason or episode.agent == episode.target:
             return False
-        if not action_mask(episode.walls, episode.agent).any():
+        if not episode.can_move:
             episode.reason = "no legal move"
             return False
-        _, greedy, _ = agent_policy(current_model(), episode.walls, episode.agent, episode.target)
-        result = step(episode.walls, episode.agent, episode.target, greedy, episode.steps,
-                      episode.time_limit)  # fmt: skip
+        _, greedy, _ = policy(current_model(), episode.state)
+        result = step_state(episode.state, greedy, episode.time_limit)
         episode.agent, episode.steps = result.agent, result.step_count
-        episode.reason = result.reason
+        episode.reason, episode.state = result.reason, result.state
         episode.trail.append(result.agent)
         draw()
         return not result.done

@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +32,9 @@ from companion.envs.autoreset import env_reset
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import export_playground  # noqa: E402  (tools/export_playground.py)
+
 STATIC = ROOT / "book" / "_static" / "playground"
 NUM_MAZES = 1000
 #: States kept per maze: the start and these steps of a sampled rollout.
@@ -43,7 +47,7 @@ SAME_PLANNING = pytest.mark.xdist_group("playground-planning-comparison")
 
 @pytest.fixture(scope="module")
 def model():
-    return playground.load_random_maze_agent()
+    return playground.load_agent("propagation")
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +89,15 @@ def _agent_and_target(state) -> tuple:
     return agent, (int(state.target_position.row), int(state.target_position.col))
 
 
+def _mask(walls, row) -> np.ndarray:
+    """jumanji's action mask in state ``row`` ``[maze, agent row, agent col, target row,
+    target col]`` of ``walls``: bool ``(4,)``."""
+    return np.asarray(playground.maze_state(walls, row[1:3], row[3:5]).action_mask)
+
+
 def test_committed_weights_are_what_the_export_writes(model, planner):
     text = (STATIC / "weights.js").read_text()
-    expected = playground.weights_js({"planning": planner, "propagation": model})
+    expected = export_playground.weights_js({"planning": planner, "propagation": model})
     assert text == expected, "run python tools/export_playground.py"
     assert len(text.encode()) < 150_000  # the page's budget: 500 KB with its scripts
 
@@ -105,7 +115,7 @@ def _exported_arrays(exported, model) -> dict:
 
 
 def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
-    exported = playground.export_weights(planner)
+    exported = export_playground.export_weights(planner)
     assert exported["network"] == "value_iteration" and exported["iterations"] is None
     get = _exported_arrays(exported, planner)
     rebuilt = eqx.tree_at(
@@ -126,7 +136,7 @@ def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
 
 def test_export_holds_every_array_of_the_model(model):
     # Rebuild the model from the exported lists: the same outputs, bit for bit.
-    get = _exported_arrays(playground.export_weights(model), model)
+    get = _exported_arrays(export_playground.export_weights(model), model)
     rebuilt = eqx.tree_at(
         lambda m: (
             m.embed,
@@ -256,7 +266,7 @@ def test_javascript_agent_equals_jax_in_float64(model, rollout_states):
     differences from float32 JAX (the test above) are float32 rounding, not a wrong formula."""
     walls, rows, _, _, _, out = rollout_states
     rows = rows[:500]
-    masks = np.stack([playground.action_mask(walls[r[0]], r[1:3]) for r in rows])
+    masks = np.stack([_mask(walls[r[0]], r) for r in rows])
     with jax.enable_x64(True):
         model64 = jax.tree.map(
             lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model
@@ -367,7 +377,7 @@ def test_javascript_planning_agent_takes_jax_float32_actions(planning_comparison
     it starts a shortest path: the planning agent does not need its training size."""
     states = 0
     for size, (walls, rows, _, _, logits32, _, js_out) in planning_comparison.items():
-        masks = np.stack([playground.action_mask(walls[r[0]], r[1:3]) for r in rows])
+        masks = np.stack([_mask(walls[r[0]], r) for r in rows])
         greedy32 = np.argmax(np.where(masks, logits32, -np.inf), axis=-1)
         np.testing.assert_array_equal(np.asarray(js_out["greedy"]), greedy32,
                                       err_msg=f"greedy actions on {size}")
@@ -499,6 +509,126 @@ def test_greedy_action_equals_the_chapters_evaluation(model):
     assert checked >= 20
 
 
+def test_step_and_action_mask_by_hand():
+    """A 3 x 3 maze with walls at (0, 1) and (1, 0): from (0, 0) every move is illegal, so a
+    step stays there and ends the episode; from (1, 1), right is free and up a wall."""
+    walls = np.zeros((3, 3), bool)
+    walls[0, 1] = walls[1, 0] = True
+    up, right, down, left = range(4)
+    np.testing.assert_array_equal(
+        playground.maze_state(walls, (1, 1), (2, 2)).action_mask, [False, True, True, False]
+    )
+    stuck = playground.step(walls, (0, 0), (2, 2), right)
+    assert stuck[:4] == ((0, 0), 1, True, "no legal move")
+    into_wall = playground.step(walls, (1, 1), (2, 2), up, step_count=3)
+    assert into_wall[:4] == ((1, 1), 4, False, "")  # a move into a wall: no move, one step
+    np.testing.assert_array_equal(into_wall.state.action_mask, [False, True, True, False])
+    assert playground.step(walls, (1, 2), (2, 2), down)[:4] == ((2, 2), 1, True, "target")
+    last = playground.step(walls, (1, 1), (2, 2), left, step_count=4, time_limit=5)
+    assert last[:4] == ((1, 1), 5, True, "time limit")
+
+
+def test_step_and_action_mask_equal_jumanji_with_moves_into_walls():
+    """On jumanji's random mazes, each episode trying an illegal move at every other step:
+    ``maze_state``'s action mask is ``Maze.reset``'s, and ``step`` (from walls and cells) and
+    ``step_state`` (from the state before) are ``Maze.step``: the agent, step count, end and
+    the next action mask; a move into a wall leaves the agent in place."""
+    time_limit = 15
+    env = maze_lib.make_maze(time_limit=time_limit)
+    jumanji_step = jax.jit(env.step)
+    rng = np.random.default_rng(1)
+    into_walls = 0
+    for key in jax.random.split(jax.random.key(8), 6):
+        state, timestep = env_reset(env, key)
+        walls = np.asarray(state.walls)
+        agent, target = _agent_and_target(state)
+        ours = playground.maze_state(walls, agent, target)
+        np.testing.assert_array_equal(ours.action_mask, state.action_mask)
+        chained = playground.StepResult(agent, 0, False, "", ours)
+        for t in range(time_limit):
+            mask = np.asarray(state.action_mask)
+            illegal = np.flatnonzero(~mask)
+            choices = illegal if t % 2 == 0 and illegal.size else np.flatnonzero(mask)
+            action = int(rng.choice(choices))
+            state, timestep = jumanji_step(state, action)
+            result = playground.step(walls, agent, target, action, t, time_limit)
+            chained = playground.step_state(chained.state, action, time_limit)
+            assert result[:4] == chained[:4]
+            assert result.agent == _agent_and_target(state)[0]
+            assert result.step_count == int(state.step_count) == t + 1
+            assert result.done == bool(timestep.last())
+            np.testing.assert_array_equal(result.state.action_mask, state.action_mask)
+            cell = np.add(agent, maze_lib.MOVES[action])
+            if not mask[action]:
+                assert result.agent == agent
+                inside = (0 <= cell).all() and (cell < walls.shape).all()
+                into_walls += bool(inside and walls[tuple(cell)])
+            agent = result.agent
+            if result.done:
+                break
+    assert into_walls >= 5
+
+
+def test_widget_steps_are_a_jumanji_greedy_rollout(model):
+    """The widget's Step, click by click, is jumanji's ``Maze.step`` of the greedy action of
+    the model on the chapter's observation image, masked by jumanji's action mask."""
+    pytest.importorskip("ipywidgets")
+    box = playground_widget.maze_playground(model, key=jax.random.key(3), delay_s=0)
+    episode = box.episode
+    generator = maze_lib.FixedMazeGenerator(episode.walls, [episode.start], [episode.target])
+    env = maze_lib.make_maze(generator=generator, time_limit=episode.time_limit)
+    state, timestep = env_reset(env, jax.random.key(4))
+
+    @jax.jit
+    def greedy_step(state):
+        logits, _ = model(maze_lib.observation_image(state))
+        action = jnp.argmax(ppo.masked_logits(logits, state.action_mask))
+        return env.step(state, action)
+
+    while not timestep.last():
+        state, timestep = greedy_step(state)
+        box.controls["step"].click()
+        assert episode.agent == _agent_and_target(state)[0]
+        assert episode.steps == int(state.step_count)
+        np.testing.assert_array_equal(episode.state.action_mask, state.action_mask)
+    assert episode.reason == "target" and episode.steps > 5
+    box.controls["step"].click()  # the episode is over: nothing moves
+    assert episode.steps == int(state.step_count)
+
+
+def test_policy_and_value_map_name_a_bad_state(model, planner):
+    walls = np.zeros((3, 3), bool)
+    walls[0, 1] = walls[1, 0] = True
+    with pytest.raises(ValueError, match="state: the agent's cell \\(0, 0\\) has no legal move"):
+        playground.policy(model, playground.maze_state(walls, (0, 0), (2, 2)))
+    with pytest.raises(TypeError, match="state: expected a jumanji Maze State"):
+        playground.policy(model, walls)
+    batch = jax.tree.map(lambda x: jnp.stack([x, x]), playground.maze_state(walls, (1, 1), (2, 2)))
+    with pytest.raises(ValueError, match="state: action_mask has shape \\(2, 4\\)"):
+        playground.policy(model, batch)
+    with pytest.raises(TypeError, match="state: expected a jumanji Maze State"):
+        playground_widget.value_map(planner, walls)
+    with pytest.raises(ValueError, match="step_count: expected an int >= 0, got -1"):
+        playground.maze_state(walls, (1, 1), (2, 2), step_count=-1)
+    with pytest.raises(TypeError, match="State \\(playground.maze_state\\), got ndarray"):
+        playground.step_state(walls, 0)
+    with pytest.raises(ValueError, match="state: action_mask has shape \\(2, 4\\)"):
+        playground.step_state(batch, 0)
+    with pytest.raises(ValueError, match="action: expected 0 \\(up\\)"):
+        playground.step_state(playground.maze_state(walls, (1, 1), (2, 2)), -1)
+
+
+def test_export_names_a_bad_model_or_agent():
+    with pytest.raises(TypeError, match="model: expected a PropagationActorCritic"):
+        export_playground.export_weights(object())
+    with pytest.raises(ValueError, match="models: unknown value 'greedy'"):
+        export_playground.weights_js({"greedy": None})
+    with pytest.raises(TypeError, match="model: expected a PropagationActorCritic"):
+        export_playground.weights_js({"planning": None})
+    with pytest.raises(TypeError, match="models: expected a dict"):
+        export_playground.weights_js([])
+
+
 def test_bad_input_is_named(js):
     walls = np.zeros((4, 4), bool)
     with pytest.raises(ValueError, match="action"):
@@ -508,7 +638,7 @@ def test_bad_input_is_named(js):
     with pytest.raises(ValueError, match="time_limit"):
         playground.step(walls, (0, 0), (3, 3), 0, time_limit=0)
     with pytest.raises(TypeError, match="PropagationActorCritic"):
-        playground.export_weights("a model")
+        export_playground.export_weights("a model")
     walls[0, 1] = walls[1, 0] = True
     with pytest.raises(ValueError, match="no legal move"):
         playground.agent_policy(None, walls, (0, 0), (3, 3))
@@ -649,7 +779,7 @@ def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
     # darkest free cell, and the propagation agent shows no map.
     episode = box.episode
     controls["reset"].click()
-    vmap = playground_widget.value_map(planner, episode.walls, episode.target)
+    vmap = playground_widget.value_map(planner, episode.state)
     free = ~episode.walls
     assert np.isfinite(vmap[free]).all() and np.isnan(vmap[episode.walls]).all()
     dist = np.array([[maze_lib.shortest_path_length(episode.walls, (r, c), episode.target)
@@ -667,7 +797,7 @@ def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
     assert colours <= {"#ffffff", "#dcecd9", "#22882f", "#d9332a"}
     assert set(box.models) == {"planning", "propagation"}
     with pytest.raises(TypeError, match="model: expected a ValueIterationActorCritic"):
-        playground_widget.value_map(box.models["propagation"], episode.walls, episode.target)
+        playground_widget.value_map(box.models["propagation"], episode.state)
 
 
 def test_widget_delay_is_the_time_between_steps(planner):

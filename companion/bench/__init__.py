@@ -1,12 +1,13 @@
-"""Timing helpers shared by the notebooks and ``benchmarks/``.
+"""Timings for the notebooks, and the committed benchmark results they show.
 
 Compile time is measured apart from run time, results are waited for (``block_until_ready``),
 each figure is the median of several runs with its min and max, and the hardware is named.
+The benchmark scripts' own helpers (compiling ahead of time, program memory, the head of a
+result's JSON) are in ``benchmarks/measure.py``.
 """
 
 from __future__ import annotations
 
-import datetime
 import numbers
 import os
 import platform
@@ -20,7 +21,8 @@ from companion._validate import folder_and_parents, positive_int
 
 
 def hardware() -> dict:
-    """Describe the machine: CPU model and cores, JAX version, backend and devices."""
+    """Describe the machine: CPU model and cores, JAX version, backend and devices (the head of
+    every benchmark result, and the machine the book's chapter cards name)."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -41,12 +43,6 @@ def hardware() -> dict:
     }
 
 
-def _check_fn_and_repeats(fn: Any, repeats: Any) -> None:
-    if not callable(fn):
-        raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
-    positive_int(repeats, "repeats")
-
-
 def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
     """Run ``fn()`` (no arguments) once to compile, then ``repeats`` more times, each waited for.
 
@@ -58,7 +54,9 @@ def timed(fn: Callable[[], Any], repeats: int = 5) -> dict:
         TypeError: if ``fn`` is not callable or ``repeats`` is not an int.
         ValueError: if ``repeats`` < 1.
     """
-    _check_fn_and_repeats(fn, repeats)
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
+    positive_int(repeats, "repeats")
     start = time.perf_counter()
     jax.block_until_ready(fn())
     first = time.perf_counter() - start
@@ -92,7 +90,8 @@ def throughput(fn: Callable[[], Any], steps_per_call: int, repeats: int = 5) -> 
 
 
 def step_rates(timing: dict, steps: int) -> dict:
-    """Steps per second of a timing (from :func:`timed` or :func:`compile_and_time`) of ``steps``.
+    """Steps per second of a timing (from :func:`timed`, or ``compile_and_time`` in
+    ``benchmarks/measure.py``) of ``steps``.
 
     Returns:
         dict of floats: ``steps_per_s`` (``steps / median_s``), ``steps_per_s_low`` (from
@@ -114,88 +113,6 @@ def step_rates(timing: dict, steps: int) -> dict:
         "steps_per_s": steps / timing["median_s"],
         "steps_per_s_low": steps / timing["max_s"],
         "steps_per_s_high": steps / timing["min_s"],
-    }
-
-
-def memory_bytes(compiled: Any) -> dict:
-    """Bytes a compiled program needs on its device, from XLA's memory analysis.
-
-    Returns:
-        dict of ints: ``argument_bytes``, ``output_bytes``, ``temp_bytes``, ``alias_bytes``
-        (outputs reusing argument buffers), ``total_bytes`` (arguments + outputs + temp - aliases).
-
-    Raises:
-        TypeError: if ``compiled`` is not a compiled program (``jax.jit(f).lower(*a).compile()``).
-    """
-    if not hasattr(compiled, "memory_analysis"):
-        raise TypeError(
-            "compiled: expected a compiled JAX program (jax.jit(f).lower(*args).compile()), "
-            f"got {type(compiled).__name__}"
-        )
-    m = compiled.memory_analysis()
-    out = {
-        "argument_bytes": int(m.argument_size_in_bytes),
-        "output_bytes": int(m.output_size_in_bytes),
-        "temp_bytes": int(m.temp_size_in_bytes),
-        "alias_bytes": int(m.alias_size_in_bytes),
-    }
-    out["total_bytes"] = (
-        out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
-    )
-    return out
-
-
-def compile_and_time(
-    fn: Callable, args: tuple, repeats: int = 3, max_total_s: float | None = None
-) -> tuple[dict, Any]:
-    """Compile ``jax.jit(fn)`` for the tuple ``args`` ahead of time, then time ``repeats`` runs.
-
-    Returns:
-        ``(timing, out)``: ``timing`` has ``compile_s``, ``median_s``, ``min_s``, ``max_s`` (s),
-        ``repeats`` (runs done; after two, they stop once past ``max_total_s`` s in all) and
-        ``memory`` (:func:`memory_bytes`); ``out`` is the last run's result.
-
-    Raises:
-        TypeError, ValueError: ``fn`` not callable, ``args`` not a tuple, bad ``repeats`` (>= 1).
-    """
-    _check_fn_and_repeats(fn, repeats)
-    if not isinstance(args, tuple):
-        raise TypeError(f"args: expected a tuple of arguments, got {type(args).__name__}")
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-        if max_total_s is not None and len(times) >= 2 and sum(times) > max_total_s:
-            break
-    return {
-        "compile_s": compile_s,
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "max_s": max(times),
-        "repeats": len(times),
-        "memory": memory_bytes(compiled),
-    }, out
-
-
-def result_header(name: str, quick: bool) -> dict:
-    """The common head of a benchmark's JSON: its name, the UTC date, the mode and the hardware.
-
-    Raises:
-        ValueError: if ``name`` is not a plain name (letters, digits, ``_``).
-    """
-    import re
-
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
-        raise ValueError(f"name: expected a benchmark name such as 'scaling', got {name!r}")
-    return {
-        "benchmark": name,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "quick": quick,
-        "hardware": hardware(),
     }
 
 
@@ -283,7 +200,6 @@ def load_result_or_note(name: str) -> tuple[dict | None, str]:
 
 # The tables of committed results (companion.bench.tables), where the chapters look for them.
 from companion.bench.tables import (  # noqa: E402
-    POST_TASKS,
     benchmarks_against_others,
     dqn_cartpole_table,
     measured_on,
@@ -293,20 +209,16 @@ from companion.bench.tables import (  # noqa: E402
 )
 
 __all__ = [
-    "POST_TASKS",
     "benchmarks_against_others",
-    "compile_and_time",
     "dqn_cartpole_table",
     "find_results_dir",
     "hardware",
     "load_result",
     "load_result_or_note",
     "measured_on",
-    "memory_bytes",
     "post_dqn_table",
     "post_ppo_ablation_table",
     "post_ppo_table",
-    "result_header",
     "step_rates",
     "throughput",
     "timed",
