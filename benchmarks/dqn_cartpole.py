@@ -35,7 +35,7 @@ from measure import result_header
 from companion.envs import cartpole
 
 RESULTS = Path(__file__).resolve().parent / "results"
-NETWORK = dqn.make_q_network(2, (64, 64))  # the chapter's Q-network
+NETWORK = dqn.make_q_network(2, (64, 64), layer_norm=True)  # the chapter's Q-network
 ENV = cartpole.CartPole()  # CartPole-v1
 SOLVED = 475.0
 
@@ -124,8 +124,8 @@ def main(argv=None) -> dict:
         )
         seeds, rejax_steps, num_seeds = [0], 8_192, 2
     else:
-        config = dqn.DQNConfig()
-        config = config._replace(eval_episodes=128)  # the same evaluation as rejax's
+        # the same evaluation as rejax's: 128 episodes every 4,000 steps
+        config = dqn.DQNConfig()._replace(eval_episodes=128, eval_every=1_000)
         seeds, rejax_steps, num_seeds = [0, 1, 2], 61_440, 10
 
     started = time.perf_counter()
@@ -134,6 +134,7 @@ def main(argv=None) -> dict:
         "config": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()
         },
+        "network": {"hidden_sizes": [64, 64], "layer_norm": True},
         "book": [measure_book(config, s) for s in seeds],
     }
 

@@ -1,8 +1,12 @@
 """The two source posts, reimplemented faithfully, and the book's agents, measured alike.
 
 The book's PPO (on the post's maze and on the book's medium maze, keys 0 to 3) and its DQN
-(keys 0 to 10) run in the same process with the same protocol (:mod:`book_agents`), and
-``comparisons`` in the JSON holds the same-run ratios. The posts' side:
+(keys 0 to 32) run in the same process with the same protocol (:mod:`book_agents`), and
+``comparisons`` in the JSON holds the same-run ratios. The book's DQN is measured twice: the
+chapter's configuration (``dqn.DQNConfig()`` with the 64 x 64 Q-network with LayerNorm) and
+the configuration the chapter used before (``EARLIER_DQN_CONFIG``, the 64 x 64 network
+without LayerNorm), both evaluated every 1,000 steps on 100 greedy episodes, evaluations
+counted in the time. The posts' side:
 
 - **PPO on Maze** (:mod:`post_ppo`): the post's agent on its own medium maze
   as its generator draws it (4 start/target pairs), keys 0 to 3, 819,200
@@ -16,7 +20,7 @@ The book's PPO (on the post's maze and on the book's medium maze, keys 0 to 3) a
   sampled and greedy (``companion.agents.ppo.evaluate``), on the post's maze
   with its 4 pairs, with all 9 pairs, and on the book's medium maze.
 - **DQN on CartPole** (:mod:`post_dqn`): the post's agent with its own
-  CartPole (reward 0 on the terminating step, no step limit) and with
+  CartPole (reward 0 on the terminating step, no step limit), keys 0 to 32, and with
   CartPole-v1's (the ablation), keys 0 to 10. Every 1,000 steps, clock
   stopped: 10 greedy CartPole-v1 episodes choose the kept-best parameters (the
   book's selection) and 100 give the time to a mean return of 475 (compile
@@ -25,11 +29,18 @@ The book's PPO (on the post's maze and on the book's medium maze, keys 0 to 3) a
   and kept-best parameters are evaluated on 100 fresh greedy CartPole-v1
   episodes.
 
+The DQN runs go key by key, each key's runs one after another (the post's, its ablation's,
+the earlier configuration's, the chapter's), so that a busier machine slows them alike.
 Compile time is measured apart, once per configuration (later keys reuse the
-compiled programs and report the same compile time).
+compiled programs and report the same compile time). ``comparisons["dqn"]`` holds, per agent,
+the final and kept-best solves, the last-quarter evaluations, the median steps and time to a
+first evaluation at 475, the time of one whole run (compile included) and the expected time to
+a solving final policy (that time divided by the fraction of keys whose final parameters
+solve), and the same-run ratios.
 
-    python benchmarks/source_posts.py           # about 12 minutes on 2 cores
-    python benchmarks/source_posts.py --quick   # tiny sizes, to keep the script working
+    python benchmarks/source_posts.py             # about 20 minutes on 2 cores
+    python benchmarks/source_posts.py --dqn-only  # the DQN part, merged into the JSON
+    python benchmarks/source_posts.py --quick     # tiny sizes, to keep the script working
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ import post_dqn  # noqa: E402
 import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
 
+from companion.agents import dqn  # noqa: E402
 from companion.agents.ppo import networks as ppo_networks  # noqa: E402
 from measure import result_header  # noqa: E402
 
@@ -72,8 +84,22 @@ PPO_VARIANTS = (
 #: The book's PPO runs: (task it trains on, keys), each evaluated on every task of EVAL_TASKS.
 BOOK_PPO_TASKS = (("post-medium", (0, 1, 2, 3)), ("book-medium", (0, 1, 2, 3)))
 
-#: DQN runs: (variant, changes to the post's configuration).
-DQN_VARIANTS = (("post", {}), ("CartPole-v1 reward and truncation", {"env_fixed": True}))
+#: DQN runs: (variant, changes to the post's configuration, keys).
+DQN_VARIANTS = (
+    ("post", {}, tuple(range(33))),
+    ("CartPole-v1 reward and truncation", {"env_fixed": True}, tuple(range(11))),
+)
+DQN_SEEDS = tuple(range(33))
+#: The chapter's DQN before LayerNorm: Polyak averaging (tau 0.005 after every gradient step),
+#: a learning rate of 0.003 falling to 0 along half a cosine, 80,000 steps, epsilon over
+#: 20,000, and the 64 x 64 ReLU network without LayerNorm. ``eval_every`` 250 iterations
+#: (1,000 steps) evaluates it as often as the chapter's configuration.
+EARLIER_DQN_CONFIG = dqn.DQNConfig(
+    total_steps=80_000, learning_starts=2_000, buffer_capacity=100_000, learning_rate=3e-3,
+    lr_schedule="cosine", target_update_period=1, target_tau=0.005,
+    epsilon_decay_steps=20_000, eval_every=250,
+)  # fmt: skip
+EARLIER_DQN_NETWORK = dqn.make_q_network(2, (64, 64))
 
 
 def measure_ppo(variant: str, config: post_ppo.PostPPOConfig, seed: int, episodes: int,
@@ -150,16 +176,15 @@ def ppo_evaluate(model, task, key, episodes, greedy):
     return ppo.evaluate(model, post_maze.make_env(task), key, episodes, greedy=greedy).success
 
 
-def measure_book_dqn(seed: int, episodes: int, config) -> dict:
-    from companion.agents import dqn
-
-    run = book_agents.measure_dqn(seed, jax.random.key(PERIODIC_SEED + seed), episodes, config)
-    network = book_agents.DQN_NETWORK
+def measure_book_dqn(seed: int, episodes: int, config, network=book_agents.DQN_NETWORK,
+                     variant: str = "book") -> dict:  # fmt: skip
+    run = book_agents.measure_dqn(seed, jax.random.key(PERIODIC_SEED + seed), episodes, config,
+                                  network=network)  # fmt: skip
     k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
     for name, key in (("final", k_final), ("best", k_best)):
         returns = dqn.greedy_returns(run.pop(f"{name}_params"), key, episodes, network)
         run[f"{name}_return"] = float(np.mean(returns))
-    run.update(variant="book", eval_episodes=episodes)
+    run.update(variant=variant, eval_episodes=episodes)
     return run
 
 
@@ -168,16 +193,78 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def comparisons(ppo_runs: list, book_ppo: list, dqn_runs: list, book_dqn: list) -> dict:
-    """Same-run comparisons, book against post, on the same tasks and protocol."""
-    out = {"ppo": {}, "dqn": {}}
+def _last_quarter(run: dict) -> float:
+    """Mean of the last quarter of a run's in-training evaluations (100 greedy episodes)."""
+    values = [e["return"] if "return" in e else e["target_return"] for e in run["evals"]]
+    return float(np.mean(values[-max(1, len(values) // 4):]))
+
+
+def _ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def dqn_comparison(runs: list) -> dict:
+    """One DQN agent's summary over its keys (see the module's docstring)."""
+    n = len(runs)
+    final_solved = sum(r["final_return"] >= DQN_TARGET for r in runs)
+    run_time = _median([r["compile_s"] + r["run_s"] for r in runs])
+    sets = {}
+    for first in range(0, n, 11):
+        group = [r for r in runs if first <= r["seed"] < first + 11]
+        if group:
+            name = f"{group[0]['seed']}-{group[-1]['seed']}"
+            sets[name] = sum(r["final_return"] >= DQN_TARGET for r in group)
+    return {
+        "seeds": n,
+        "final_solved": final_solved,
+        "final_solved_by_keys": sets,
+        "best_solved": sum(r["best_return"] >= DQN_TARGET for r in runs),
+        "reached_in_training": sum(r["time_to_target_s"] is not None for r in runs),
+        "last_quarter_eval_mean": float(np.mean([_last_quarter(r) for r in runs])) if runs
+        else None,
+        "median_time_to_target_s": _median([r["time_to_target_s"] for r in runs]),
+        "median_steps_to_target": _median([r["steps_to_target"] for r in runs]),
+        "post_solved": sum(r["post_solved_s"] is not None for r in runs),
+        "median_post_solved_s": _median([r["post_solved_s"] for r in runs]),
+        "median_steps_per_s": _median([r["steps_per_s"] for r in runs]),
+        "env_steps": _median([r["env_steps"] for r in runs]),
+        "compile_s": _median([r["compile_s"] for r in runs]),
+        "median_run_time_s": run_time,
+        "expected_time_to_solving_final_s": (
+            None if not final_solved or run_time is None else run_time * n / final_solved),
+    }  # fmt: skip
+
+
+def dqn_comparisons(dqn_runs: list, book_dqn: list, earlier_dqn: list) -> dict:
+    """Same-run DQN comparisons: the post's agent, the chapter's and its earlier one."""
+    out = {
+        "post": dqn_comparison([r for r in dqn_runs if r["variant"] == "post"]),
+        "book": dqn_comparison(book_dqn),
+    }
+    if earlier_dqn:
+        out["earlier"] = dqn_comparison(earlier_dqn)
+    time = {k: v["median_time_to_target_s"] for k, v in out.items()}
+    expected = {k: v["expected_time_to_solving_final_s"] for k, v in out.items()}
+    out["post_over_book_time"] = _ratio(time["post"], time["book"])
+    out["book_over_post_time"] = _ratio(time["book"], time["post"])
+    out["book_over_post_expected_time"] = _ratio(expected["book"], expected["post"])
+    if earlier_dqn:
+        out["book_over_earlier_time"] = _ratio(time["book"], time["earlier"])
+        out["book_over_earlier_steps"] = _ratio(out["book"]["median_steps_to_target"],
+                                                out["earlier"]["median_steps_to_target"])
+    return out
+
+
+def comparisons(ppo_runs: list, book_ppo: list) -> dict:
+    """Same-run PPO comparisons, book against post, on the same tasks and protocol."""
+    out = {}
     post_on = {"post-medium": "post", "book-medium": "post on the book's medium maze"}
     for task, variant in post_on.items():
         post = [r for r in ppo_runs if r["variant"] == variant]
         book = [r for r in book_ppo if r["task"] == task]
         p_t, b_t = _median([r["time_to_target_s"] for r in post]), _median(
             [r["time_to_target_s"] for r in book])  # fmt: skip
-        out["ppo"][task] = {
+        out[task] = {
             "post_reached": f"{sum(r['time_to_target_s'] is not None for r in post)} of {len(post)}",
             "book_reached": f"{sum(r['time_to_target_s'] is not None for r in book)} of {len(book)}",
             "post_median_time_to_target_s": p_t,
@@ -186,22 +273,6 @@ def comparisons(ppo_runs: list, book_ppo: list, dqn_runs: list, book_dqn: list) 
             "book_median_steps_to_target": _median([r["steps_to_target"] for r in book]),
             "post_over_book_time": None if None in (p_t, b_t) else p_t / b_t,
         }  # fmt: skip
-    post = [r for r in dqn_runs if r["variant"] == "post"]
-    for agent, runs in (("post", post), ("book", book_dqn)):
-        out["dqn"][agent] = {
-            "seeds": len(runs),
-            "final_solved": sum(r["final_return"] >= DQN_TARGET for r in runs),
-            "best_solved": sum(r["best_return"] >= DQN_TARGET for r in runs),
-            "reached_in_training": sum(r["time_to_target_s"] is not None for r in runs),
-            "median_time_to_target_s": _median([r["time_to_target_s"] for r in runs]),
-            "median_steps_to_target": _median([r["steps_to_target"] for r in runs]),
-            "post_solved": sum(r["post_solved_s"] is not None for r in runs),
-            "median_post_solved_s": _median([r["post_solved_s"] for r in runs]),
-            "median_steps_per_s": _median([r["steps_per_s"] for r in runs]),
-        }
-    p_t, b_t = out["dqn"]["post"]["median_time_to_target_s"], out["dqn"]["book"][
-        "median_time_to_target_s"]  # fmt: skip
-    out["dqn"]["post_over_book_time"] = None if None in (p_t, b_t) else p_t / b_t
     return out
 
 
@@ -209,7 +280,7 @@ def _fmt(x, digits=1):
     return "not reached" if x is None else f"{x:.{digits}f} s"
 
 
-def summarise(ppo_runs: list, dqn_runs: list, compared: dict) -> list:
+def summarise_ppo(ppo_runs: list, compared: dict) -> list:
     lines = []
     for r in ppo_runs:
         f = r["final_success"]
@@ -219,21 +290,7 @@ def summarise(ppo_runs: list, dqn_runs: list, compared: dict) -> list:
             + f"; time to {PPO_TARGET}: {_fmt(r['time_to_target_s'])}; "
             f"{r['steps_per_s']:,.0f} steps/s."
         )
-    for variant in [v for v, _ in DQN_VARIANTS] + ["book"]:
-        runs = [r for r in dqn_runs if r["variant"] == variant]
-        final_ok = [r for r in runs if r["final_return"] >= DQN_TARGET]
-        best_ok = [r for r in runs if r["best_return"] >= DQN_TARGET]
-        reached = [r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]
-        solved = [r["post_solved_s"] for r in runs if r["post_solved_s"] is not None]
-        lines.append(
-            f"DQN {variant}, {len(runs)} keys: final parameters >= {DQN_TARGET:.0f} on "
-            f"{len(final_ok)} keys, kept-best on {len(best_ok)}; during training a 100-episode "
-            f"evaluation reached {DQN_TARGET:.0f} on {len(reached)} keys (median "
-            f"{_fmt(statistics.median(reached) if reached else None)}, compile included); "
-            f"the post's 'solved' fired on {len(solved)} keys (median "
-            f"{_fmt(statistics.median(solved) if solved else None, 2)})."
-        )
-    for task, c in compared["ppo"].items():
+    for task, c in compared.items():
         ratio = c["post_over_book_time"]
         lines.append(
             f"PPO on {task}: time to {PPO_TARGET}, post {_fmt(c['post_median_time_to_target_s'])}"
@@ -241,85 +298,153 @@ def summarise(ppo_runs: list, dqn_runs: list, compared: dict) -> list:
             f"({c['book_reached']} keys)"
             + (f"; post / book {ratio:.2f}." if ratio else ".")
         )
-    ratio = compared["dqn"]["post_over_book_time"]
-    if ratio:
-        lines.append(f"DQN time to a mean greedy return of {DQN_TARGET:.0f}, post / book: {ratio:.2f}.")
     return lines
+
+
+def summarise_dqn(dqn_runs: list, compared: dict) -> list:
+    lines = []
+    for variant in [v for v, _, _ in DQN_VARIANTS] + ["earlier", "book"]:
+        runs = [r for r in dqn_runs if r["variant"] == variant]
+        if not runs:
+            continue
+        final_ok = [r for r in runs if r["final_return"] >= DQN_TARGET]
+        best_ok = [r for r in runs if r["best_return"] >= DQN_TARGET]
+        reached = [r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]
+        steps = [r["steps_to_target"] for r in runs if r["steps_to_target"] is not None]
+        solved = [r["post_solved_s"] for r in runs if r["post_solved_s"] is not None]
+        lines.append(
+            f"DQN {variant}, {len(runs)} keys: final parameters >= {DQN_TARGET:.0f} on "
+            f"{len(final_ok)} keys, kept-best on {len(best_ok)}; last-quarter evaluations "
+            f"{np.mean([_last_quarter(r) for r in runs]):.0f}; during training a 100-episode "
+            f"evaluation reached {DQN_TARGET:.0f} on {len(reached)} keys (median "
+            f"{statistics.median(steps) if steps else 0:,.0f} steps, "
+            f"{_fmt(statistics.median(reached) if reached else None, 2)}, compile included); "
+            f"the post's 'solved' fired on {len(solved)} keys (median "
+            f"{_fmt(statistics.median(solved) if solved else None, 2)})."
+        )
+    for name in ("book_over_earlier_time", "book_over_post_time", "book_over_post_expected_time"):
+        if compared.get(name) is not None:
+            lines.append(f"DQN {name.replace('_', ' ')}: {compared[name]:.2f}.")
+    return lines
+
+
+def _listed(config) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()}
+
+
+def run_dqn(quick: bool) -> dict:
+    """The DQN part: the post's agent, its ablation, the earlier and the chapter's DQN."""
+    base, eval_every, select, episodes = post_dqn.PostDQNConfig(), 1_000, 10, 100
+    variants, seeds = DQN_VARIANTS, DQN_SEEDS
+    book_config, earlier_config = book_agents.DQN_CONFIG, EARLIER_DQN_CONFIG
+    if quick:
+        base = base._replace(total_steps=200, buffer_size=64, prefill_steps=64)
+        eval_every, select, episodes = 100, 2, 5
+        variants = tuple((n, c, k[:2]) for n, c, k in DQN_VARIANTS)
+        seeds = DQN_SEEDS[:2]
+        small = {"total_steps": 1_200, "learning_starts": 200, "eval_every": 100,
+                 "buffer_capacity": 1_200, "epsilon_decay_steps": 500}  # fmt: skip
+        book_config, earlier_config = book_config._replace(**small), earlier_config._replace(
+            **small)  # fmt: skip
+    dqn_runs, book_dqn, earlier_dqn = [], [], []
+
+    def show(run):
+        print(json.dumps({k: v for k, v in run.items() if k != "evals"}), flush=True)
+
+    for seed in seeds:  # each key's runs together: a busier spell slows them alike
+        for name, changes, keys in variants:
+            if seed in keys:
+                dqn_runs.append(measure_dqn(name, base._replace(**changes), seed, eval_every,
+                                            select, episodes))  # fmt: skip
+                show(dqn_runs[-1])
+        earlier_dqn.append(measure_book_dqn(seed, episodes, earlier_config, EARLIER_DQN_NETWORK,
+                                            "earlier"))  # fmt: skip
+        show(earlier_dqn[-1])
+        book_dqn.append(measure_book_dqn(seed, episodes, book_config))
+        show(book_dqn[-1])
+    compared = dqn_comparisons(dqn_runs, book_dqn, earlier_dqn)
+    return {
+        "dqn_target": DQN_TARGET,
+        "dqn_config": _listed(base),
+        "dqn_variants": [{"variant": n, "changes": c, "seeds": list(k)} for n, c, k in variants],
+        "dqn_eval_every_steps": eval_every,
+        "book_dqn_config": _listed(book_config),
+        "book_dqn_network": {"hidden_sizes": [64, 64], "layer_norm": True},
+        "earlier_dqn_config": _listed(earlier_config),
+        "dqn_runs": dqn_runs,
+        "book_dqn_runs": book_dqn,
+        "earlier_dqn_runs": earlier_dqn,
+        "comparisons_dqn": compared,
+        "summary_dqn": summarise_dqn(dqn_runs + earlier_dqn + book_dqn, compared),
+    }
+
+
+def run_ppo(quick: bool) -> dict:
+    """The PPO part: the post's agent and its variants, and the book's PPO."""
+    ppo_base, ppo_episodes, ppo_eval_every = post_ppo.PostPPOConfig(), 1000, 2
+    variants = PPO_VARIANTS
+    book_ppo_config, book_tasks = book_agents.PPO_CONFIG, BOOK_PPO_TASKS
+    if quick:
+        ppo_base = ppo_base._replace(num_steps=64, total_timesteps=2_048, num_epochs=1,
+                                     minibatch_size=256)  # fmt: skip
+        ppo_episodes, ppo_eval_every = 20, 1
+        variants = tuple((name, changes, seeds[:1]) for name, changes, seeds in PPO_VARIANTS)
+        book_ppo_config = book_ppo_config._replace(total_timesteps=2 * 8 * 2_048)
+        book_tasks = (("book-medium", (0,)),)
+    ppo_runs, book_ppo = [], []
+    for name, changes, seeds in variants:
+        config = ppo_base._replace(**changes)
+        if not quick:
+            config = config._replace(total_timesteps=post_ppo.BUDGETS[config.env_task])
+        for seed in seeds:
+            ppo_runs.append(measure_ppo(name, config, seed, ppo_episodes, ppo_eval_every))
+            print(json.dumps({k: v for k, v in ppo_runs[-1].items() if k != "evals"}), flush=True)
+    for task, seeds in book_tasks:
+        for seed in seeds:
+            book_ppo.append(measure_book_ppo(task, seed, ppo_episodes, book_ppo_config))
+            print(json.dumps({k: v for k, v in book_ppo[-1].items() if k != "evals"}), flush=True)
+    compared = comparisons(ppo_runs, book_ppo)
+    return {
+        "ppo_target": PPO_TARGET,
+        "ppo_config": ppo_base._asdict(),
+        "ppo_variants": [{"variant": n, "changes": c, "seeds": list(s)} for n, c, s in variants],
+        "ppo_eval_every_updates": ppo_eval_every,
+        "book_ppo_config": book_ppo_config._asdict(),
+        "book_ppo_network": ppo_networks.network_to_dict(book_agents.PPO_NETWORK),
+        "ppo_runs": ppo_runs,
+        "book_ppo_runs": book_ppo,
+        "comparisons_ppo": compared,
+        "summary_ppo": summarise_ppo(ppo_runs + book_ppo, compared),
+    }
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
+    parser.add_argument("--dqn-only", action="store_true",
+                        help="measure the DQN part only; keep the PPO part of --out")
     parser.add_argument("--out", type=Path, default=RESULTS / "source_posts.json")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-
-    ppo_base, ppo_episodes, ppo_eval_every = post_ppo.PostPPOConfig(), 1000, 2
-    dqn_base, dqn_seeds, dqn_eval_every, select, episodes = (
-        post_dqn.PostDQNConfig(), range(11), 1_000, 10, 100)  # fmt: skip
-    variants = PPO_VARIANTS
-    if args.quick:
-        ppo_base = ppo_base._replace(num_steps=64, total_timesteps=2_048, num_epochs=1,
-                                     minibatch_size=256)  # fmt: skip
-        ppo_episodes, ppo_eval_every = 20, 1
-        variants = tuple((name, changes, seeds[:1]) for name, changes, seeds in PPO_VARIANTS)
-        dqn_base = dqn_base._replace(total_steps=200, buffer_size=64, prefill_steps=64)
-        dqn_seeds, dqn_eval_every, select, episodes = range(2), 100, 2, 5
-
-    book_ppo_config, book_dqn_config, book_tasks = (
-        book_agents.PPO_CONFIG, book_agents.DQN_CONFIG, BOOK_PPO_TASKS)  # fmt: skip
-    if args.quick:
-        book_ppo_config = book_ppo_config._replace(total_timesteps=2 * 8 * 2_048)
-        book_dqn_config = book_dqn_config._replace(
-            total_steps=1_200, learning_starts=200, eval_every=100, buffer_capacity=1_000)
-        book_tasks = (("book-medium", (0,)),)
-    ppo_runs, dqn_runs, book_ppo, book_dqn = [], [], [], []
-    for name, changes, seeds in variants:
-        config = ppo_base._replace(**changes)
-        if not args.quick:
-            config = config._replace(total_timesteps=post_ppo.BUDGETS[config.env_task])
-        for seed in seeds:
-            ppo_runs.append(measure_ppo(name, config, seed, ppo_episodes, ppo_eval_every))
-            print(json.dumps({k: v for k, v in ppo_runs[-1].items() if k != "evals"}), flush=True)
-    for name, changes in DQN_VARIANTS:
-        for seed in dqn_seeds:
-            dqn_runs.append(measure_dqn(name, dqn_base._replace(**changes), seed,
-                                        dqn_eval_every, select, episodes))  # fmt: skip
-            print(json.dumps({k: v for k, v in dqn_runs[-1].items() if k != "evals"}), flush=True)
-
-    for task, seeds in book_tasks:
-        for seed in seeds:
-            book_ppo.append(measure_book_ppo(task, seed, ppo_episodes, book_ppo_config))
-            print(json.dumps({k: v for k, v in book_ppo[-1].items() if k != "evals"}), flush=True)
-    for seed in dqn_seeds if not args.quick else dqn_seeds[:1]:
-        book_dqn.append(measure_book_dqn(seed, episodes, book_dqn_config))
-        print(json.dumps({k: v for k, v in book_dqn[-1].items() if k != "evals"}), flush=True)
-
-    compared = comparisons(ppo_runs, book_ppo, dqn_runs, book_dqn)
-    summary = summarise(ppo_runs + book_ppo, dqn_runs + book_dqn, compared)
-    result = result_header("source_posts", args.quick)
-    result.update(
-        ppo_target=PPO_TARGET,
-        dqn_target=DQN_TARGET,
-        ppo_config=ppo_base._asdict(),
-        ppo_variants=[{"variant": n, "changes": c, "seeds": list(s)} for n, c, s in variants],
-        ppo_eval_every_updates=ppo_eval_every,
-        dqn_config={k: (list(v) if isinstance(v, tuple) else v)
-                    for k, v in dqn_base._asdict().items()},  # fmt: skip
-        dqn_variants=[{"variant": n, "changes": c} for n, c in DQN_VARIANTS],
-        dqn_eval_every_steps=dqn_eval_every,
-        book_ppo_config=book_ppo_config._asdict(),
-        book_ppo_network=ppo_networks.network_to_dict(book_agents.PPO_NETWORK),
-        book_dqn_config={k: (list(v) if isinstance(v, tuple) else v)
-                         for k, v in book_dqn_config._asdict().items()},  # fmt: skip
-        ppo_runs=ppo_runs,
-        dqn_runs=dqn_runs,
-        book_ppo_runs=book_ppo,
-        book_dqn_runs=book_dqn,
-        comparisons=compared,
-        summary=summary,
-        wall_s=time.perf_counter() - started,
-    )
+    header = result_header("source_posts", args.quick)
+    if args.dqn_only:
+        previous = json.loads(args.out.read_text())
+        ppo = {k: v for k, v in previous.items() if k.startswith(("ppo_", "book_ppo_"))}
+        ppo["comparisons_ppo"] = previous["comparisons"]["ppo"]
+        ppo["summary_ppo"] = [line for line in previous["summary"] if line.startswith("PPO")]
+        note = (f"The DQN part was re-measured on {header['date']} (--dqn-only); the PPO part "
+                f"is that of the run of {previous.get('ppo_date', previous['date'])}.")  # fmt: skip
+        ppo_date = previous.get("ppo_date", previous["date"])
+    else:
+        ppo, note, ppo_date = run_ppo(args.quick), None, header["date"]
+    dqn_part = run_dqn(args.quick)
+    summary = ppo.pop("summary_ppo") + dqn_part.pop("summary_dqn")
+    compared = {"ppo": ppo.pop("comparisons_ppo"), "dqn": dqn_part.pop("comparisons_dqn")}
+    result = {**header, "ppo_date": ppo_date}
+    if note:
+        result["note"] = note
+    result.update(**ppo, **dqn_part, comparisons=compared, summary=summary,
+                  wall_s=time.perf_counter() - started)  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(summary))

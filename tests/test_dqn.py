@@ -195,3 +195,63 @@ def test_make_train_steps_the_environment_it_is_given():
     assert float(metrics["returns_max"].max()) == 20.0
     assert float(metrics["eval_return"].max()) <= 20.0
     assert float(long_metrics["returns_max"].max()) > 20.0
+
+
+def test_layer_norm_network_normalises_each_hidden_layer_by_hand():
+    """Linear -> LayerNorm -> ReLU per hidden layer: at initialisation (scale 1, offset 0)
+    each sample's pre-activations of each hidden layer have mean 0 and variance 1."""
+    network = make_q_network(2, (16, 8), layer_norm=True)
+    assert network is make_q_network(2, (16, 8), layer_norm=True)  # one object: compiled once
+    assert network is not make_q_network(2, (16, 8))
+    obs = jax.random.normal(jax.random.key(3), (5, 4)) * jnp.array([1.0, 2.0, 0.1, 3.0])
+    params = network.init(jax.random.key(0), obs)
+    assert network.apply(params, obs).shape == (5, 2)
+    shapes = {name: {k: v.shape for k, v in p.items()} for name, p in params.items()}
+    assert shapes == {
+        "linear": {"w": (4, 16), "b": (16,)},
+        "layer_norm": {"scale": (16,), "offset": (16,)},
+        "linear_1": {"w": (16, 8), "b": (8,)},
+        "layer_norm_1": {"scale": (8,), "offset": (8,)},
+        "linear_2": {"w": (8, 2), "b": (2,)},
+    }
+    x = np.asarray(obs, np.float64)
+    for layer in ("linear", "linear_1"):  # the forward pass in numpy, layer by layer
+        pre = x @ np.asarray(params[layer]["w"]) + np.asarray(params[layer]["b"])
+        normed = (pre - pre.mean(-1, keepdims=True)) / np.sqrt(pre.var(-1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(normed.mean(-1), 0.0, atol=1e-6)
+        np.testing.assert_allclose(normed.var(-1), 1.0, rtol=1e-3)
+        x = np.maximum(normed, 0.0)
+    q = x @ np.asarray(params["linear_2"]["w"]) + np.asarray(params["linear_2"]["b"])
+    np.testing.assert_allclose(network.apply(params, obs), q, rtol=1e-4, atol=1e-5)
+    # scaling an observation by 10 scales the plain network's first pre-activations by 10;
+    # after LayerNorm they are the same (up to the bias), so Q stays bounded
+    plain = make_q_network(2, (16, 8))
+    plain_params = plain.init(jax.random.key(0), obs)
+    big = obs * 100.0
+    assert float(jnp.abs(plain.apply(plain_params, big)).max()) > 10 * float(
+        jnp.abs(plain.apply(plain_params, obs)).max())
+    assert float(jnp.abs(network.apply(params, big)).max()) < 10.0
+    with pytest.raises(TypeError, match="layer_norm: expected a bool"):
+        make_q_network(2, (8,), layer_norm=1)
+
+
+def test_default_config_is_the_chapters_lean_dqn():
+    config = DQNConfig()
+    assert config.buffer_capacity >= config.env_steps_run  # the buffer holds the whole run
+    assert config.updates_per_iteration / config.num_envs == 0.5  # updates per env step
+    assert (config.target_tau, config.target_update_period) == (1.0, 10)  # a hard copy
+    assert (config.lr_schedule, config.lr_final_fraction) == ("linear", 0.0)
+    assert config.epsilon_decay_steps < config.total_steps
+    assert config.eval_every * config.num_envs == 1_000  # an evaluation every 1,000 steps
+    assert config.env_steps_run == config.total_steps == 40_000
+    dqn.check_config(config)
+
+
+def test_make_train_reports_the_td_error_of_its_batches():
+    runner, metrics = jax.jit(make_train(TINY, make_q_network(2, (8,), layer_norm=True), ENV))(
+        jax.random.key(0))
+    td, loss = np.asarray(metrics["td_abs"]), np.asarray(metrics["loss"])
+    warm = TINY.warmup_iterations
+    assert np.all(td[:warm] == 0) and np.all(td[warm:] > 0)
+    # squared loss 0.5 mean(e^2) >= 0.5 mean(|e|)^2 (Jensen), batch by batch
+    assert np.all(loss[warm:] >= 0.5 * td[warm:] ** 2 - 1e-5)

@@ -11,25 +11,43 @@ import jax.numpy as jnp
 from companion._validate import positive_int, positive_ints, runtime_check
 
 
-def make_q_network(num_actions: int = 2, hidden_sizes: tuple = (64, 64)) -> hk.Transformed:
-    """Q-network: obs float32 (..., 4) -> Q-values float32 (..., num_actions), ReLU MLP.
+def make_q_network(
+    num_actions: int = 2, hidden_sizes: tuple = (64, 64), layer_norm: bool = False
+) -> hk.Transformed:
+    """Q-network: obs float32 (..., 4) -> Q-values float32 (..., num_actions), a ReLU MLP.
+
+    Each hidden layer is Linear -> ReLU, or with ``layer_norm`` Linear -> LayerNorm -> ReLU:
+    LayerNorm (Ba et al., 2016) rescales each sample's pre-activations over the layer's units
+    to mean 0 and variance 1, then applies a learned per-unit scale (init 1) and offset
+    (init 0). The last layer is a Linear to the Q-values.
 
     The same arguments return the same ``hk.Transformed`` object, so functions
     compiled for it (:func:`greedy_returns`) are compiled once.
 
     Raises:
-        TypeError, ValueError: if ``num_actions`` is not a positive int or
-            ``hidden_sizes`` not a non-empty tuple of positive ints.
+        TypeError, ValueError: if ``num_actions`` is not a positive int, ``hidden_sizes`` not a
+            non-empty tuple of positive ints, or ``layer_norm`` not a bool.
     """
+    if not isinstance(layer_norm, bool):
+        raise TypeError(f"layer_norm: expected a bool, got {type(layer_norm).__name__}")
     return _q_network(
-        positive_int(num_actions, "num_actions"), positive_ints(hidden_sizes, "hidden_sizes")
+        positive_int(num_actions, "num_actions"),
+        positive_ints(hidden_sizes, "hidden_sizes"),
+        layer_norm,
     )
 
 
 @functools.lru_cache(maxsize=None)
-def _q_network(num_actions: int, hidden_sizes: tuple) -> hk.Transformed:
+def _q_network(num_actions: int, hidden_sizes: tuple, layer_norm: bool) -> hk.Transformed:
     def forward(obs):
-        return hk.nets.MLP([*hidden_sizes, num_actions])(obs)
+        if not layer_norm:
+            return hk.nets.MLP([*hidden_sizes, num_actions])(obs)
+        x = obs
+        for size in hidden_sizes:
+            x = hk.Linear(size)(x)
+            x = hk.LayerNorm(axis=-1, create_scale=True, create_offset=True)(x)
+            x = jax.nn.relu(x)
+        return hk.Linear(num_actions)(x)
 
     return hk.without_apply_rng(hk.transform(forward))
 

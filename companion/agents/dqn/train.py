@@ -38,24 +38,24 @@ class DQNConfig(NamedTuple):
     """
 
     num_envs: int = 4
-    total_steps: int = 80_000
-    learning_starts: int = 2_000  # random actions, no updates, until then
-    buffer_capacity: int = 100_000  # holds the whole run: early falls are never overwritten
+    total_steps: int = 40_000
+    learning_starts: int = 1_000  # random actions, no updates, until then
+    buffer_capacity: int = 40_000  # holds the whole run: early falls are never overwritten
     batch_size: int = 128
     updates_per_iteration: int = 2  # gradient steps per vectorised env step (of num_envs steps)
     gamma: float = 0.99
-    learning_rate: float = 3e-3
-    lr_schedule: str = "cosine"  # "cosine" or "linear": how the learning rate decays
+    learning_rate: float = 1e-3
+    lr_schedule: str = "linear"  # "linear" or "cosine": how the learning rate decays
     lr_final_fraction: float = 0.0  # the learning rate decays to this fraction of itself
     max_grad_norm: float = 10.0
     loss: str = "squared"  # "squared" or "huber"
     huber_delta: float = 1.0  # used by the Huber loss
-    target_update_period: int = 1  # gradient steps between target updates
-    target_tau: float = 0.005  # below 1: Polyak averaging; 1.0: copy the online network
+    target_update_period: int = 10  # gradient steps between target updates
+    target_tau: float = 1.0  # 1.0: copy the online network; below 1: Polyak averaging
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
-    epsilon_decay_steps: int = 20_000
-    eval_every: int = 1_000  # iterations between greedy evaluations during training
+    epsilon_decay_steps: int = 8_000
+    eval_every: int = 250  # iterations between greedy evaluations during training
     eval_episodes: int = 10  # greedy episodes per evaluation
 
     @property
@@ -197,7 +197,8 @@ def make_train(
     ``best_params`` and ``best_score`` those of the best greedy evaluation (the later on ties).
     ``metrics``, per iteration: ``env_steps`` int32, ``returns_sum``, ``returns_max``,
     ``episodes`` (of the episodes completed in it; 0 if none), ``epsilon``, ``loss``, ``q_mean``
-    (0 in the warm-up); per block: ``eval_return`` (mean greedy return), ``eval_env_steps``.
+    (mean Q(s, a) of the batch), ``td_abs`` (mean absolute TD error of the batch) (the last
+    gradient step's; 0 in the warm-up); per block: ``eval_return`` (mean greedy return), ``eval_env_steps``.
 
     Raises:
         TypeError, ValueError: naming the argument: a bad ``config`` (:func:`check_config`),
@@ -267,14 +268,14 @@ def make_train(
         target_params = update_target(
             params, target_params, count, config.target_update_period, config.target_tau
         )
-        return (params, target_params, opt_state, count), (loss, aux["q_mean"])
+        return (params, target_params, opt_state, count), (loss, aux["q_mean"], aux["td_abs"])
 
     def iteration(runner: RunnerState, learn: bool):
         key, act_key, update_key = jax.random.split(runner.key, 3)
         runner = runner._replace(key=key)
         epsilon = epsilon_schedule(runner.env_steps) if learn else jnp.float32(1.0)
         runner, metrics = env_step(runner, epsilon, act_key)
-        loss = q_mean = jnp.float32(0.0)
+        loss = q_mean = td_abs = jnp.float32(0.0)
         if learn:  # updates_per_iteration gradient steps, a scan (not unrolled)
             def gradient_step(carry, _):
                 learner, key = carry
@@ -283,15 +284,17 @@ def make_train(
                 return (learner, key), out
 
             learner = (runner.params, runner.target_params, runner.opt_state, runner.updates)
-            (learner, _), (losses, q_means) = jax.lax.scan(
+            (learner, _), (losses, q_means, td_abss) = jax.lax.scan(
                 gradient_step, (learner, update_key), length=config.updates_per_iteration
             )
             params, target_params, opt_state, count = learner
             runner = runner._replace(
                 params=params, target_params=target_params, opt_state=opt_state, updates=count
             )
-            loss, q_mean = losses[-1], q_means[-1]
-        metrics.update(env_steps=runner.env_steps, epsilon=epsilon, loss=loss, q_mean=q_mean)
+            loss, q_mean, td_abs = losses[-1], q_means[-1], td_abss[-1]
+        metrics.update(
+            env_steps=runner.env_steps, epsilon=epsilon, loss=loss, q_mean=q_mean, td_abs=td_abs
+        )
         return runner, metrics
 
     def init(key: jax.Array):
