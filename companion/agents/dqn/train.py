@@ -20,10 +20,10 @@ from companion._validate import (
     prng_key,
 )
 from companion.agents.dqn.evaluate import _greedy_returns
-from companion.agents.dqn.losses import Transition, dqn_loss, update_target
+from companion.agents.dqn.losses import Transition, _dqn_loss, _update_target
 from companion.agents.dqn.networks import epsilon_greedy
 from companion.envs import cartpole
-from companion.replay import ReplayBuffer, replay_add_batch, replay_init, replay_sample
+from companion.replay import ReplayBuffer, _replay_add_batch, _replay_init, _replay_sample
 
 
 class DQNConfig(NamedTuple):
@@ -206,6 +206,7 @@ def make_train(
             ``(batch, 2)``, an ``env`` that is not a ``CartPole``, a ``target_fn`` that is not
             callable, or (when ``train`` is called) a ``key`` that is not one PRNG key.
     """
+    # validated once, here: the pieces below are the unchecked cores of the public functions
     check_config(config)
     _check_network(network)
     cartpole.check_env(env)
@@ -231,7 +232,7 @@ def make_train(
             next_obs=timestep.next_obs,  # the true next observation, not the reset one
             terminated=timestep.terminated,  # truncation is not termination
         )
-        buffer = replay_add_batch(runner.buffer, transitions)
+        buffer = _replay_add_batch(runner.buffer, transitions)
         episode_return = runner.episode_return + timestep.reward
         done = timestep.done
         metrics = {
@@ -251,8 +252,8 @@ def make_train(
     def update(learner: tuple, key: jax.Array, buffer: ReplayBuffer):
         """One gradient step; ``learner`` is (params, target_params, opt_state, updates)."""
         params, target_params, opt_state, count = learner
-        batch = replay_sample(buffer, key, config.batch_size)
-        (loss, aux), grads = jax.value_and_grad(dqn_loss, has_aux=True)(
+        batch = _replay_sample(buffer, key, config.batch_size)
+        (loss, aux), grads = jax.value_and_grad(_dqn_loss, has_aux=True)(
             params,
             target_params,
             batch,
@@ -265,7 +266,7 @@ def make_train(
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         count = count + 1
-        target_params = update_target(
+        target_params = _update_target(
             params, target_params, count, config.target_update_period, config.target_tau
         )
         return (params, target_params, opt_state, count), (loss, aux["q_mean"], aux["td_abs"])
@@ -313,7 +314,7 @@ def make_train(
             params=params,
             target_params=params,
             opt_state=optimizer.init(params),
-            buffer=replay_init(example, config.buffer_capacity),
+            buffer=_replay_init(example, config.buffer_capacity),
             env_state=env_state,
             obs=obs,
             episode_return=jnp.zeros((n,), jnp.float32),

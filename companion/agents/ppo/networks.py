@@ -273,7 +273,10 @@ def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
     Raises:
         TypeError, ValueError: as :func:`check_network` (``iterations=None`` allowed for planning).
     """
-    check_network(network, trainable=False)
+    return _make_model(check_network(network, trainable=False), key, grid_shape)
+
+
+def _make_model(network, key: jax.Array, grid_shape: tuple):
     hidden = tuple(network.hidden_sizes)
     if isinstance(network, ConvNet):
         channels = tuple(network.channels)
@@ -293,4 +296,5 @@ def model_skeleton(network, grid_shape: tuple = (10, 10)):
     Raises:
         TypeError, ValueError: as :func:`make_model`.
     """
-    return eqx.filter_eval_shape(make_model, network, jax.random.key(0), grid_shape)
+    check_network(network, trainable=False)
+    return eqx.filter_eval_shape(_make_model, network, jax.random.key(0), grid_shape)

@@ -26,9 +26,9 @@ from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
     make_optimizer,
 )
 from companion.agents.ppo.losses import Batch, gae
-from companion.agents.ppo.networks import check_network, make_model, model_skeleton
-from companion.agents.ppo.rollout import rollout
-from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
+from companion.agents.ppo.networks import _make_model, check_network
+from companion.agents.ppo.rollout import _rollout
+from companion.envs.autoreset import _make_reset_pool, _reset_with_next_obs
 
 
 class RunnerState(NamedTuple):
@@ -112,7 +112,7 @@ def make_trainer(
     n = config.num_envs
     minibatch = config.batch_size // config.num_minibatches
     # The model's structure without its weights: traced, not computed (nothing compiles here).
-    skeleton = model_skeleton(network, grid_shape)
+    skeleton = eqx.filter_eval_shape(_make_model, network, jax.random.key(0), grid_shape)
     static_model = eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
 
     def episode_stats(runner: RunnerState, done, success):
@@ -190,9 +190,9 @@ def make_trainer(
 
     def init(key: jax.Array) -> RunnerState:
         key, model_key, env_key = jax.random.split(key, 3)
-        model = make_model(network, model_key, grid_shape)
+        model = _make_model(network, model_key, grid_shape)
         params = eqx.filter(model, eqx.is_inexact_array)
-        env_state, timestep = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
+        env_state, timestep = jax.vmap(_reset_with_next_obs, in_axes=(None, 0))(
             env, jax.random.split(env_key, n)
         )
         zeros = jnp.zeros((config.num_updates,), jnp.float32)
@@ -262,8 +262,8 @@ def collect_batch(
         cols)``, cast to float32 before use); the environments after the rollout; ``traj`` the
         :class:`~companion.agents.ppo.rollout.Transition` s, leaves ``(num_steps, num_envs, ...)``.
     """
-    pool = make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
-    env_state, timestep, traj = rollout(
+    pool = _make_reset_pool(env, pool_key, config.num_envs) if config.reset == "pooled" else None
+    env_state, timestep, traj = _rollout(
         model, env, pool, env_state, timestep, rollout_key, config.num_steps
     )
     advantage, target = gae(
