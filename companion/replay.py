@@ -153,14 +153,3 @@ def _replay_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any
     # never empties, so this holds before and after it wraps around.
     indices = jax.random.randint(key, (batch_size,), 0, size)
     return jax.tree.map(lambda store: store[indices], buffer.data)
-
-
-def replay_size(buffer: ReplayBuffer) -> jax.Array:
-    """Number of transitions stored (int32 scalar).
-
-    Raises:
-        TypeError: if ``buffer`` is not a :class:`ReplayBuffer`.
-    """
-    if not isinstance(buffer, ReplayBuffer):
-        raise TypeError(f"buffer: expected a ReplayBuffer, got {type(buffer).__name__}")
-    return buffer.size

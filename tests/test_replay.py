@@ -14,7 +14,6 @@ from companion.replay import (
     replay_add_batch,
     replay_init,
     replay_sample,
-    replay_size,
 )
 
 
@@ -37,7 +36,7 @@ def test_init_allocates_zeros_of_the_right_shapes_and_dtypes():
     assert buffer.data.obs.shape == (5, 3) and buffer.data.obs.dtype == jnp.float32
     assert buffer.data.action.shape == (5,) and buffer.data.action.dtype == jnp.int32
     assert buffer.data.done.dtype == jnp.bool_
-    assert int(replay_size(buffer)) == 0 and int(buffer.position) == 0
+    assert int(buffer.size) == 0 and int(buffer.position) == 0
 
 
 def test_ring_order_after_wrap_around():
@@ -46,17 +45,17 @@ def test_ring_order_after_wrap_around():
         buffer = replay_add(buffer, _t(i))
     np.testing.assert_array_equal(buffer.data.action, [5, 6, 2, 3, 4])
     np.testing.assert_array_equal(buffer.data.obs[:, 0], [5, 6, 2, 3, 4])
-    assert int(buffer.position) == 2 and int(replay_size(buffer)) == 5
+    assert int(buffer.position) == 2 and int(buffer.size) == 5
 
 
 def test_batch_add_crossing_the_end():
     buffer = replay_init(EXAMPLE, 5)
     buffer = replay_add_batch(buffer, jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(3)]))
-    assert int(buffer.position) == 3 and int(replay_size(buffer)) == 3
+    assert int(buffer.position) == 3 and int(buffer.size) == 3
     batch = jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(10, 14)])
     buffer = replay_add_batch(buffer, batch)  # slots 3, 4, 0, 1
     np.testing.assert_array_equal(buffer.data.action, [12, 13, 2, 10, 11])
-    assert int(buffer.position) == 2 and int(replay_size(buffer)) == 5
+    assert int(buffer.position) == 2 and int(buffer.size) == 5
 
 
 def test_never_samples_an_unfilled_slot():

@@ -24,16 +24,8 @@ class ResetPool(NamedTuple):
     timesteps: Any
 
 
-def raw_key(key: jax.Array) -> jax.Array:
-    """``key`` as raw ``uint32`` data: ``jax.random.key_data`` of a typed key, a raw key as is.
-
-    Raises:
-        TypeError, ValueError: if ``key`` is not one PRNG key.
-    """
-    return _raw_key(prng_key(key))
-
-
 def _raw_key(key: jax.Array) -> jax.Array:
+    """``key`` as raw ``uint32`` data: ``jax.random.key_data`` of a typed key, a raw key as is."""
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)
     return key
