@@ -13,7 +13,7 @@ PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 \
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv check test colab-test book bench lab serve clean
+.PHONY: venv check lint test colab-test book bench lab serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,15 @@ venv: $(VENV)/.installed
 # tests/conftest.py and pyproject.toml); `make test` runs those too.
 CHECK_MARKS := not colab and not notebook and not bench and not devices and not browser \
 	and not javascript and not subprocess
-check: venv
+check: venv lint
 	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -n auto --dist loadgroup -m "$(CHECK_MARKS)"
+
+# ruff's formatter and linter over the Python outside the notebooks (settings in
+# pyproject.toml); `ruff format companion tests benchmarks tools` and `ruff check --fix` repair.
+LINTED := companion tests benchmarks tools
+lint: venv
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/ruff check $(LINTED)
 
 # Unit tests, and every notebook executed on the tiny training budget.
 test: venv

@@ -53,9 +53,9 @@ def measure_programs(quick: bool) -> dict:
     """Compile and run the training programs in this process (its XLA flags as set)."""
     sys.path.insert(0, str(ROOT))
     import jax
+    from measure import compile_and_time
 
     from companion.agents import dqn, ppo
-    from measure import compile_and_time
     from companion.envs import maze
     from companion.envs.cartpole import CartPole
 
@@ -71,7 +71,9 @@ def measure_programs(quick: bool) -> dict:
         out[f"ppo_{budget}"] = {"env_steps": 4 * config.env_steps_run, **timing}
     for budget, steps in dqn_steps.items():
         config = dqn.DQNConfig(total_steps=steps, learning_starts=min(2_000, steps // 2))
-        timing, _ = compile_and_time(dqn.make_train(config, dqn.make_q_network(), CartPole()), (jax.random.key(1),), repeats)
+        timing, _ = compile_and_time(
+            dqn.make_train(config, dqn.make_q_network(), CartPole()), (jax.random.key(1),), repeats
+        )
         out[f"dqn_{budget}"] = {"env_steps": config.env_steps_run, **timing}
     return out
 
@@ -93,8 +95,18 @@ def _time_suite(setting: str) -> float:
             "JAX_COMPILATION_CACHE_DIR": cache,
             "DRLJAX_BUDGET": "tiny",
         }
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                   "no:xdist", "tests/test_ppo.py", "tests/test_dqn.py"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "tests/test_ppo.py",
+            "tests/test_dqn.py",
+        ]
         start = time.perf_counter()
         subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True)
         return time.perf_counter() - start

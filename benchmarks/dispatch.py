@@ -33,10 +33,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from measure import result_header
 
 from companion.bench import timed
 from companion.envs import cartpole
-from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

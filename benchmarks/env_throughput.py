@@ -25,13 +25,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
-from jumanji.wrappers import AutoResetWrapper
+from measure import result_header
 
 from companion.bench import throughput
 from companion.envs import cartpole
 from companion.envs.autoreset import make_reset_pool, pooled_autoreset_step, reset_with_next_obs
 from companion.envs.maze import make_maze
-from measure import result_header
+
+from jumanji.wrappers import AutoResetWrapper
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -147,9 +148,9 @@ def main(argv=None) -> dict:
         "gymnax_cartpole": {},
     }
     try:
-        import gymnax
-
         from importlib.metadata import version
+
+        import gymnax
 
         result["gymnax_version"] = version("gymnax")
     except ImportError:

@@ -55,25 +55,37 @@ def time_to_first_exercise(path: Path, timeout: int = 1200) -> dict:
     first = next(i for i, c in enumerate(nb.cells) if "exercise" in c.metadata.get("tags", []))
     nb.cells = nb.cells[: first + 1]
     os.environ["DRLJAX_BUDGET"] = "tiny"
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
-                            resources={"metadata": {"path": str(path.parent)}})  # fmt: skip
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     start = time.perf_counter()
     try:
         client.execute()
     except CellExecutionError as exc:
         if "NotImplementedError" not in str(exc):
-            raise RuntimeError(f"{path.name}: a cell before the first exercise raised: {exc}")
+            raise RuntimeError(
+                f"{path.name}: a cell before the first exercise raised: {exc}"
+            ) from exc
     else:
         raise RuntimeError(f"{path.name}: the first stub did not raise")
     seconds = time.perf_counter() - start
-    timed = [(i, _cell_seconds(c), c.source) for i, c in enumerate(nb.cells[:first])
-             if c.cell_type == "code"]  # fmt: skip
+    timed = [
+        (i, _cell_seconds(c), c.source)
+        for i, c in enumerate(nb.cells[:first])
+        if c.cell_type == "code"
+    ]
     slowest = sorted((t for t in timed if t[1] is not None), key=lambda t: -t[1])[:3]
     return {
         "seconds": seconds,
         "cells": len(timed),
-        "slowest": [{"cell": i, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
-                    for i, s, src in slowest],  # fmt: skip
+        "slowest": [
+            {"cell": i, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
+            for i, s, src in slowest
+        ],
     }
 
 

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from measure import compile_and_time, result_header
 
 from companion.replay import replay_add, replay_init
-from measure import compile_and_time, result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Above this ratio of times at 4 n and n steps, a loop write costs more than its own row.

@@ -28,12 +28,13 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from measure import result_header
 
 from companion.agents import ppo
-from companion.envs import maze as maze_lib
 from companion.agents.ppo.saved import load_saved_agent, saved_network
+from companion.envs import maze as maze_lib
+
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
-from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -115,8 +116,12 @@ def main(argv=None) -> dict:
     }
     # the trained number of iterations on num_episodes mazes, then the others on fewer
     runs = [(trained.iterations, num_episodes)] + [(k, sweep_episodes) for k in sweep]
-    points = [(with_iterations(trained, network, k), k, size, greedy, episodes)
-              for k, episodes in runs for size in sizes for greedy in (False, True)]
+    points = [
+        (with_iterations(trained, network, k), k, size, greedy, episodes)
+        for k, episodes in runs
+        for size in sizes
+        for greedy in (False, True)
+    ]
     return evaluate_and_write(points, result, started, args.out)
 
 

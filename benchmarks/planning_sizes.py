@@ -58,11 +58,18 @@ def main(argv=None) -> dict:
         "time_limit": "rows x cols",
         "points": [],
     }
-    runs = [(trained, None, s, g, episodes if s <= 20 else sweep_episodes)
-            for s in sizes for g in (False, True)]
-    runs += [(with_iterations(trained, network, k), k, s, True, sweep_episodes)
-             for s in sweep_sizes for k in sweep]
+    runs = [
+        (trained, None, s, g, episodes if s <= 20 else sweep_episodes)
+        for s in sizes
+        for g in (False, True)
+    ]
+    runs += [
+        (with_iterations(trained, network, k), k, s, True, sweep_episodes)
+        for s in sweep_sizes
+        for k in sweep
+    ]
     return evaluate_and_write(runs, result, started, args.out)
+
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,6 @@ import jax.numpy as jnp
 
 from companion.envs import maze as maze_lib
 
-
 #: The post's medium maze ("#" wall, "S" start candidate, "T" target candidate);
 #: it is not the book's :data:`companion.envs.maze.MEDIUM_MAZE`.
 POST_MAZE = (
@@ -73,8 +72,12 @@ class PostMazeGenerator(maze_lib.FixedMazeGenerator):
 TASKS = ("post-medium", "post-medium-9", "empty", "book-medium")
 
 #: The post's budgets (environment steps) per task; the book's maze gets the medium budget.
-BUDGETS = {"post-medium": 819_200, "post-medium-9": 819_200, "empty": 81_920,
-           "book-medium": 819_200}  # fmt: skip
+BUDGETS = {
+    "post-medium": 819_200,
+    "post-medium-9": 819_200,
+    "empty": 81_920,
+    "book-medium": 819_200,
+}
 
 
 def make_env(task: str):

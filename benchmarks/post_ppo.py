@@ -57,7 +57,8 @@ Nothing here is used by the book's agents.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -70,10 +71,17 @@ from companion.envs.autoreset import env_reset
 from companion.envs.jumanji_import import import_jumanji
 
 import_jumanji()
-from jumanji.wrappers import AutoResetWrapper  # noqa: E402
-
 from post_maze import (  # noqa: E402, F401  (the post's mazes, re-exported)
-    BUDGETS, POST_MAZE, POST_STARTS, POST_TARGETS, TASKS, PostMazeGenerator, make_env)
+    BUDGETS,
+    POST_MAZE,
+    POST_STARTS,
+    POST_TARGETS,
+    TASKS,
+    PostMazeGenerator,
+    make_env,
+)
+
+from jumanji.wrappers import AutoResetWrapper  # noqa: E402
 
 # --------------------------------------------------------------------------------------
 # Network
@@ -330,7 +338,9 @@ def make_post_ppo(config: PostPPOConfig = PostPPOConfig()) -> PostPPO:
     def init(key):
         k_net, k_env = jax.random.split(key)
         params = eqx.partition(PostNetwork(k_net, config.policy_scale), eqx.is_array)[0]
-        env_state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(env, jax.random.split(k_env, n))
+        env_state, timestep = jax.vmap(env_reset, in_axes=(None, 0))(
+            env, jax.random.split(k_env, n)
+        )
         return params, optimizer.init(params), env_state, timestep
 
     def rollout(params, env_state, timestep, key):
@@ -345,8 +355,15 @@ def make_post_ppo(config: PostPPOConfig = PostPPOConfig()) -> PostPPO:
             action = jax.random.categorical(key_t, logits)
             log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], 1)[:, 0]
             env_state, timestep = jax.vmap(env.step)(env_state, action)
-            out = Transition(image, obs.action_mask, action, log_prob, value[:, 0],
-                             timestep.reward, 1.0 - timestep.discount)  # fmt: skip
+            out = Transition(
+                image,
+                obs.action_mask,
+                action,
+                log_prob,
+                value[:, 0],
+                timestep.reward,
+                1.0 - timestep.discount,
+            )
             return (env_state, timestep), out
 
         (env_state, timestep), traj = jax.lax.scan(
@@ -361,10 +378,12 @@ def make_post_ppo(config: PostPPOConfig = PostPPOConfig()) -> PostPPO:
         return loss_from_outputs(logits, value, batch, config)
 
     def update(params, opt_state, traj: Transition, last_value, key):
-        adv = gae(traj.reward, traj.value, traj.termination, last_value,
-                  config.gamma, config.gae_lambda)  # fmt: skip
-        batch = Batch(traj.image, traj.action_mask, traj.action, traj.log_prob, adv,
-                      adv + traj.value)  # fmt: skip
+        adv = gae(
+            traj.reward, traj.value, traj.termination, last_value, config.gamma, config.gae_lambda
+        )
+        batch = Batch(
+            traj.image, traj.action_mask, traj.action, traj.log_prob, adv, adv + traj.value
+        )
         batch = jax.tree.map(lambda a: a.reshape((config.batch_size,) + a.shape[2:]), batch)
 
         def epoch(carry, key_e):
@@ -431,8 +450,11 @@ def train(
         start = time.perf_counter()
         rollout = jax.jit(parts.rollout).lower(params, env_state, timestep, k_example).compile()
         out_shape = jax.eval_shape(parts.rollout, params, env_state, timestep, k_example)
-        update = jax.jit(parts.update).lower(params, opt_state, out_shape[2], out_shape[3],
-                                             k_example).compile()  # fmt: skip
+        update = (
+            jax.jit(parts.update)
+            .lower(params, opt_state, out_shape[2], out_shape[3], k_example)
+            .compile()
+        )
         _COMPILED[config, key.dtype] = (rollout, update, time.perf_counter() - start)
     rollout, update, compile_s = _COMPILED[config, key.dtype]
     run_s, episodes, successes, evals = 0.0, [], [], []
@@ -443,13 +465,20 @@ def train(
         params, opt_state, metrics = update(params, opt_state, traj, last_value, k_update)
         episodes.append(metrics["episodes"])
         successes.append(metrics["successes"])
-        if on_eval is not None and ((eval_every and u % eval_every == 0) or
-                                    u == config.num_updates):  # fmt: skip
+        if on_eval is not None and (
+            (eval_every and u % eval_every == 0) or u == config.num_updates
+        ):
             jax.block_until_ready(params)
             run_s += time.perf_counter() - start
             value = float(on_eval(params, u))
-            evals.append({"updates": u, "env_steps": u * config.batch_size,
-                          "train_s": compile_s + run_s, "value": value})  # fmt: skip
+            evals.append(
+                {
+                    "updates": u,
+                    "env_steps": u * config.batch_size,
+                    "train_s": compile_s + run_s,
+                    "value": value,
+                }
+            )
             start = time.perf_counter()
     jax.block_until_ready(params)
     run_s += time.perf_counter() - start
@@ -469,8 +498,9 @@ def train(
 _EVALUATORS: dict = {}
 
 
-def success_rate(params, task: str, key: jax.Array, num_episodes: int = 1000,
-                 greedy: bool = False) -> float:  # fmt: skip
+def success_rate(
+    params, task: str, key: jax.Array, num_episodes: int = 1000, greedy: bool = False
+) -> float:
     """Success on ``num_episodes`` fresh episodes of ``task``, as the book evaluates its agents.
 
     Runs :func:`companion.agents.ppo.evaluate` (sampled from the ``-inf``-masked

@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 import jax
+from measure import compile_and_time, result_header
 
 from companion.agents import ppo
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
-from measure import compile_and_time, result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -22,8 +22,19 @@ HERE = Path(__file__).resolve().parent
 
 #: The benchmark scripts, in the order they run.
 SCRIPTS = (
-    "loop_writes", "env_throughput", "dispatch", "scaling", "profile_ppo", "dqn_cartpole",
-    "dqn_stability", "source_posts", "sharding", "maze_sizes", "planning_sizes", "compile_level", "lean_programs",
+    "loop_writes",
+    "env_throughput",
+    "dispatch",
+    "scaling",
+    "profile_ppo",
+    "dqn_cartpole",
+    "dqn_stability",
+    "source_posts",
+    "sharding",
+    "maze_sizes",
+    "planning_sizes",
+    "compile_level",
+    "lean_programs",
     "lab_times",
 )
 
@@ -32,8 +43,13 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (to check the scripts)")
     parser.add_argument("--out-dir", type=Path, default=HERE / "results")
-    parser.add_argument("--only", nargs="+", choices=SCRIPTS, metavar="NAME",
-                        help="run these scripts only (in the usual order)")  # fmt: skip
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SCRIPTS,
+        metavar="NAME",
+        help="run these scripts only (in the usual order)",
+    )
     args = parser.parse_args(argv)
     scripts = [name for name in SCRIPTS if args.only is None or name in args.only]
 
@@ -44,7 +60,12 @@ def main(argv=None) -> dict:
     walls = {}
     started = time.perf_counter()
     for name in scripts:
-        command = [sys.executable, str(HERE / f"{name}.py"), "--out", str(args.out_dir / f"{name}.json")]
+        command = [
+            sys.executable,
+            str(HERE / f"{name}.py"),
+            "--out",
+            str(args.out_dir / f"{name}.json"),
+        ]
         if args.quick:
             command.append("--quick")
         print(f"== {name}", flush=True)

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 import jax
+from measure import compile_and_time, result_header, step_rates
 
 from companion.agents import dqn, ppo
-from measure import compile_and_time, result_header, step_rates
 from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 
@@ -69,7 +69,12 @@ def train_point(train, env_steps_run: int, num_seeds: int | None, repeats: int) 
 
 
 def dqn_point(config: dqn.DQNConfig, num_seeds: int | None, repeats: int) -> dict:
-    return train_point(dqn.make_train(config, dqn.make_q_network(), cartpole.CartPole()), config.env_steps_run, num_seeds, repeats)
+    return train_point(
+        dqn.make_train(config, dqn.make_q_network(), cartpole.CartPole()),
+        config.env_steps_run,
+        num_seeds,
+        repeats,
+    )
 
 
 def ppo_point(config: ppo.PPOConfig, num_seeds: int | None, repeats: int) -> dict:
@@ -147,7 +152,9 @@ def main(argv=None) -> dict:
         log("buffer", capacity, r)
     for batch in batches:
         config = base._replace(batch_size=batch, learning_starts=max(base.learning_starts, batch))
-        config = config._replace(total_steps=config.learning_starts + config.num_envs * dqn_iterations)
+        config = config._replace(
+            total_steps=config.learning_starts + config.num_envs * dqn_iterations
+        )
         r = dqn_point(config, None, repeats)
         result["memory"]["dqn_batch_size"][str(batch)] = r
         log("batch", batch, r)

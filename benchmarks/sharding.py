@@ -40,10 +40,10 @@ from pathlib import Path  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
+from measure import compile_and_time, result_header, step_rates  # noqa: E402
 
 from companion import parallel  # noqa: E402
 from companion.agents import ppo  # noqa: E402
-from measure import compile_and_time, result_header, step_rates  # noqa: E402
 from companion.envs import maze as maze_lib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -96,7 +96,8 @@ def main(argv=None) -> dict:
     for d in sizes:
         mesh = parallel.make_mesh(d)
         timing, _ = compile_and_time(
-            parallel.make_data_parallel_train(config, NETWORK, ENV, mesh), (jax.random.key(3),),
+            parallel.make_data_parallel_train(config, NETWORK, ENV, mesh),
+            (jax.random.key(3),),
             repeats,
         )
         result["data_parallel"][str(d)] = rate(timing, steps)

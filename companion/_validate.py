@@ -10,8 +10,9 @@ import contextlib
 import contextvars
 import numbers
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

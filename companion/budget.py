@@ -7,9 +7,6 @@ environment variable ``DRLJAX_BUDGET=tiny`` (the tests), so the same notebook co
 from __future__ import annotations
 
 import os
-from typing import TypeVar
-
-T = TypeVar("T")
 
 #: Name of the environment variable read by :func:`budget_mode`.
 BUDGET_ENV = "DRLJAX_BUDGET"
@@ -31,7 +28,7 @@ def budget_mode() -> str:
     return mode
 
 
-def budget(full: T, tiny: T) -> T:
+def budget[T](full: T, tiny: T) -> T:
     """``full`` or ``tiny``, according to :func:`budget_mode`.
 
     Args:

@@ -6,14 +6,16 @@ averaged by ``pmean`` (synchronous data parallelism: Goyal et al., 2017; JAX sha
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from companion._validate import positive_int, prng_key
 from companion.agents.ppo.train import (
@@ -81,9 +83,7 @@ def shard_map(f: Callable, mesh: Mesh, in_specs: Any, out_specs: Any) -> Callabl
     ``f`` returns each device's own gradient (with the check on, JAX would sum the
     gradients of replicated inputs over the devices by itself)."""
     if hasattr(jax, "shard_map"):
-        return jax.shard_map(
-            f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
-        )
+        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
     from jax.experimental.shard_map import shard_map as legacy  # pragma: no cover
 
     return legacy(f, mesh, in_specs, out_specs, check_rep=False)  # pragma: no cover
@@ -286,8 +286,9 @@ def make_data_parallel_train(
         num_envs=local_envs,
         total_timesteps=config.num_updates * local_batch,
     )
-    trainer = make_trainer(local, network, env, _global_normalise(local, loss_fn, axis),
-                           axis_name=axis)  # fmt: skip
+    trainer = make_trainer(
+        local, network, env, _global_normalise(local, loss_fn, axis), axis_name=axis
+    )
     counted = ("started", "ended", "succeeded")
 
     def on_each_device(key):
@@ -306,8 +307,9 @@ def make_data_parallel_train(
         return runner._replace(key=runner.key[None], **counts), metrics
 
     replicated = ("params", "opt_state", "update", *counted)
-    runner_specs = RunnerState(**{f: P() if f in replicated else P(axis)
-                                  for f in RunnerState._fields})  # fmt: skip
+    runner_specs = RunnerState(
+        **{f: P() if f in replicated else P(axis) for f in RunnerState._fields}
+    )
     sharded = jax.jit(shard_map(on_each_device, mesh, in_specs=P(), out_specs=(runner_specs, P())))
 
     def train(key: jax.Array):
@@ -319,9 +321,7 @@ def make_data_parallel_train(
     return train
 
 
-def first_batch(
-    config: PPOConfig, network: Any, env: Any, key: jax.Array
-) -> tuple[Any, Any]:
+def first_batch(config: PPOConfig, network: Any, env: Any, key: jax.Array) -> tuple[Any, Any]:
     """The initial model of ``ppo.make_train(config, network, env)(key)`` and the batch of its
     first update (rollout, GAE), on one device.
 

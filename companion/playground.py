@@ -22,6 +22,7 @@ from companion._validate import one_of, positive_int
 from companion.agents import ppo
 from companion.agents.ppo import saved
 from companion.envs import maze as maze_lib
+
 from jumanji.environments.routing.maze.generator import Generator  # after companion.envs
 from jumanji.environments.routing.maze.types import Position, State
 

@@ -21,6 +21,7 @@ from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
 from companion.envs.maze import shortest_path
 from companion.playground import AGENTS, load_agent, maze_state, policy, step_state
+
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 from jumanji.environments.routing.maze.types import State
 
@@ -33,8 +34,17 @@ _HEX = {
     "visited": "#dcecd9",
 }
 #: The value map's colour scale, low value to high (the playground page's).
-_STOPS = np.array([[255, 255, 217], [199, 233, 180], [127, 205, 187], [65, 182, 196],
-                   [29, 145, 192], [34, 94, 168]], float)  # fmt: skip
+_STOPS = np.array(
+    [
+        [255, 255, 217],
+        [199, 233, 180],
+        [127, 205, 187],
+        [65, 182, 196],
+        [29, 145, 192],
+        [34, 94, 168],
+    ],
+    float,
+)
 #: Grid sizes the widget offers (rows and columns apart), as the page does.
 SIZES = (5, 30)
 
@@ -179,19 +189,28 @@ def maze_playground(
 
     controls = {
         "agent": widgets.Dropdown(options=names, value=agent, description="agent:"),
-        "rows": widgets.IntSlider(value=min(max(rows, SIZES[0]), SIZES[1]), min=SIZES[0],
-                                  max=SIZES[1], description="rows:"),
-        "cols": widgets.IntSlider(value=min(max(cols, SIZES[0]), SIZES[1]), min=SIZES[0],
-                                  max=SIZES[1], description="columns:"),
+        "rows": widgets.IntSlider(
+            value=min(max(rows, SIZES[0]), SIZES[1]),
+            min=SIZES[0],
+            max=SIZES[1],
+            description="rows:",
+        ),
+        "cols": widgets.IntSlider(
+            value=min(max(cols, SIZES[0]), SIZES[1]),
+            min=SIZES[0],
+            max=SIZES[1],
+            description="columns:",
+        ),
         "new_maze": widgets.Button(description="New maze"),
-        "delay": widgets.FloatSlider(value=delay_s, min=0.0, max=max(1.0, delay_s), step=0.05,
-                                     description="delay (s):"),
+        "delay": widgets.FloatSlider(
+            value=delay_s, min=0.0, max=max(1.0, delay_s), step=0.05, description="delay (s):"
+        ),
         "value_map": widgets.Checkbox(value=True, description="value map"),
         "mode": widgets.ToggleButtons(options=["wall", "start", "target"], description="click:"),
         "step": widgets.Button(description="Step"),
         "run": widgets.Button(description="Run"),
         "reset": widgets.Button(description="Reset"),
-    }  # fmt: skip
+    }
     grid_box = widgets.Box()
     policy_html, status = widgets.HTML(), widgets.HTML()
     box = widgets.VBox()
@@ -200,16 +219,19 @@ def maze_playground(
         r, c = episode.walls.shape
         size = max(12, min(32, 480 // max(r, c)))
         box.cells = [
-            widgets.Button(layout=widgets.Layout(width=f"{size}px", height=f"{size}px",
-                                                 padding="0"))
+            widgets.Button(
+                layout=widgets.Layout(width=f"{size}px", height=f"{size}px", padding="0")
+            )
             for _ in range(r * c)
-        ]  # fmt: skip
+        ]
         for i, button in enumerate(box.cells):
             button.on_click(lambda b, i=i: on_cell(i))
         grid_box.children = [
-            widgets.GridBox(box.cells, layout=widgets.Layout(
-                grid_template_columns=f"repeat({c}, {size}px)", grid_gap="0"))
-        ]  # fmt: skip
+            widgets.GridBox(
+                box.cells,
+                layout=widgets.Layout(grid_template_columns=f"repeat({c}, {size}px)", grid_gap="0"),
+            )
+        ]
 
     def draw():
         walls_now, cols_now = episode.walls, episode.walls.shape[1]

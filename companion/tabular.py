@@ -128,9 +128,7 @@ def evaluate_policy(mdp: MazeMDP, probs: jax.Array, gamma: float) -> jax.Array:
     num_states = mdp.legal.shape[0]
     stay = (~mdp.terminal).astype(jnp.float32)
     transition = jnp.zeros((num_states, num_states), jnp.float32)
-    transition = transition.at[jnp.arange(num_states)[:, None], mdp.next_state].add(
-        probs * stay
-    )
+    transition = transition.at[jnp.arange(num_states)[:, None], mdp.next_state].add(probs * stay)
     reward = jnp.sum(probs * mdp.reward, axis=1)
     return jnp.linalg.solve(jnp.eye(num_states) - gamma * transition, reward)
 

@@ -6,7 +6,8 @@ Between one pytree with a leading (time or environment) axis, as ``jax.lax.scan`
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 import io
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import matplotlib
 import matplotlib.patches

@@ -20,7 +20,7 @@ import nbformat
 
 MIME = "application/vnd.drljax.agreement+json"
 
-_HELPERS = '''
+_HELPERS = """
 def __agreement(checks):
     import jax as _jax
     import numpy as _np
@@ -37,37 +37,54 @@ def __agreement(checks):
             spread = max(spread, float(_np.ptp(x)) if x.size else 0.0)
         return {"max_abs_diff": diff, "leaves": len(xs), "spread": spread}
 
-    _display({"%s": {name: _compare(*pair) for name, pair in checks.items()}}, raw=True)
-''' % MIME
+    _display({"MIME": {name: _compare(*pair) for name, pair in checks.items()}}, raw=True)
+""".replace("MIME", MIME)
 
 #: ``{notebook stem: [(anchor, probe code)]}``; the probe calls ``__agreement({name: (a, b)})``.
 PROBES: dict[str, list[tuple[str, str]]] = {
     "07_dqn": [
-        ("def buffer_sample(", '''__agreement({
+        (
+            "def buffer_sample(",
+            """__agreement({
     "replay buffer contents": (mine["data"], theirs.data),
     "replay buffer position and size": ((mine["position"], mine["size"]), (theirs.position, theirs.size)),
     "replay buffer samples": (buffer_sample(mine, key, 5), replay.replay_sample(theirs, key, 5)),
-})'''),
-        ("make_train_in_view(cfg, network, env)", '''__agreement({
+})""",
+        ),
+        (
+            "make_train_in_view(cfg, network, env)",
+            """__agreement({
     "DQN loop final parameters": (mine.params, theirs.params),
     "DQN loop kept parameters": (mine.best_params, theirs.best_params),
     "DQN loop losses": (mine_metrics["loss"], their_metrics["loss"][learned]),
     "DQN loop evaluations": (mine_metrics["eval_return"], their_metrics["eval_return"]),
-})'''),
+})""",
+        ),
     ],
     "08_ppo_maze": [
-        ("def rollout_in_view(", '''__agreement({
+        (
+            "def rollout_in_view(",
+            """__agreement({
     "PPO rollout": (traj_view, traj),
     "next values gathered against every next observation": (value_tp1_gathered, value_tp1_plain),
-})'''),
-        ("def gae_in_view(", '''__agreement({
+})""",
+        ),
+        (
+            "def gae_in_view(",
+            """__agreement({
     "GAE in view against the companion": (adv_view, adv_companion),
     "GAE in view against a plain loop": (adv_view, adv_loop),
-})'''),
-        ("def ppo_loss_in_view(", '''__agreement({
+})""",
+        ),
+        (
+            "def ppo_loss_in_view(",
+            """__agreement({
     "PPO loss": (ppo_loss_in_view(model, batch), ppo.ppo_loss(model, batch)[0]),
-})'''),
-        ("make_train_in_view(two", '''__agreement({
+})""",
+        ),
+        (
+            "make_train_in_view(two",
+            """__agreement({
     "PPO loop parameters": (mine.params, runner.params),
     "PPO loop optimiser state": (mine.opt_state, runner.opt_state),
     "PPO loop model": (my_model, their_model),
@@ -75,7 +92,8 @@ PROBES: dict[str, list[tuple[str, str]]] = {
         {k: mine_metrics[k] for k in ("policy_loss", "value_loss", "entropy")},
         {k: their_metrics[k] for k in ("policy_loss", "value_loss", "entropy")},
     ),
-})'''),
+})""",
+        ),
     ],
 }
 

@@ -57,26 +57,40 @@ def find_python(version: str) -> str:
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     for m in order:
         candidates = [shutil.which(f"python{major}.{m}")]
-        candidates += sorted(glob.glob(str(pyenv / f"{major}.{m}.*" / "bin" / f"python{major}.{m}")))
+        candidates += sorted(
+            glob.glob(str(pyenv / f"{major}.{m}.*" / "bin" / f"python{major}.{m}"))
+        )
         for exe in filter(None, candidates):
-            out = subprocess.run([exe, "-c", "import sys, venv; print(*sys.version_info[:2])"],
-                                 capture_output=True, text=True)  # fmt: skip
+            out = subprocess.run(
+                [exe, "-c", "import sys, venv; print(*sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+            )
             if out.returncode == 0 and out.stdout.split() == [str(major), str(m)]:
                 return exe
     raise RuntimeError(f"no Python {version} (nor any other 3.x) runs on this machine")
 
 
 def python_version(exe: str) -> str:
-    out = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
 def setup_cell() -> str:
     """The notebooks' setup cell (the same in all of them)."""
-    sources = {next(c.source for c in nbformat.read(p, as_version=4).cells
-                    if "colab-setup" in c.metadata.get("tags", []))
-               for p in sorted((ROOT / "notebooks").glob("*.ipynb"))}  # fmt: skip
+    sources = {
+        next(
+            c.source
+            for c in nbformat.read(p, as_version=4).cells
+            if "colab-setup" in c.metadata.get("tags", [])
+        )
+        for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    }
     if len(sources) != 1:
         raise AssertionError("the notebooks' setup cells differ")
     return sources.pop()
@@ -98,14 +112,20 @@ def setup_cell_requirements(cell: str, companion: str) -> list[str]:
     """The requirements of the cell's ``%pip install`` command, with the companion package
     taken from ``companion`` (a ``file:`` URL of a folder, say) instead of the repository."""
     words = [w for w in shlex.split(pip_install_line(cell))[2:] if not w.startswith("-")]
-    return [f"drl-jax-companion @ {companion}" if w.startswith("drl-jax-companion") else w
-            for w in words]
+    return [
+        f"drl-jax-companion @ {companion}" if w.startswith("drl-jax-companion") else w
+        for w in words
+    ]
 
 
 def freeze(python: str) -> dict[str, str]:
     """``{normalized name: version}`` of what is installed for ``python``."""
-    out = subprocess.run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {normalize(p["name"]): p["version"] for p in json.loads(out.stdout)}
 
 
@@ -126,8 +146,12 @@ def build(spec: Path, where: Path) -> str:
 
 
 def _register_google_colab(python: str, pins: dict[str, str]) -> None:
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     info = Path(site) / "google_colab-1.0.0.dist-info"
     info.mkdir()
     requires = "".join(f"Requires-Dist: {n}=={pins[n]}\n" for n in GOOGLE_COLAB_PINS if n in pins)
@@ -144,10 +168,15 @@ def kernelspec(python: str, name: str, where: Path) -> Path:
     put on ``JUPYTER_PATH``."""
     folder = where / "kernels" / name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kernel.json").write_text(json.dumps({
-        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": name, "language": "python",
-    }))  # fmt: skip
+    (folder / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": name,
+                "language": "python",
+            }
+        )
+    )
     return where
 
 
@@ -157,8 +186,11 @@ def companion_repository(where: Path) -> Path:
     where.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, where / name)
-    shutil.copytree(ROOT / "companion", where / "companion",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "companion",
+        where / "companion",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     git = ["git", "-C", str(where), "-c", "user.name=test", "-c", "user.email=test@localhost"]
     subprocess.run(git[:3] + ["init", "--quiet", "--initial-branch=main"], check=True)
     subprocess.run(git + ["add", "."], check=True)

@@ -74,9 +74,18 @@ def run_quick(request):
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "result.json"
                 subprocess.run(
-                    [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out",
-                     str(out)], check=True, cwd=ROOT, capture_output=True, timeout=900,
-                )  # fmt: skip
+                    [
+                        sys.executable,
+                        str(ROOT / "benchmarks" / script),
+                        "--quick",
+                        "--out",
+                        str(out),
+                    ],
+                    check=True,
+                    cwd=ROOT,
+                    capture_output=True,
+                    timeout=900,
+                )
                 return out.read_bytes()
 
         name = script.removesuffix(".py")
@@ -114,7 +123,6 @@ import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import nbformat  # noqa: E402
-
 import run_cache  # noqa: E402
 from agreement_probes import add_probes, take_out_probes  # noqa: E402
 from notebook_runner import NOTEBOOKS, ROOT, execute  # noqa: E402

@@ -12,8 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, budget: str = "tiny", timeout: int = 600,
-            kernel_name: str = "python3", env: dict[str, str] | None = None):
+def execute(
+    nb: nbformat.NotebookNode,
+    cwd: Path,
+    budget: str = "tiny",
+    timeout: int = 600,
+    kernel_name: str = "python3",
+    env: dict[str, str] | None = None,
+):
     """Run ``nb`` in place in a fresh ``kernel_name`` kernel with ``DRLJAX_BUDGET=budget``;
     ``env`` sets more environment variables for the run (``JUPYTER_PATH`` to find a kernel)."""
     settings = {"DRLJAX_BUDGET": budget, **(env or {})}

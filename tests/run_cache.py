@@ -40,8 +40,10 @@ def _checkout_files(root: Path) -> list[str] | None:
     try:
         done = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=root, capture_output=True, check=True,
-        )  # fmt: skip
+            cwd=root,
+            capture_output=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     names = {n for n in done.stdout.decode().split("\0") if n}
@@ -72,10 +74,12 @@ def _installed() -> tuple[str, ...]:
 
 def _environment() -> bytes:
     variables = sorted(
-        f"{k}={v}" for k, v in os.environ.items()
-        if k.startswith(("DRLJAX_", "XLA_", "JAX_")) and not k.startswith("JAX_COMPILATION_CACHE")
+        f"{k}={v}"
+        for k, v in os.environ.items()
+        if k.startswith(("DRLJAX_", "XLA_", "JAX_"))
+        and not k.startswith("JAX_COMPILATION_CACHE")
         and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
-    )  # fmt: skip
+    )
     return "\n".join([*_installed(), *variables]).encode()
 
 
@@ -94,8 +98,9 @@ def key(leave_out: Iterable[str] = (), root: Path = ROOT) -> str | None:
     return digest.hexdigest()
 
 
-def kept(folder: Path | None, name: str, suffix: str, inputs: str | None,
-         run: Callable[[], bytes]) -> bytes:
+def kept(
+    folder: Path | None, name: str, suffix: str, inputs: str | None, run: Callable[[], bytes]
+) -> bytes:
     """The bytes ``run()`` returns, kept in ``folder`` as ``name-<inputs>.suffix``.
 
     With ``folder`` or ``inputs`` None, ``run()`` is called and nothing is kept. A kept

@@ -12,28 +12,38 @@ import json
 import sys
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import equinox as eqx
 import optax
 
 jax.config.update("jax_debug_key_reuse", True)
 
 from companion import parallel  # noqa: E402
 from companion.agents import dqn, ppo  # noqa: E402
-from companion.envs import cartpole, maze as maze_lib  # noqa: E402
+from companion.envs import cartpole  # noqa: E402
+from companion.envs import maze as maze_lib  # noqa: E402
 
 PPO_TINY = ppo.FIXED_MAZE_CONFIG._replace(
-    num_envs=16, num_steps=8, total_timesteps=16 * 8 * 2, num_minibatches=2,
+    num_envs=16,
+    num_steps=8,
+    total_timesteps=16 * 8 * 2,
+    num_minibatches=2,
     normalise_advantages=True,
-)  # fmt: skip
+)
 PPO_TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
 EMPTY = maze_lib.make_maze_task("empty")
 DQN_TINY = dqn.DQNConfig(
-    num_envs=2, total_steps=120, learning_starts=40, buffer_capacity=100, batch_size=8,
-    eval_every=40, eval_episodes=1, epsilon_decay_steps=100,
-)  # fmt: skip
+    num_envs=2,
+    total_steps=120,
+    learning_starts=40,
+    buffer_capacity=100,
+    batch_size=8,
+    eval_every=40,
+    eval_episodes=1,
+    epsilon_decay_steps=100,
+)
 DQN_TINY_NET = dqn.make_q_network(2, (8,))
 
 
@@ -82,9 +92,11 @@ def reference_steps(config, model, batch, num_steps):
     opt_state = optimizer.init(params)
     coefs = (config.clip_eps, config.vf_coef, config.ent_coef, config.normalise_advantages)
     losses = []
-    loss_and_grad = jax.jit(jax.value_and_grad(
-        lambda p: ppo.ppo_loss(eqx.combine(p, static), batch, *coefs), has_aux=True
-    ))  # fmt: skip
+    loss_and_grad = jax.jit(
+        jax.value_and_grad(
+            lambda p: ppo.ppo_loss(eqx.combine(p, static), batch, *coefs), has_aux=True
+        )
+    )
     for _ in range(num_steps):
         (loss, _), grads = loss_and_grad(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -175,9 +187,11 @@ def main(out: str) -> None:
         "jit_against_call": max_difference(jitted, (runner, metrics)),
         "environments": int(runner.env_state.walls.shape[0]),
         "env_state_sharding": str(runner.env_state.walls.sharding.spec),
-        "positions_agree": bool(np.array_equal(
-            runner.env_state.agent_position.row, runner.timestep.observation.agent_position.row
-        )),
+        "positions_agree": bool(
+            np.array_equal(
+                runner.env_state.agent_position.row, runner.timestep.observation.agent_position.row
+            )
+        ),
         "episode_starts": list(runner.episode_start.shape),
         "distinct_keys": len({tuple(k) for k in np.asarray(jax.random.key_data(runner.key))}),
         "started": float(started.sum()),
@@ -192,16 +206,30 @@ def main(out: str) -> None:
 
     # 4. Sizes that do not split over the devices.
     results["errors"] = {
-        "seeds": error_of(lambda: parallel.shard_seeds(train, mesh4)(jax.random.split(
-            jax.random.key(4), 6))),
-        "num_envs": error_of(lambda: parallel.make_data_parallel_train(
-            PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), PPO_TINY_NET, EMPTY, mesh4)),
-        "minibatches": error_of(lambda: parallel.make_data_parallel_train(
-            PPO_TINY._replace(num_envs=4, num_steps=3, num_minibatches=4,
-                              total_timesteps=12), PPO_TINY_NET, EMPTY, mesh4)),
-        "batch": error_of(lambda: step8(model, ppo.make_optimizer(PPO_TINY).init(params0),
-                                        jax.tree.map(lambda x: x[:6], batch))),
-    }  # fmt: skip
+        "seeds": error_of(
+            lambda: parallel.shard_seeds(train, mesh4)(jax.random.split(jax.random.key(4), 6))
+        ),
+        "num_envs": error_of(
+            lambda: parallel.make_data_parallel_train(
+                PPO_TINY._replace(num_envs=6, total_timesteps=6 * 8), PPO_TINY_NET, EMPTY, mesh4
+            )
+        ),
+        "minibatches": error_of(
+            lambda: parallel.make_data_parallel_train(
+                PPO_TINY._replace(num_envs=4, num_steps=3, num_minibatches=4, total_timesteps=12),
+                PPO_TINY_NET,
+                EMPTY,
+                mesh4,
+            )
+        ),
+        "batch": error_of(
+            lambda: step8(
+                model,
+                ppo.make_optimizer(PPO_TINY).init(params0),
+                jax.tree.map(lambda x: x[:6], batch),
+            )
+        ),
+    }
     # 5. The exercise check on 8 devices names a sum and a missing all-reduce.
     from companion.checks import check_data_parallel_grad
 
@@ -210,8 +238,9 @@ def main(out: str) -> None:
             return collective(jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w), "devices")
 
         specs = (parallel.P(), parallel.P("devices"), parallel.P("devices"))
-        f = jax.shard_map(on_each_device, mesh=mesh, in_specs=specs, out_specs=parallel.P(),
-                          check_vma=check_vma)
+        f = jax.shard_map(
+            on_each_device, mesh=mesh, in_specs=specs, out_specs=parallel.P(), check_vma=check_vma
+        )
         return jax.jit(f)(w, x, y)
 
     answers = {

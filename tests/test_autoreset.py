@@ -4,7 +4,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jumanji.wrappers import AutoResetWrapper
 from scipy import stats
 
 from companion.envs.autoreset import (
@@ -14,6 +13,8 @@ from companion.envs.autoreset import (
     reset_with_next_obs,
 )
 from companion.envs.maze import EmptyMazeGenerator, make_maze, medium_maze_generator
+
+from jumanji.wrappers import AutoResetWrapper
 
 DOWN, RIGHT = 2, 1
 
@@ -85,7 +86,8 @@ def test_pool_entries_are_drawn_uniformly_and_keys_change():
     keys = jax.random.split(jax.random.key(1), 8000)
     states, _ = jax.vmap(pool_reset, in_axes=(None, None, 0))(env, pool, keys)
     pool_rows = np.asarray(pool.states.agent_position.row) * 10 + np.asarray(
-        pool.states.target_position.row)
+        pool.states.target_position.row
+    )
     drawn = np.asarray(states.agent_position.row) * 10 + np.asarray(states.target_position.row)
     # Count draws per pool entry (entries with equal positions share their counts).
     counts = np.array([np.sum(drawn == v) for v in np.unique(pool_rows)])
@@ -98,9 +100,10 @@ def test_vmapped_pooled_step_runs_many_environments():
     env = make_maze()
     pool = make_reset_pool(env, jax.random.key(0), 16)
     states, ts = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(
-        env, jax.random.split(jax.random.key(1), 32))
+        env, jax.random.split(jax.random.key(1), 32)
+    )
     step = jax.jit(jax.vmap(pooled_autoreset_step, in_axes=(None, None, 0, 0)), static_argnums=0)
-    for t in range(120):  # longer than the time limit: every environment resets at least once
+    for _ in range(120):  # longer than the time limit: every environment resets at least once
         mask = ts.observation.action_mask
         actions = jnp.argmax(mask, axis=-1)
         states, ts = step(env, pool, states, actions)
@@ -123,11 +126,11 @@ def _to_the_target(image):
 
 
 def test_an_auto_reset_wrapper_is_refused_where_it_would_hide_reaching_the_target():
-    from jumanji.wrappers import AutoResetWrapper, VmapAutoResetWrapper
-
     from companion.agents import ppo
     from companion.agents.ppo.evaluate import _evaluate
     from companion.envs.maze import make_maze_task
+
+    from jumanji.wrappers import AutoResetWrapper, VmapAutoResetWrapper
 
     env = make_maze_task("empty")
     evaluation = ppo.evaluate(_to_the_target, env, jax.random.key(0), num_episodes=3, greedy=True)
@@ -164,11 +167,16 @@ def test_an_auto_reset_wrapper_is_refused_where_it_would_hide_reaching_the_targe
         pool_reset(wrapped, pool, jax.random.key(6))
     with pytest.raises(TypeError, match=message):
         pooled_autoreset_step(wrapped, pool, jax.tree.map(lambda x: x[0], state), 1)
-    with pytest.raises(TypeError, match=r"env: expected a jumanji Maze without wrappers, got "
-                       r"VmapAutoResetWrapper\("):
-        ppo.make_trainer(ppo.PPOConfig(num_envs=2, num_steps=2, total_timesteps=8,
-                                       num_minibatches=1),
-                         ppo.ConvNet(channels=(2,), hidden_sizes=(4,)), VmapAutoResetWrapper(env))
+    with pytest.raises(
+        TypeError,
+        match=r"env: expected a jumanji Maze without wrappers, got "
+        r"VmapAutoResetWrapper\(",
+    ):
+        ppo.make_trainer(
+            ppo.PPOConfig(num_envs=2, num_steps=2, total_timesteps=8, num_minibatches=1),
+            ppo.ConvNet(channels=(2,), hidden_sizes=(4,)),
+            VmapAutoResetWrapper(env),
+        )
     # The advice of the message: the unwrapped Maze (the same object) gives the true numbers.
     unwrapped = ppo.evaluate(_to_the_target, wrapped.unwrapped, jax.random.key(7), 3, True)
     np.testing.assert_array_equal(unwrapped.length, [18] * 3)

@@ -13,7 +13,8 @@ import importlib
 import inspect
 import pkgutil
 import sys
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,25 +22,40 @@ import numpy as np
 import pytest
 
 import companion
-from companion import bench, budget, playground, playground_widget, quiz, replay, trees, viz
-from companion.debug import checked
+from companion import (
+    bench,
+    budget,
+    parallel,
+    playground,
+    playground_widget,
+    quiz,
+    replay,
+    tabular,
+    trees,
+    viz,
+)
 from companion.agents import dqn, ppo
 from companion.agents.ppo import saved
-from companion.checks import basics, core, envs as env_checks, networks as net_checks
-from companion.checks import cartpole as cartpole_checks, endings as ending_checks
-from companion.checks import dqn as dqn_checks, performance as perf_checks, ppo as ppo_checks
-from companion.checks import checkpointing as checkpoint_checks
-from companion.checks import parallel as parallel_checks
-from companion import parallel
+from companion.checks import basics, core
 from companion.checks import bugs as bug_checks
-from companion.checks import keys as key_checks
-from companion.checks import foundations as foundation_checks
-from companion import tabular
-from companion.checks import ppo_rollout as ppo_rollout_checks
+from companion.checks import cartpole as cartpole_checks
+from companion.checks import checkpointing as checkpoint_checks
 from companion.checks import compilations as compilation_checks
-from companion.checks import silent_bugs as silent_bug_checks
+from companion.checks import dqn as dqn_checks
+from companion.checks import endings as ending_checks
+from companion.checks import envs as env_checks
+from companion.checks import foundations as foundation_checks
 from companion.checks import generalising as generalising_checks
+from companion.checks import keys as key_checks
+from companion.checks import networks as net_checks
+from companion.checks import parallel as parallel_checks
+from companion.checks import performance as perf_checks
+from companion.checks import ppo as ppo_checks
+from companion.checks import ppo_rollout as ppo_rollout_checks
+from companion.checks import silent_bugs as silent_bug_checks
+from companion.debug import checked
 from companion.envs import autoreset, cartpole, jumanji_import, maze
+
 from jumanji.wrappers import AutoResetWrapper, VmapAutoResetWrapper  # after companion's import
 
 # Value checks inside a compiled program run under companion.debug.checked (checkify), which
@@ -65,21 +81,28 @@ def _maze_obs():
 
 def _tiny_ppo(**changes):
     return ppo.PPOConfig(
-        num_envs=4, num_steps=4, total_timesteps=64, num_minibatches=2,
-    )._replace(**changes)  # fmt: skip
+        num_envs=4,
+        num_steps=4,
+        total_timesteps=64,
+        num_minibatches=2,
+    )._replace(**changes)
 
 
 TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(4,))
 EMPTY = maze.make_maze_task("empty")
 WRAPPED = AutoResetWrapper(EMPTY)  # resets by itself: would hide the episode ends
-UNWRAP = 'env: expected a jumanji Maze without wrappers, got AutoResetWrapper\\(Maze\\)'
+UNWRAP = "env: expected a jumanji Maze without wrappers, got AutoResetWrapper\\(Maze\\)"
 
 
 def _tiny_dqn(**changes):
     return dqn.DQNConfig(
-        num_envs=2, total_steps=400, learning_starts=200, batch_size=8, eval_every=50,
+        num_envs=2,
+        total_steps=400,
+        learning_starts=200,
+        batch_size=8,
+        eval_every=50,
         buffer_capacity=100,
-    )._replace(**changes)  # fmt: skip
+    )._replace(**changes)
 
 
 DQN_NET = dqn.make_q_network(2, (8,))
@@ -122,10 +145,14 @@ def _ppo_loss_with_a_vector_value_head():
     model = ppo.ActorCritic(_key(), channels=(2,), hidden_sizes=(4,))
     wide = lambda image: (model(image)[0], model(image)[1][None])  # noqa: E731  (1,), not ()
     batch = ppo.Batch(
-        image=jnp.zeros((5, 3, 10, 10)), action_mask=jnp.ones((5, 4), bool),
-        action=jnp.zeros(5, jnp.int32), log_prob=jnp.zeros(5), value=jnp.zeros(5),
-        advantage=jnp.zeros(5), target=jnp.zeros(5),
-    )  # fmt: skip
+        image=jnp.zeros((5, 3, 10, 10)),
+        action_mask=jnp.ones((5, 4), bool),
+        action=jnp.zeros(5, jnp.int32),
+        log_prob=jnp.zeros(5),
+        value=jnp.zeros(5),
+        advantage=jnp.zeros(5),
+        target=jnp.zeros(5),
+    )
     return ppo.ppo_loss(wide, batch)
 
 
@@ -832,24 +859,42 @@ CASES = [
 # fmt: on
 
 CASES += [
-    Case("agents.dqn.train.make_train",
-         lambda mp: dqn.make_train(_tiny_dqn(), "mlp", CARTPOLE),
-         TypeError, "network: expected a haiku hk.Transformed"),
-    Case("agents.dqn.train.make_train",
-         lambda mp: dqn.make_train(_tiny_dqn(), dqn.make_q_network(3, (8,)), CARTPOLE),
-         ValueError, "network: expected Q-values of shape \\(batch, 2\\)"),
-    Case("agents.dqn.train.make_train",
-         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole),
-         TypeError, "env: expected a cartpole.CartPole, got module"),
-    Case("agents.dqn.train.make_train",
-         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole.DEFAULT_PARAMS),
-         TypeError, "env: expected a cartpole.CartPole, got CartPoleParams; wrap the constants"),
-    Case("agents.dqn.evaluate.greedy_returns",
-         lambda mp: dqn.greedy_returns(_dqn_params(), _key(), 3, env="CartPole-v1"),
-         TypeError, "env: expected a cartpole.CartPole, got str"),
-    Case("envs.cartpole.check_env",
-         lambda mp: cartpole.check_env(cartpole.CartPole(params=(9.8,))),
-         TypeError, "env: expected a cartpole.CartPole, got CartPole"),
+    Case(
+        "agents.dqn.train.make_train",
+        lambda mp: dqn.make_train(_tiny_dqn(), "mlp", CARTPOLE),
+        TypeError,
+        "network: expected a haiku hk.Transformed",
+    ),
+    Case(
+        "agents.dqn.train.make_train",
+        lambda mp: dqn.make_train(_tiny_dqn(), dqn.make_q_network(3, (8,)), CARTPOLE),
+        ValueError,
+        "network: expected Q-values of shape \\(batch, 2\\)",
+    ),
+    Case(
+        "agents.dqn.train.make_train",
+        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole),
+        TypeError,
+        "env: expected a cartpole.CartPole, got module",
+    ),
+    Case(
+        "agents.dqn.train.make_train",
+        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole.DEFAULT_PARAMS),
+        TypeError,
+        "env: expected a cartpole.CartPole, got CartPoleParams; wrap the constants",
+    ),
+    Case(
+        "agents.dqn.evaluate.greedy_returns",
+        lambda mp: dqn.greedy_returns(_dqn_params(), _key(), 3, env="CartPole-v1"),
+        TypeError,
+        "env: expected a cartpole.CartPole, got str",
+    ),
+    Case(
+        "envs.cartpole.check_env",
+        lambda mp: cartpole.check_env(cartpole.CartPole(params=(9.8,))),
+        TypeError,
+        "env: expected a cartpole.CartPole, got CartPole",
+    ),
     Case(
         "agents.dqn.train.make_train",
         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE, target_fn="double"),
@@ -864,27 +909,53 @@ CASES += [
     ),
     Case("parallel.make_mesh", lambda mp: parallel.make_mesh(0), ValueError, "num_devices"),
     Case("parallel.make_mesh", lambda mp: parallel.make_mesh(1, ""), TypeError, "axis_name"),
-    Case("parallel.split_evenly", lambda mp: parallel.split_evenly(6, "cpu", "x"), TypeError,
-         "mesh: expected a 1-D jax.sharding.Mesh"),
-    Case("parallel.shard_seeds", lambda mp: parallel.shard_seeds(None, parallel.make_mesh()),
-         TypeError, "train: expected a function of a key"),
-    Case("parallel.shard_seeds", lambda mp: parallel.shard_seeds(lambda k: k, parallel.make_mesh())(
-        jax.numpy.zeros((2, 3))), TypeError, "keys"),
-    Case("parallel.make_data_parallel_step",
-         lambda mp: parallel.make_data_parallel_step(_tiny_ppo(), None), TypeError, "mesh"),
-    Case("parallel.make_data_parallel_train",
-         lambda mp: parallel.make_data_parallel_train(_tiny_ppo()._replace(num_envs=0),
-                                                      TINY_NET, EMPTY, parallel.make_mesh()),
-         ValueError, "config.num_envs"),
-    Case("parallel.make_data_parallel_train",
-         lambda mp: parallel.make_data_parallel_train(_tiny_ppo(), TINY_NET, EMPTY,
-                                                      parallel.make_mesh())(3),
-         TypeError, "key: expected a PRNG key"),
-    Case("parallel.first_batch", lambda mp: parallel.first_batch(_tiny_ppo(), TINY_NET, EMPTY, 3),
-         TypeError,
-         "key: expected a PRNG key"),
+    Case(
+        "parallel.split_evenly",
+        lambda mp: parallel.split_evenly(6, "cpu", "x"),
+        TypeError,
+        "mesh: expected a 1-D jax.sharding.Mesh",
+    ),
+    Case(
+        "parallel.shard_seeds",
+        lambda mp: parallel.shard_seeds(None, parallel.make_mesh()),
+        TypeError,
+        "train: expected a function of a key",
+    ),
+    Case(
+        "parallel.shard_seeds",
+        lambda mp: parallel.shard_seeds(lambda k: k, parallel.make_mesh())(jax.numpy.zeros((2, 3))),
+        TypeError,
+        "keys",
+    ),
+    Case(
+        "parallel.make_data_parallel_step",
+        lambda mp: parallel.make_data_parallel_step(_tiny_ppo(), None),
+        TypeError,
+        "mesh",
+    ),
+    Case(
+        "parallel.make_data_parallel_train",
+        lambda mp: parallel.make_data_parallel_train(
+            _tiny_ppo()._replace(num_envs=0), TINY_NET, EMPTY, parallel.make_mesh()
+        ),
+        ValueError,
+        "config.num_envs",
+    ),
+    Case(
+        "parallel.make_data_parallel_train",
+        lambda mp: parallel.make_data_parallel_train(
+            _tiny_ppo(), TINY_NET, EMPTY, parallel.make_mesh()
+        )(3),
+        TypeError,
+        "key: expected a PRNG key",
+    ),
+    Case(
+        "parallel.first_batch",
+        lambda mp: parallel.first_batch(_tiny_ppo(), TINY_NET, EMPTY, 3),
+        TypeError,
+        "key: expected a PRNG key",
+    ),
 ]
-
 
 
 def _small_mdp():
@@ -893,23 +964,42 @@ def _small_mdp():
 
 
 CASES += [
-    Case("tabular.maze_mdp",
-         lambda mp: tabular.maze_mdp(np.zeros((3, 3), bool), (0, 3)), ValueError,
-         r"target: cell \(0, 3\) is outside the 3x3 maze"),
-    Case("tabular.maze_mdp",
-         lambda mp: tabular.maze_mdp(np.array([[0, 1, 0], [1, 0, 0]]), (1, 2)), ValueError,
-         r"walls: the free cells \[\(0, 0\)\] cannot reach the target \(1, 2\)"),
-    Case("tabular.evaluate_policy",
-         lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((5, 4), 0.25), 0.9),
-         ValueError, r"probs: expected shape \(6, 4\), got \(5, 4\)"),
-    Case("tabular.evaluate_policy",
-         lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((6, 4), 0.25), 0.9),
-         ValueError, "probs: .* 0 on illegal actions"),
-    Case("tabular.action_values",
-         lambda mp: tabular.action_values(_small_mdp(), jnp.zeros(6), 1.0), ValueError,
-         r"gamma: expected a number in \[0.0, 1.0\)"),
-    Case("tabular.value_iteration",
-         lambda mp: tabular.value_iteration(_small_mdp(), 0.9, tol=-1.0), ValueError, "tol"),
+    Case(
+        "tabular.maze_mdp",
+        lambda mp: tabular.maze_mdp(np.zeros((3, 3), bool), (0, 3)),
+        ValueError,
+        r"target: cell \(0, 3\) is outside the 3x3 maze",
+    ),
+    Case(
+        "tabular.maze_mdp",
+        lambda mp: tabular.maze_mdp(np.array([[0, 1, 0], [1, 0, 0]]), (1, 2)),
+        ValueError,
+        r"walls: the free cells \[\(0, 0\)\] cannot reach the target \(1, 2\)",
+    ),
+    Case(
+        "tabular.evaluate_policy",
+        lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((5, 4), 0.25), 0.9),
+        ValueError,
+        r"probs: expected shape \(6, 4\), got \(5, 4\)",
+    ),
+    Case(
+        "tabular.evaluate_policy",
+        lambda mp: tabular.evaluate_policy(_small_mdp(), jnp.full((6, 4), 0.25), 0.9),
+        ValueError,
+        "probs: .* 0 on illegal actions",
+    ),
+    Case(
+        "tabular.action_values",
+        lambda mp: tabular.action_values(_small_mdp(), jnp.zeros(6), 1.0),
+        ValueError,
+        r"gamma: expected a number in \[0.0, 1.0\)",
+    ),
+    Case(
+        "tabular.value_iteration",
+        lambda mp: tabular.value_iteration(_small_mdp(), 0.9, tol=-1.0),
+        ValueError,
+        "tol",
+    ),
 ]
 
 #: Every check names what it was given when it is not a function.

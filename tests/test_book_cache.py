@@ -25,8 +25,11 @@ def _notebook(path: Path, *cells: str) -> Path:
     import nbformat
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
@@ -44,8 +47,11 @@ def book(tmp_path):
     _write(pkg / "bench" / "__init__.py", "RESULTS = 'results'\n")
     _write(pkg / "checks" / "__init__.py", '"""Checks."""\n')
     _write(pkg / "checks" / "core.py", "class CheckFailed(Exception):\n    pass\n")
-    _write(pkg / "checks" / "dqn.py", "from .core import CheckFailed\n\n\ndef check():\n"
-           "    from companion.agents import dqn\n    return dqn.train\n")
+    _write(
+        pkg / "checks" / "dqn.py",
+        "from .core import CheckFailed\n\n\ndef check():\n"
+        "    from companion.agents import dqn\n    return dqn.train\n",
+    )
     _write(pkg / "agents" / "__init__.py", "")
     _write(pkg / "agents" / "dqn" / "__init__.py", "from . import train\n")
     _write(pkg / "agents" / "dqn" / "train.py", "from ..dqn import losses\n")
@@ -55,12 +61,17 @@ def book(tmp_path):
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "glue.cpython-313.pyc").write_bytes(b"compiled")
     notebooks = tmp_path / "notebooks"
-    a = _notebook(notebooks / "a_first.ipynb",
-                  "%pip install --quiet equinox \\\n    chex\n!ls",
-                  "from companion.glue import glue\nfrom companion.checks.core import CheckFailed",
-                  "from companion import bench\nshow_quiz('a_first')")
-    b = _notebook(notebooks / "b_second.ipynb",
-                  "from companion.checks.dqn import check", "%time import companion.trees")
+    a = _notebook(
+        notebooks / "a_first.ipynb",
+        "%pip install --quiet equinox \\\n    chex\n!ls",
+        "from companion.glue import glue\nfrom companion.checks.core import CheckFailed",
+        "from companion import bench\nshow_quiz('a_first')",
+    )
+    b = _notebook(
+        notebooks / "b_second.ipynb",
+        "from companion.checks.dqn import check",
+        "%time import companion.trees",
+    )
     for stem in ("a_first", "b_second"):
         _write(notebooks / "quizzes" / f"{stem}.json", "[]")
     _write(tmp_path / "results" / "speed.json", '{"seconds": 1.0}')
@@ -77,19 +88,35 @@ def test_the_modules_a_notebook_reaches_follow_its_imports_through_the_package(b
     """Parent packages' __init__ count, relative imports resolve, an import inside a function
     counts, ``from companion import bench`` names a package, a magic's code counts and the
     shell and pip lines do not trip the parser."""
-    assert _files(book, "a") == {"__init__.py", "glue.py", "checks/__init__.py",
-                                 "checks/core.py", "bench/__init__.py"}
+    assert _files(book, "a") == {
+        "__init__.py",
+        "glue.py",
+        "checks/__init__.py",
+        "checks/core.py",
+        "bench/__init__.py",
+    }
     assert _files(book, "b") == {
-        "__init__.py", "checks/__init__.py", "checks/core.py", "checks/dqn.py", "trees.py",
-        "agents/__init__.py", "agents/dqn/__init__.py", "agents/dqn/train.py",
-        "agents/dqn/losses.py"}
+        "__init__.py",
+        "checks/__init__.py",
+        "checks/core.py",
+        "checks/dqn.py",
+        "trees.py",
+        "agents/__init__.py",
+        "agents/dqn/__init__.py",
+        "agents/dqn/train.py",
+        "agents/dqn/losses.py",
+    }
 
 
 def test_a_computed_import_or_a_cell_that_does_not_parse_reaches_every_module(book):
-    every = {p.relative_to(book["package"]).as_posix()
-             for p in book_cache.modules(book["package"]).values()}
-    _write(book["package"] / "glue.py", "import importlib\n\n\ndef load(name):\n"
-           "    return importlib.import_module(name)\n")
+    every = {
+        p.relative_to(book["package"]).as_posix()
+        for p in book_cache.modules(book["package"]).values()
+    }
+    _write(
+        book["package"] / "glue.py",
+        "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n",
+    )
     assert _files(book, "a") == every
     _notebook(book["a"], "import companion.trees\nx = (")
     assert _files(book, "a") == every
@@ -102,10 +129,13 @@ def test_a_lazy_package_counts_only_the_submodules_of_the_names_imported_from_it
     only, not the table's other modules; a name not in the table adds nothing."""
     pkg = book["package"]
     _write(pkg / "checks" / "keys.py", "def check_keys():\n    return 1\n")
-    _write(pkg / "checks" / "__init__.py", "import importlib\n\n_LAZY = {'check': 'dqn', "
-           "'check_keys': 'keys'}\n\n\ndef __getattr__(name):\n"
-           "    return getattr(importlib.import_module('companion.checks.' + _LAZY[name]), "
-           "name)\n")
+    _write(
+        pkg / "checks" / "__init__.py",
+        "import importlib\n\n_LAZY = {'check': 'dqn', "
+        "'check_keys': 'keys'}\n\n\ndef __getattr__(name):\n"
+        "    return getattr(importlib.import_module('companion.checks.' + _LAZY[name]), "
+        "name)\n",
+    )
     _notebook(book["b"], "from companion.checks import check")
     reached = _files(book, "b")
     assert "checks/dqn.py" in reached and "agents/dqn/train.py" in reached
@@ -132,8 +162,11 @@ def test_the_real_chapters_import_graph():
     assert {pkg / "__init__.py", pkg / "checks" / "__init__.py", pkg / "glue.py"} <= first
     assert pkg / "checks" / "dqn.py" not in first
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    keys = [nb.stem for nb in notebooks
-            if pkg / "checks" / "keys.py" in reach(book_cache._code(nb), pkg, table)]
+    keys = [
+        nb.stem
+        for nb in notebooks
+        if pkg / "checks" / "keys.py" in reach(book_cache._code(nb), pkg, table)
+    ]
     assert keys == [_first("08").stem]
 
 
@@ -161,8 +194,15 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
     cache, doctrees = root / "_build" / ".jupyter_cache", root / "_build" / ".doctrees"
 
     def run():
-        return refresh(cache, pkg, doctrees, book["notebooks"], book["notebooks"] / "quizzes",
-                       root / "_ext", {"bench/__init__.py": root / "results"})
+        return refresh(
+            cache,
+            pkg,
+            doctrees,
+            book["notebooks"],
+            book["notebooks"] / "quizzes",
+            root / "_ext",
+            {"bench/__init__.py": root / "results"},
+        )
 
     def step(path, text):
         _cache_both(book, cache)
@@ -182,10 +222,13 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
     assert run().everything  # no manifest yet
     assert step(None, "") == ()
     assert step(pkg / "agents" / "dqn" / "losses.py", "def loss():\n    return 1.0\n") == (
-        "b_second",)
+        "b_second",
+    )
     assert step(root / "results" / "speed.json", '{"seconds": 2.0}') == ("a_first",)
     assert step(pkg / "checks" / "core.py", "class CheckFailed(ValueError):\n    pass\n") == (
-        "a_first", "b_second")
+        "a_first",
+        "b_second",
+    )
     assert step(book["notebooks"] / "quizzes" / "a_first.json", '[{"q": 1}]') == ("a_first",)
     assert step(pkg / "data" / "agent.json", '{"new": 1}') == ("a_first", "b_second")
     assert step(pkg / "__pycache__" / "glue.cpython-313.pyc", "recompiled") == ()
@@ -251,8 +294,16 @@ def test_sphinx_reads_again_a_page_whose_doctree_is_gone(tmp_path):
 
     def build() -> set[str]:
         read: set[str] = set()
-        app = Sphinx(str(src), str(src), str(tmp_path / "html"), str(doctrees), "html",
-                     status=None, warning=None, freshenv=False)
+        app = Sphinx(
+            str(src),
+            str(src),
+            str(tmp_path / "html"),
+            str(doctrees),
+            "html",
+            status=None,
+            warning=None,
+            freshenv=False,
+        )
         app.connect("env-before-read-docs", lambda app, env, names: read.update(names))
         app.build()
         return read
@@ -269,11 +320,15 @@ def _project(tmp_path, cells):
 
     (tmp_path / "notebooks").mkdir()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, tmp_path / "notebooks" / "nb.ipynb")
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n"
-                                      "- file: notebooks/nb\n- file: missing/page\n")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n- file: notebooks/nb\n- file: missing/page\n"
+    )
     (tmp_path / "_config.yml").write_text("execute:\n  timeout: 60\n")
     return tmp_path / "notebooks" / "nb.ipynb"
 
@@ -301,8 +356,16 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
     cache_dir = tmp_path / "cache"
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(execute_notebooks, "SECONDS", tmp_path / "seconds.json")
-    args = ["--jobs", "2", "--cache", str(cache_dir), "--toc", str(tmp_path / "_toc.yml"),
-            "--config", str(tmp_path / "_config.yml")]
+    args = [
+        "--jobs",
+        "2",
+        "--cache",
+        str(cache_dir),
+        "--toc",
+        str(tmp_path / "_toc.yml"),
+        "--config",
+        str(tmp_path / "_config.yml"),
+    ]
     assert execute_notebooks.book_notebooks(tmp_path / "_toc.yml") == [path]
     assert execute_notebooks.main(args) == 0
     with _opened(cache_dir) as cache:
@@ -324,9 +387,16 @@ def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkey
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(execute_notebooks, "SECONDS", tmp_path / "seconds.json")
     cache_dir = tmp_path / "cache"
-    status = execute_notebooks.main(["--cache", str(cache_dir), "--toc",
-                                     str(tmp_path / "_toc.yml"), "--config",
-                                     str(tmp_path / "_config.yml")])
+    status = execute_notebooks.main(
+        [
+            "--cache",
+            str(cache_dir),
+            "--toc",
+            str(tmp_path / "_toc.yml"),
+            "--config",
+            str(tmp_path / "_config.yml"),
+        ]
+    )
     assert status == 1
     assert "cell 1 is broken" in capsys.readouterr().out
     with _opened(cache_dir) as cache, pytest.raises(KeyError):
@@ -339,14 +409,21 @@ def test_seconds_to_first_exercise_sums_the_code_cells_before_the_first_solution
 
     def timed(source, start, end, tags=()):
         cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
-        cell.metadata["execution"] = {"iopub.execute_input": f"2026-12-05T12:00:{start:06.3f}Z",
-                                      "shell.execute_reply": f"2026-12-05T12:00:{end:06.3f}Z"}
+        cell.metadata["execution"] = {
+            "iopub.execute_input": f"2026-12-05T12:00:{start:06.3f}Z",
+            "shell.execute_reply": f"2026-12-05T12:00:{end:06.3f}Z",
+        }
         return cell
 
-    nb = nbformat.v4.new_notebook(cells=[
-        timed("a = 1", 0.0, 1.5), nbformat.v4.new_markdown_cell("## Exercises"),
-        timed("b = 2", 2.0, 4.25), timed("solve()", 5.0, 9.0, tags=["solution"]),
-        timed("c = 3", 9.0, 20.0)])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            timed("a = 1", 0.0, 1.5),
+            nbformat.v4.new_markdown_cell("## Exercises"),
+            timed("b = 2", 2.0, 4.25),
+            timed("solve()", 5.0, 9.0, tags=["solution"]),
+            timed("c = 3", 9.0, 20.0),
+        ]
+    )
     assert execute_notebooks.seconds_to_first_exercise(nb) == 3.75
     nb.cells[3].metadata["tags"] = []
     assert execute_notebooks.seconds_to_first_exercise(nb) is None  # no exercise

@@ -8,7 +8,6 @@ import pytest
 from scipy import stats
 
 from companion.debug import checked
-
 from companion.envs import cartpole as cp
 
 BALANCE = np.array([0.1, 0.5, 10.0, 2.0])  # a linear controller that survives 500 steps

@@ -33,13 +33,19 @@ def _write(tmp_path, cards):
     "change, named",
     [
         (lambda c: c.pop("notebooks/02_neural_networks"), "notebooks/02_neural_networks"),
-        (lambda c: c.update({"notebooks/99_extra": c["notebooks/01_jax_essentials"]}),
-         "notebooks/99_extra"),
+        (
+            lambda c: c.update({"notebooks/99_extra": c["notebooks/01_jax_essentials"]}),
+            "notebooks/99_extra",
+        ),
         (lambda c: c["notebooks/03_maze_first_look"].update(difficulty="hard"), "'hard'"),
-        (lambda c: c["notebooks/02_neural_networks"].update(
-            prerequisites=["notebooks/07_dqn"]), "'notebooks/07_dqn' is not an earlier"),
-        (lambda c: c["notebooks/04_maze_in_depth"].pop("builds"),
-         "notebooks/04_maze_in_depth: expected the fields"),
+        (
+            lambda c: c["notebooks/02_neural_networks"].update(prerequisites=["notebooks/07_dqn"]),
+            "'notebooks/07_dqn' is not an earlier",
+        ),
+        (
+            lambda c: c["notebooks/04_maze_in_depth"].pop("builds"),
+            "notebooks/04_maze_in_depth: expected the fields",
+        ),
         (lambda c: c["notebooks/06_cartpole"].update(minutes=3), "'minutes'"),
     ],
     ids=["missing", "extra", "difficulty", "later prerequisite", "no builds", "unknown field"],
@@ -62,11 +68,14 @@ def test_a_card_says_when_its_notebook_shared_the_machine(tmp_path):
     app = SimpleNamespace(srcdir=str(tmp_path))
     assert _sharing(app, "notebooks/08_ppo_maze", 266.0) == ""  # no record: nothing to add
     (tmp_path / "_build").mkdir()
-    record = {"notebooks/08_ppo_maze.ipynb": {"seconds": 266.0, "jobs": 2},
-              "notebooks/01_jax_essentials.ipynb": {"seconds": 8.0, "jobs": 1}}
+    record = {
+        "notebooks/08_ppo_maze.ipynb": {"seconds": 266.0, "jobs": 2},
+        "notebooks/01_jax_essentials.ipynb": {"seconds": 8.0, "jobs": 1},
+    }
     (tmp_path / "_build" / "notebook_seconds.json").write_text(json.dumps(record))
     assert _sharing(app, "notebooks/08_ppo_maze", 266.0) == (
-        ", with 2 notebooks executing at a time")
+        ", with 2 notebooks executing at a time"
+    )
     assert _sharing(app, "notebooks/08_ppo_maze", 250.0) == ""  # another execution's time
     assert _sharing(app, "notebooks/01_jax_essentials", 8.0) == ""  # ran alone
     assert _sharing(app, "notebooks/02_neural_networks", 21.0) == ""
@@ -95,6 +104,9 @@ def test_study_time_counts_prose_code_and_exercises(tmp_path):
     path = tmp_path / "chapter.ipynb"
     path.write_text(json.dumps({"cells": cells}))
     assert study_time(path) == (
-        "about 20 min to read (1,800 words, 80 lines of code), then 3 exercises")
+        "about 20 min to read (1,800 words, 80 lines of code), then 3 exercises"
+    )
     path.write_text(json.dumps({"cells": cells[:1]}))
-    assert study_time(path) == "about 10 min to read (1,800 words, 0 lines of code), then 0 exercises"
+    assert (
+        study_time(path) == "about 10 min to read (1,800 words, 0 lines of code), then 0 exercises"
+    )

@@ -38,17 +38,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import companion.checks as checks
-from companion.agents import ppo
-from companion.checks import CheckFailed
-from companion.envs import cartpole
 from notebook_runner import ROOT
 from test_checks_bugs import NETWORKS, _cell, _definitions, _one_line_fix
 from test_checks_chapters import _loop_returns, _reverse_scan_returns
 from test_checks_networks import FloatScale, StaticScale, any_depth_mlp, grad_norms
 from test_checks_parallel import mean_gradient, ring  # noqa: F401 (the subprocess imports it)
 from test_checks_performance import batched_scan
+
+import companion.checks as checks
+from companion.agents import ppo
+from companion.checks import CheckFailed
+from companion.envs import cartpole
 
 
 def _passes(check, answer, capsys):
@@ -69,13 +69,22 @@ RIGHT_SOFTPLUS = [
     jax.grad(lambda w, x: jnp.sum(jnp.log1p(jnp.exp(w * x)))),
 ]
 WRONG_SOFTPLUS = [
-    ("x / (1 + e^(wx)): e^u missing on top", lambda w, x: x / (1.0 + jnp.exp(w * x)),
-     r"x \* sigmoid\(-w \* x\).*e\^u on top"),
-    ("e^(wx) without its denominator", lambda w, x: x * jnp.exp(w * x),
-     r"the denominator is missing"),
-    ("the mistake on one shape only", lambda w, x: x * jax.nn.sigmoid(w * x) * (
-        1.0 if w.ndim == 1 else -1.0), r"differs from the reference on w and x of shape \(2, 3\)"),
-]  # fmt: skip
+    (
+        "x / (1 + e^(wx)): e^u missing on top",
+        lambda w, x: x / (1.0 + jnp.exp(w * x)),
+        r"x \* sigmoid\(-w \* x\).*e\^u on top",
+    ),
+    (
+        "e^(wx) without its denominator",
+        lambda w, x: x * jnp.exp(w * x),
+        r"the denominator is missing",
+    ),
+    (
+        "the mistake on one shape only",
+        lambda w, x: x * jax.nn.sigmoid(w * x) * (1.0 if w.ndim == 1 else -1.0),
+        r"differs from the reference on w and x of shape \(2, 3\)",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_SOFTPLUS)
@@ -103,22 +112,39 @@ def _returns_by_powers(rewards, gamma, shift=0, start=False):
 RIGHT_RETURNS = [
     _reverse_scan_returns,
     _returns_by_powers,  # no loop at all: a (T, T) matrix of powers
-    lambda r, g: jax.lax.scan(lambda c, x: (x + g * c, x + g * c), jnp.zeros(r.shape[1:]), r,
-                              reverse=True)[1],  # fmt: skip
+    lambda r, g: jax.lax.scan(
+        lambda c, x: (x + g * c, x + g * c), jnp.zeros(r.shape[1:]), r, reverse=True
+    )[1],
 ]
 WRONG_RETURNS = [
-    ("gamma**(k + 1)", functools.partial(_returns_by_powers, shift=1),
-     r"the current reward is discounted too \(gamma\*\*\(k \+ 1\)"),
-    ("powers counted from the episode's start", functools.partial(_returns_by_powers, start=True),
-     r"discounted from the episode's start"),
-    ("a Python loop under an inner jax.jit", lambda r, g: jax.jit(_loop_returns)(r, g),
-     r"a Python loop is unrolled into it \(even under an inner jax.jit\)"),
-    ("scan's unroll", lambda r, g: jax.lax.scan(lambda c, x: (x + g * c, x + g * c),
-                                                jnp.zeros_like(r[0]), r, reverse=True,
-                                                unroll=True)[1], r"scan's unroll"),
-    ("returns in float16", lambda r, g: _reverse_scan_returns(r, g).astype(jnp.float16),
-     r"dtype float16; the returns are float32"),
-]  # fmt: skip
+    (
+        "gamma**(k + 1)",
+        functools.partial(_returns_by_powers, shift=1),
+        r"the current reward is discounted too \(gamma\*\*\(k \+ 1\)",
+    ),
+    (
+        "powers counted from the episode's start",
+        functools.partial(_returns_by_powers, start=True),
+        r"discounted from the episode's start",
+    ),
+    (
+        "a Python loop under an inner jax.jit",
+        lambda r, g: jax.jit(_loop_returns)(r, g),
+        r"a Python loop is unrolled into it \(even under an inner jax.jit\)",
+    ),
+    (
+        "scan's unroll",
+        lambda r, g: jax.lax.scan(
+            lambda c, x: (x + g * c, x + g * c), jnp.zeros_like(r[0]), r, reverse=True, unroll=True
+        )[1],
+        r"scan's unroll",
+    ),
+    (
+        "returns in float16",
+        lambda r, g: _reverse_scan_returns(r, g).astype(jnp.float16),
+        r"dtype float16; the returns are float32",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_RETURNS)
@@ -159,20 +185,31 @@ def _toggling(key, n):
 
 
 WRONG_NOISY = [
-    ("a fixed next key", lambda key, n: (jax.random.normal(jax.random.split(key)[1], (n,)),
-                                        jax.random.key(1)),
-     r"returns the same next key whatever key it is given.*third call repeats"),
-    ("draws with its own key(0)", lambda key, n: (jax.random.normal(jax.random.key(0), (n,)),
-                                                 jax.random.split(key)[0]),
-     r"the same samples whatever key it is given"),
-    ("draws with the key given, returns a key of its own",
-     lambda key, n: (jax.random.normal(key, (n,)), jax.random.key(7)),
-     r"draws with the key it was given, which its caller still holds"),
+    (
+        "a fixed next key",
+        lambda key, n: (jax.random.normal(jax.random.split(key)[1], (n,)), jax.random.key(1)),
+        r"returns the same next key whatever key it is given.*third call repeats",
+    ),
+    (
+        "draws with its own key(0)",
+        lambda key, n: (jax.random.normal(jax.random.key(0), (n,)), jax.random.split(key)[0]),
+        r"the same samples whatever key it is given",
+    ),
+    (
+        "draws with the key given, returns a key of its own",
+        lambda key, n: (jax.random.normal(key, (n,)), jax.random.key(7)),
+        r"draws with the key it was given, which its caller still holds",
+    ),
     ("a next key that alternates between two", _toggling, r"calls 1 and 3 give the same samples"),
-    ("float16 samples", lambda key, n: (jax.random.normal(jax.random.split(key)[1], (n,),
-                                                           jnp.float16), jax.random.split(key)[0]),
-     r"dtype float16, expected float32"),
-]  # fmt: skip
+    (
+        "float16 samples",
+        lambda key, n: (
+            jax.random.normal(jax.random.split(key)[1], (n,), jnp.float16),
+            jax.random.split(key)[0],
+        ),
+        r"dtype float16, expected float32",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_NOISY)
@@ -189,8 +226,9 @@ def test_a_hard_coded_key_0_is_not_told_it_draws_with_the_key_given():
     """The check's key is not key(0): an answer that makes its own key(0) is told that its
     samples ignore the key, not that it draws with the key it was given."""
     with jax.debug_key_reuse(False), pytest.raises(CheckFailed) as failure:
-        checks.check_noisy_batch(lambda key, n: (jax.random.normal(jax.random.key(0), (n,)),
-                                                 jax.random.split(key)[0]))  # fmt: skip
+        checks.check_noisy_batch(
+            lambda key, n: (jax.random.normal(jax.random.key(0), (n,)), jax.random.split(key)[0])
+        )
     assert "key it was given" not in str(failure.value)
 
 
@@ -211,15 +249,27 @@ def _mlp_index(params, x):
 
 RIGHT_MLP = [any_depth_mlp, _mlp_reduce, _mlp_index]
 WRONG_MLP = [
-    ("the layers reversed", lambda p, x: any_depth_mlp(p[::-1], x),
-     r"the layers are applied in reverse order.*three square layers"),
-    ("each W transposed (PyTorch's convention)",
-     lambda p, x: any_depth_mlp([(w.T, b) for w, b in p], x), r"each W is \(in, out\)"),
-    ("the first two pairs only", lambda p, x: any_depth_mlp(p[:2], x),
-     r"only the first two \(W, b\) pairs are applied"),
-    ("W @ x: raises, told the shapes, not to loop", lambda p, x: any_depth_mlp(
-        [(w, b) for w, b in p], x.T), r"(?s)raised TypeError.*each layer is x @ W \+ b"),
-]  # fmt: skip
+    (
+        "the layers reversed",
+        lambda p, x: any_depth_mlp(p[::-1], x),
+        r"the layers are applied in reverse order.*three square layers",
+    ),
+    (
+        "each W transposed (PyTorch's convention)",
+        lambda p, x: any_depth_mlp([(w.T, b) for w, b in p], x),
+        r"each W is \(in, out\)",
+    ),
+    (
+        "the first two pairs only",
+        lambda p, x: any_depth_mlp(p[:2], x),
+        r"only the first two \(W, b\) pairs are applied",
+    ),
+    (
+        "W @ x: raises, told the shapes, not to loop",
+        lambda p, x: any_depth_mlp([(w, b) for w, b in p], x.T),
+        r"(?s)raised TypeError.*each layer is x @ W \+ b",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_MLP)
@@ -263,11 +313,17 @@ RIGHT_FROZEN = [
     lambda key: _DefaultStatic(jax.random.uniform(key, (4,))),
 ]
 WRONG_FROZEN = [
-    ("stop_gradient on an array constant", lambda key: _Stopped(jnp.ones(4), jnp.array(2.0)),
-     r"gradient of 0 \(jax.lax.stop_gradient"),
-    ("an integer weight", lambda key: FloatScale(jnp.arange(4), 2.0),
-     r"module.weight has dtype int32: eqx.filter_grad trains only floating-point arrays"),
-]  # fmt: skip
+    (
+        "stop_gradient on an array constant",
+        lambda key: _Stopped(jnp.ones(4), jnp.array(2.0)),
+        r"gradient of 0 \(jax.lax.stop_gradient",
+    ),
+    (
+        "an integer weight",
+        lambda key: FloatScale(jnp.arange(4), 2.0),
+        r"module.weight has dtype int32: eqx.filter_grad trains only floating-point arrays",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_FROZEN)
@@ -286,23 +342,28 @@ def test_frozen_wrong_answers_are_named(what, wrong, message):
 def _norms_loop(model, x, y):
     rows = []
     for x_i, y_i in zip(x, y):  # a loop over the 6 examples, unrolled: allowed here
-        grads = eqx.filter_grad(lambda m: jnp.sum((m(x_i) - y_i) ** 2))(model)
+        grads = eqx.filter_grad(lambda m, x_i=x_i, y_i=y_i: jnp.sum((m(x_i) - y_i) ** 2))(model)
         rows.append(jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads))))
     return jnp.stack(rows)
 
 
 def _input_gradient_norms(model, x, y):
-    return jax.vmap(lambda x_i, y_i: jnp.linalg.norm(
-        jax.grad(lambda x_i: jnp.sum((model(x_i) - y_i) ** 2))(x_i)))(x, y)  # fmt: skip
+    return jax.vmap(
+        lambda x_i, y_i: jnp.linalg.norm(
+            jax.grad(lambda x_i: jnp.sum((model(x_i) - y_i) ** 2))(x_i)
+        )
+    )(x, y)
 
 
 RIGHT_NORMS = [grad_norms, _norms_loop]
 WRONG_NORMS = [
-    ("the loss divided by the batch size",
-     lambda m, x, y: grad_norms(m, x, y, loss_of=lambda e: jnp.sum(e) / x.shape[0]),
-     r"divided by the batch size"),
+    (
+        "the loss divided by the batch size",
+        lambda m, x, y: grad_norms(m, x, y, loss_of=lambda e: jnp.sum(e) / x.shape[0]),
+        r"divided by the batch size",
+    ),
     ("the gradient by the input", _input_gradient_norms, r"with respect to the input x_i"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_NORMS)
@@ -349,7 +410,7 @@ def _decayed_without_jit(model, x, y, num_steps):
     for step in range(num_steps):
         loss, grads = eqx.filter_value_and_grad(NETWORKS["eqx_loss"])(model, x, y)
         rate = jnp.asarray(0.1 * 0.97**step)
-        model = eqx.apply_updates(model, jax.tree.map(lambda g: -rate * g, grads))
+        model = eqx.apply_updates(model, jax.tree.map(lambda g, rate=rate: -rate * g, grads))
         losses.append(float(loss))
     return model, losses
 
@@ -376,15 +437,23 @@ RIGHT_DECAYED = [
     lambda: _decayed_in_one_scan,
 ]
 WRONG_DECAYED = [
-    ("the chapter's loop: a Python float", lambda: _decayed(_STEP_LINE),
-     r"ran 8 times in 8 steps, under jit.*Python float"),
+    (
+        "the chapter's loop: a Python float",
+        lambda: _decayed(_STEP_LINE),
+        r"ran 8 times in 8 steps, under jit.*Python float",
+    ),
     ("no jit, the rate an array", lambda: _decayed_without_jit, r"the step runs without jit"),
-    ("a closure jitted at every step", lambda: _decayed_new_jit_each_step,
-     r"traced anew at every step.*a function jitted anew inside the loop"),
-    ("the schedule one step late", lambda: _decayed("learning_rate = jnp.asarray(0.1 * "
-                                                   "0.97 ** (step + 1))"),
-     r"the schedule is one step late"),
-]  # fmt: skip
+    (
+        "a closure jitted at every step",
+        lambda: _decayed_new_jit_each_step,
+        r"traced anew at every step.*a function jitted anew inside the loop",
+    ),
+    (
+        "the schedule one step late",
+        lambda: _decayed("learning_rate = jnp.asarray(0.1 * 0.97 ** (step + 1))"),
+        r"the schedule is one step late",
+    ),
+]
 
 
 @pytest.mark.parametrize("make", RIGHT_DECAYED)
@@ -414,8 +483,14 @@ def _backup(v, can_move, cost, keep=True, mask=True, shift=ppo.neighbour):
     return v_next
 
 
-def settle_answer(v_0, can_move, cost, backup=_backup, changed=lambda new, old: jnp.any(new != old),
-                  count_every=False):  # fmt: skip
+def settle_answer(
+    v_0,
+    can_move,
+    cost,
+    backup=_backup,
+    changed=lambda new, old: jnp.any(new != old),
+    count_every=False,
+):
     """The chapter's solution; keyword arguments plant mistakes."""
 
     def body(carry):
@@ -477,34 +552,65 @@ RIGHT_SETTLE = [
     functools.partial(settle_answer, backup=functools.partial(_backup, shift=_roll)),  # jnp.roll
 ]
 WRONG_SETTLE = [
-    ("the last backup counted", functools.partial(settle_answer, count_every=True),
-     r"the count includes the last backup"),
-    ("jnp.all for jnp.any", functools.partial(settle_answer,
-                                              changed=lambda new, old: jnp.all(new != old)),
-     r"stops after one backup"),
-    ("a difference of -inf cells (nan)", functools.partial(
-        settle_answer, changed=lambda new, old: jnp.max(jnp.abs(new - old)) > 0),
-     r"stops after one backup.*nan"),
+    (
+        "the last backup counted",
+        functools.partial(settle_answer, count_every=True),
+        r"the count includes the last backup",
+    ),
+    (
+        "jnp.all for jnp.any",
+        functools.partial(settle_answer, changed=lambda new, old: jnp.all(new != old)),
+        r"stops after one backup",
+    ),
+    (
+        "a difference of -inf cells (nan)",
+        functools.partial(settle_answer, changed=lambda new, old: jnp.max(jnp.abs(new - old)) > 0),
+        r"stops after one backup.*nan",
+    ),
     ("cost taken as 1", lambda v, m, c: settle_answer(v, m, 1.0), r"subtracts 1, not cost"),
-    ("no mask", functools.partial(settle_answer, backup=functools.partial(_backup, mask=False)),
-     r"moves go through walls"),
-    ("jnp.roll the wrong way", functools.partial(
-        settle_answer, backup=functools.partial(_backup, shift=functools.partial(_roll, sign=-1))),
-     r"paired with the neighbour in the opposite direction"),
-    ("max(v, ...) left out", functools.partial(settle_answer,
-                                               backup=functools.partial(_backup, keep=False)),
-     r"forgets what a cell already has, so the values never settle"),
-    ("a fori_loop of rows x cols backups",
-     lambda v_0, m, c: (jax.lax.fori_loop(0, v_0.size, lambda i, v: _backup(v, m, c), v_0),
-                        jnp.int32(0)), r"runs a fixed number of backups"),
-    ("a while_loop of rows x cols backups", _settle_fixed_while,
-     r"values and count are right, but .* ran \d+ backups"),
-    ("a float count", lambda *a: (settle_answer(*a)[0], settle_answer(*a)[1] * 1.0),
-     r"has dtype float32, expected int32"),
+    (
+        "no mask",
+        functools.partial(settle_answer, backup=functools.partial(_backup, mask=False)),
+        r"moves go through walls",
+    ),
+    (
+        "jnp.roll the wrong way",
+        functools.partial(
+            settle_answer,
+            backup=functools.partial(_backup, shift=functools.partial(_roll, sign=-1)),
+        ),
+        r"paired with the neighbour in the opposite direction",
+    ),
+    (
+        "max(v, ...) left out",
+        functools.partial(settle_answer, backup=functools.partial(_backup, keep=False)),
+        r"forgets what a cell already has, so the values never settle",
+    ),
+    (
+        "a fori_loop of rows x cols backups",
+        lambda v_0, m, c: (
+            jax.lax.fori_loop(0, v_0.size, lambda i, v: _backup(v, m, c), v_0),
+            jnp.int32(0),
+        ),
+        r"runs a fixed number of backups",
+    ),
+    (
+        "a while_loop of rows x cols backups",
+        _settle_fixed_while,
+        r"values and count are right, but .* ran \d+ backups",
+    ),
+    (
+        "a float count",
+        lambda *a: (settle_answer(*a)[0], settle_answer(*a)[1] * 1.0),
+        r"has dtype float32, expected int32",
+    ),
     ("the values only", lambda *a: settle_answer(*a)[0], r"should return a pair"),
-    ("an `if` on a traced value", lambda v, m, c: settle_answer(v, m, c) if c > 0 else v,
-     r"turns a traced array into a Python value"),
-]  # fmt: skip
+    (
+        "an `if` on a traced value",
+        lambda v, m, c: settle_answer(v, m, c) if c > 0 else v,
+        r"turns a traced array into a Python value",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_SETTLE)
@@ -536,19 +642,31 @@ def _reach_sums(success, shortest, iterations):
     return jnp.array([won @ near / near.sum(), won @ (1 - near) / (1 - near).sum()])
 
 
-RIGHT_REACH = [reach_answer, _reach_sums,
-               lambda s, d, k: reach_answer(s, d, k, reach=lambda k: k + 1.5)]  # fmt: skip
+RIGHT_REACH = [
+    reach_answer,
+    _reach_sums,
+    lambda s, d, k: reach_answer(s, d, k, reach=lambda k: k + 1.5),
+]
 WRONG_REACH = [
-    ("split at K", functools.partial(reach_answer, reach=lambda k: k),
-     r"the split is at K = iterations moves"),
+    (
+        "split at K",
+        functools.partial(reach_answer, reach=lambda k: k),
+        r"the split is at K = iterations moves",
+    ),
     ("reach fixed at 9", functools.partial(reach_answer, reach=lambda k: 9), r"fixed at 9 moves"),
     ("swapped", lambda *a: reach_answer(*a)[::-1], r"the two rates are swapped"),
-    ("divided by all", lambda s, d, k: jnp.stack([jnp.sum(s & (d <= k + 1)), jnp.sum(
-        s & (d > k + 1))]) / s.size, r"divided by all the episodes"),
+    (
+        "divided by all",
+        lambda s, d, k: jnp.stack([jnp.sum(s & (d <= k + 1)), jnp.sum(s & (d > k + 1))]) / s.size,
+        r"divided by all the episodes",
+    ),
     ("failure rates", lambda *a: 1.0 - reach_answer(*a), r"failure rates"),
-    ("split at K + 2", functools.partial(reach_answer, reach=lambda k: k + 2),
-     r"differs from the reference on 12 episodes"),
-]  # fmt: skip
+    (
+        "split at K + 2",
+        functools.partial(reach_answer, reach=lambda k: k + 2),
+        r"differs from the reference on 12 episodes",
+    ),
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_REACH)
@@ -577,10 +695,13 @@ def _batched_late(states, actions):
 
 
 WRONG_BATCHED = [
-    ("done as int32", lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].astype(jnp.int32)),
-     r"done_t has dtype int32, expected bool"),
+    (
+        "done as int32",
+        lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].astype(jnp.int32)),
+        r"done_t has dtype int32, expected bool",
+    ),
     ("done one step late", _batched_late, r"one step late"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("what, wrong, message", WRONG_BATCHED, ids=[w[0] for w in WRONG_BATCHED])
@@ -597,7 +718,7 @@ WRONG_BYTES = [
     ("a next image as well", 630, r"no next image is stored"),
     ("bits", 2640, r"these are bits"),
     ("one bool missing", 329, r"1 byte a step is missing"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("what, per_step, message", WRONG_BYTES, ids=[w[0] for w in WRONG_BYTES])
@@ -633,8 +754,10 @@ def _bend_numpy(sweep, slope=0.5):
 def _bend_past(sweep, slope=0.5):
     sizes = sorted(sweep, key=int)
     for a, b in zip(sizes, sizes[1:]):
-        if np.log(sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]) / np.log(
-                int(b) / int(a)) < slope:  # fmt: skip
+        if (
+            np.log(sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]) / np.log(int(b) / int(a))
+            < slope
+        ):
             return int(b)
     return int(sizes[-1])
 
@@ -652,12 +775,15 @@ WRONG_BEND = [
     ("sorted as strings", functools.partial(bend_answer, order=sorted), r"sorted as strings"),
     ("the dict's order", functools.partial(bend_answer, order=list), r"the dict's order"),
     ("the size past the bend", _bend_past, r"the size after the bend"),
-    ("the peak", lambda s, slope: int(max(s, key=lambda k: s[k]["steps_per_s"])),
-     r"the size with the most steps per second"),
+    (
+        "the peak",
+        lambda s, slope: int(max(s, key=lambda k: s[k]["steps_per_s"])),
+        r"the size with the most steps per second",
+    ),
     ("gain / growth", _bend_linear, r"gain over the size's growth"),
     ("slope ignored", lambda s, slope: bend_answer(s), r"slope is ignored"),
     ("a str", lambda s, slope: str(bend_answer(s, slope)), r"returns '512', a str"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_BEND)
@@ -728,13 +854,15 @@ WRONG_CHECKPOINT = [
     ("around the whole scan", checkpointed_class("scan"), r"wraps the whole scan"),
     ("around the whole call", checkpointed_class("call"), r"wraps the whole scan \(or the whole"),
     ("no checkpoint", checkpointed_class("none"), r"there is no jax.checkpoint"),
-    ("a policy that saves everything",
-     checkpointed_class(policy=jax.checkpoint_policies.everything_saveable),
-     r"saves everything"),
+    (
+        "a policy that saves everything",
+        checkpointed_class(policy=jax.checkpoint_policies.everything_saveable),
+        r"saves everything",
+    ),
     ("relu in the body", checkpointed_class(activation=jax.nn.relu), r"\(logits, value\) differ"),
     ("a model, not the class", checkpointed_class()(jax.random.key(0)), r"pass the class itself"),
     ("another network's class", ppo.ValueIterationActorCritic, r"holds other arrays"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_CHECKPOINT)
@@ -742,8 +870,9 @@ def test_checkpoint_right_answers_pass(answer, capsys):
     _passes(checks.check_checkpointed_propagation, answer, capsys)
 
 
-@pytest.mark.parametrize("what, wrong, message", WRONG_CHECKPOINT,
-                         ids=[w[0] for w in WRONG_CHECKPOINT])  # fmt: skip
+@pytest.mark.parametrize(
+    "what, wrong, message", WRONG_CHECKPOINT, ids=[w[0] for w in WRONG_CHECKPOINT]
+)
 def test_checkpoint_wrong_answers_are_named(what, wrong, message):
     _fails(checks.check_checkpointed_propagation, wrong, message)
 
@@ -751,14 +880,18 @@ def test_checkpoint_wrong_answers_are_named(what, wrong, message):
 # --- chapter 12, exercise 1: allreduce_bytes(num_params, num_devices) -----------------------
 
 WRONG_ALLREDUCE = [
-    ("every device's traffic together", lambda p, n: n * ring(p, n),
-     r"multiplies by n - 1 .*all n devices send together"),
+    (
+        "every device's traffic together",
+        lambda p, n: n * ring(p, n),
+        r"multiplies by n - 1 .*all n devices send together",
+    ),
     ("bits", lambda p, n: 8 * ring(p, n), r"counts bits"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize("what, wrong, message", WRONG_ALLREDUCE,
-                         ids=[w[0] for w in WRONG_ALLREDUCE])  # fmt: skip
+@pytest.mark.parametrize(
+    "what, wrong, message", WRONG_ALLREDUCE, ids=[w[0] for w in WRONG_ALLREDUCE]
+)
 def test_allreduce_wrong_answers_are_named(what, wrong, message):
     _fails(checks.check_allreduce_bytes, wrong, message)
 
@@ -767,14 +900,14 @@ def test_allreduce_wrong_answers_are_named(what, wrong, message):
 
 
 def _rows_summed(w, x, y, mesh):
-    from companion import parallel
     from jax.sharding import PartitionSpec as P
+
+    from companion import parallel
 
     def on_each_device(w, x, y):
         return jax.lax.pmean(jax.grad(lambda w: jnp.sum((x @ w - y) ** 2))(w), "devices")
 
-    return parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), P())(
-        w, x, y)  # fmt: skip
+    return parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), P())(w, x, y)
 
 
 def test_data_parallel_loss_summed_over_rows_is_named():
@@ -782,7 +915,7 @@ def test_data_parallel_loss_summed_over_rows_is_named():
     _fails(checks.check_data_parallel_grad, _rows_summed, r"a sum over its rows, not a mean")
 
 
-_EIGHT_DEVICES = '''
+_EIGHT_DEVICES = """
 import json, sys
 import jax, jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
@@ -809,16 +942,26 @@ for name, answer in answers.items():
     except CheckFailed as exc:
         out[name] = str(exc)
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.mark.subprocess
 @pytest.mark.devices
 def test_data_parallel_mistakes_on_eight_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))  # fmt: skip
-    run = subprocess.run([sys.executable, "-c", _EIGHT_DEVICES], env=env, cwd=ROOT,
-                         capture_output=True, text=True, check=True, timeout=600)  # fmt: skip
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", _EIGHT_DEVICES],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     messages = json.loads(run.stdout.strip().splitlines()[-1])
     assert messages["devices"] == 8
     assert messages["right"] == "passed"
@@ -840,23 +983,31 @@ def pays_answer(ratios, above=1.0):
 
 def _pays_suffix(ratios, above=1.0):
     sizes = sorted(ratios)
-    return next((n for i, n in enumerate(sizes) if all(ratios[m] > above for m in sizes[i:])),
-                None)  # fmt: skip
+    return next((n for i, n in enumerate(sizes) if all(ratios[m] > above for m in sizes[i:])), None)
 
 
 RIGHT_PAYS = [pays_answer, _pays_suffix]
 WRONG_PAYS = [
-    ("the first that pays", lambda r, a: next((n for n in sorted(r) if r[n] > a), None),
-     r"the first num_envs whose ratio exceeds above, though a larger one falls back"),
-    ("the largest that pays", lambda r, a: max((n for n in r if r[n] > a), default=None),
-     r"the largest num_envs that pays"),
+    (
+        "the first that pays",
+        lambda r, a: next((n for n in sorted(r) if r[n] > a), None),
+        r"the first num_envs whose ratio exceeds above, though a larger one falls back",
+    ),
+    (
+        "the largest that pays",
+        lambda r, a: max((n for n in r if r[n] > a), default=None),
+        r"the largest num_envs that pays",
+    ),
     ("the dict's order", lambda r, a: _pays_unsorted(r, a), r"the dict's order"),
     (">= for >", lambda r, a: pays_answer(r, a - 1e-12), r"a ratio equal to above counts"),
     ("above ignored", lambda r, a: pays_answer(r), r"above is ignored"),
-    ("the ratio returned", lambda r, a: None if pays_answer(r, a) is None else r[pays_answer(r, a)],
-     r"returns a ratio, not the number of environments"),
+    (
+        "the ratio returned",
+        lambda r, a: None if pays_answer(r, a) is None else r[pays_answer(r, a)],
+        r"returns a ratio, not the number of environments",
+    ),
     ("-1 for none", lambda r, a: pays_answer(r, a) or -1, r"= -1, where no num_envs pays"),
-]  # fmt: skip
+]
 
 
 def _pays_unsorted(ratios, above):

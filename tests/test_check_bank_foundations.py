@@ -32,15 +32,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import companion.checks as checks
-from companion.checks import CheckFailed
-from companion.checks import cartpole as cartpole_checks
-from companion.checks import endings as ending_checks
-from companion.checks import envs as env_checks
-from companion.checks import foundations
-from companion.envs import cartpole
-from companion.envs import maze as maze_lib
 from test_checks_bugs import FOUNDATIONS, _cell, _definitions, _one_line_fix
 from test_checks_chapters import _reverse_scan_returns, _semi_implicit
 from test_checks_unfoolable import (
@@ -55,38 +46,53 @@ from test_checks_unfoolable import (
     _reinforce_loop,
 )
 
+import companion.checks as checks
+from companion.checks import CheckFailed, foundations
+from companion.checks import cartpole as cartpole_checks
+from companion.checks import endings as ending_checks
+from companion.checks import envs as env_checks
+from companion.envs import cartpole
+from companion.envs import maze as maze_lib
+
 
 def _table(check: str, rows: list) -> list:
     """``pytest.param(check, answer, message)`` for each ``(name, answer, message)`` row."""
-    return [pytest.param(check, answer, message, id=f"{check[6:]}-{name}")
-            for name, answer, message in rows]  # fmt: skip
+    return [
+        pytest.param(check, answer, message, id=f"{check[6:]}-{name}")
+        for name, answer, message in rows
+    ]
 
 
 # --- chapter 3, exercise 1: legal_fraction(action_masks), bool (N, 4) -> float32 (4,) -------
+
 
 def _fraction_loop(masks):
     total = sum(masks[i].astype(jnp.float32) for i in range(masks.shape[0]))
     return total / masks.shape[0]
 
 
-LEGAL_FRACTION = _table("check_legal_fraction", [
-    ("mean over axis 0", lambda m: jnp.mean(m, axis=0), None),
-    ("a loop over the masks", _fraction_loop, None),
-    ("count_nonzero", lambda m: jnp.count_nonzero(m, axis=0) / m.shape[0], None),
-    ("mean over axis 1", lambda m: jnp.mean(m, axis=1), r"over the actions \(axis 1\)"),
-    # 4 masks: the wrong axis gives 4 numbers, named from its values, not from its shape
-    ("axis 1 cut to 4", lambda m: jnp.mean(m, axis=1)[:4], "differs from the reference"),
-    ("keepdims", lambda m: jnp.mean(m, axis=0, keepdims=True), "keepdims=True"),
-    ("counts", lambda m: jnp.sum(m, axis=0), "counts the masks"),
-    ("integer division", lambda m: jnp.sum(m, axis=0) // m.shape[0], "divides with //"),
-    ("illegal fraction", lambda m: jnp.mean(~m, axis=0), "ILLEGAL"),
-    ("float16", lambda m: jnp.mean(m, axis=0).astype(jnp.float16), "dtype float16"),
-    ("bfloat16", lambda m: jnp.mean(m, axis=0).astype(jnp.bfloat16), "dtype bfloat16"),
-    ("NumPy under jit", lambda m: np.mean(np.asarray(m), axis=0), "under jax.jit"),
-])  # fmt: skip
+LEGAL_FRACTION = _table(
+    "check_legal_fraction",
+    [
+        ("mean over axis 0", lambda m: jnp.mean(m, axis=0), None),
+        ("a loop over the masks", _fraction_loop, None),
+        ("count_nonzero", lambda m: jnp.count_nonzero(m, axis=0) / m.shape[0], None),
+        ("mean over axis 1", lambda m: jnp.mean(m, axis=1), r"over the actions \(axis 1\)"),
+        # 4 masks: the wrong axis gives 4 numbers, named from its values, not from its shape
+        ("axis 1 cut to 4", lambda m: jnp.mean(m, axis=1)[:4], "differs from the reference"),
+        ("keepdims", lambda m: jnp.mean(m, axis=0, keepdims=True), "keepdims=True"),
+        ("counts", lambda m: jnp.sum(m, axis=0), "counts the masks"),
+        ("integer division", lambda m: jnp.sum(m, axis=0) // m.shape[0], "divides with //"),
+        ("illegal fraction", lambda m: jnp.mean(~m, axis=0), "ILLEGAL"),
+        ("float16", lambda m: jnp.mean(m, axis=0).astype(jnp.float16), "dtype float16"),
+        ("bfloat16", lambda m: jnp.mean(m, axis=0).astype(jnp.bfloat16), "dtype bfloat16"),
+        ("NumPy under jit", lambda m: np.mean(np.asarray(m), axis=0), "under jax.jit"),
+    ],
+)
 
 
 # --- chapter 3, exercise 2: up_first(key, action_mask) -> int32 () ---------------------------
+
 
 def _uniform_legal(key, mask):
     return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
@@ -107,31 +113,56 @@ def _up_first_with(fallback):
     return lambda key, mask: jnp.where(mask[0], 0, fallback(key, mask))
 
 
-UP_FIRST = _table("check_up_first_policy", [
-    ("categorical", _up_first_with(_uniform_legal), None),
-    ("choice", _up_first_with(lambda k, m: jax.random.choice(k, 4, p=m / m.sum())), None),
-    ("Gumbel max", _up_first_with(_gumbel_legal), None),
-    ("log of the mask", _up_first_with(
-        lambda k, m: jax.random.categorical(k, jnp.log(m.astype(jnp.float32)))), None),
-    ("float action", lambda k, m: jnp.where(m[0], 0.0, _uniform_legal(k, m)), "dtype float32"),
-    ("int8 action", lambda k, m: _up_first_with(_uniform_legal)(k, m).astype(jnp.int8),
-     "dtype int8"),
-    ("first legal", _up_first_with(lambda k, m: jnp.argmax(m)), "the first legal action"),
-    ("last legal", _up_first_with(lambda k, m: 3 - jnp.argmax(m[::-1])),
-     "not random.*same action for all"),
-    ("a key of its own", _up_first_with(lambda k, m: _uniform_legal(jax.random.key(1), m)),
-     "a key of its own"),
-    ("uniform over all four", _up_first_with(lambda k, m: jax.random.randint(k, (), 0, 4)),
-     "illegal action"),
-    ("logits 1 and 0", _up_first_with(
-        lambda k, m: jax.random.categorical(k, m.astype(jnp.float32))), "illegal action"),
-    ("up ignored", _uniform_legal, "should always go up"),
-    ("the next legal action after a random one", _up_first_with(_next_legal_after_random),
-     "equally likely"),
-])  # fmt: skip
+UP_FIRST = _table(
+    "check_up_first_policy",
+    [
+        ("categorical", _up_first_with(_uniform_legal), None),
+        ("choice", _up_first_with(lambda k, m: jax.random.choice(k, 4, p=m / m.sum())), None),
+        ("Gumbel max", _up_first_with(_gumbel_legal), None),
+        (
+            "log of the mask",
+            _up_first_with(lambda k, m: jax.random.categorical(k, jnp.log(m.astype(jnp.float32)))),
+            None,
+        ),
+        ("float action", lambda k, m: jnp.where(m[0], 0.0, _uniform_legal(k, m)), "dtype float32"),
+        (
+            "int8 action",
+            lambda k, m: _up_first_with(_uniform_legal)(k, m).astype(jnp.int8),
+            "dtype int8",
+        ),
+        ("first legal", _up_first_with(lambda k, m: jnp.argmax(m)), "the first legal action"),
+        (
+            "last legal",
+            _up_first_with(lambda k, m: 3 - jnp.argmax(m[::-1])),
+            "not random.*same action for all",
+        ),
+        (
+            "a key of its own",
+            _up_first_with(lambda k, m: _uniform_legal(jax.random.key(1), m)),
+            "a key of its own",
+        ),
+        (
+            "uniform over all four",
+            _up_first_with(lambda k, m: jax.random.randint(k, (), 0, 4)),
+            "illegal action",
+        ),
+        (
+            "logits 1 and 0",
+            _up_first_with(lambda k, m: jax.random.categorical(k, m.astype(jnp.float32))),
+            "illegal action",
+        ),
+        ("up ignored", _uniform_legal, "should always go up"),
+        (
+            "the next legal action after a random one",
+            _up_first_with(_next_legal_after_random),
+            "equally likely",
+        ),
+    ],
+)
 
 
 # --- chapter 4, exercise 1: classify(reward, last, next_mask) -------------------------------
+
 
 def _classify_loop(reward, last, next_mask):
     rows = [_classify(reward[t], last[t], next_mask[t]) for t in range(reward.shape[0])]
@@ -146,41 +177,76 @@ def _classify_with(term_of, trunc_of=None):
     return classify
 
 
-CLASSIFY = _table("check_termination_and_truncation", [
-    ("bitwise", _classify, None),
-    ("where", _classify_where, None),
-    ("a loop over time", _classify_loop, None),
-    ("reward == 1, all(~mask)",
-     _classify_with(lambda r, l, m: l & ((r == 1) | jnp.all(~m, -1))), None),
-    ("swapped", lambda r, l, m: _classify(r, l, m)[::-1], "wrong order"),
-    ("truncated = last", _classify_with(lambda r, l, m: _classify(r, l, m)[0],
-                                        lambda r, l, m, te: l), "terminations included"),
-    ("truncated = ~terminated", _classify_with(lambda r, l, m: _classify(r, l, m)[0],
-                                               lambda r, l, m, te: ~te), "within an episode"),
-    ("& for |", _classify_with(lambda r, l, m: l & (r > 0) & ~jnp.any(m, -1)),
-     "no step is called a termination"),
-    ("any without axis", _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(m))),
-     "never fires"),
-    ("precedence", _classify_with(lambda r, l, m: l & (r > 0) | ~jnp.any(m, -1)),
-     r"`\(last & a\) \| b`"),
-    ("only walled in", _classify_with(lambda r, l, m: l & ~jnp.any(m, -1)),
-     r"target \(reward 1\) is not called a termination"),
-    # the mask of the step before: told what differs, not named after another mistake
-    ("mask of the previous step",
-     _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(jnp.roll(m, 1, 0), -1))),
-     "differs from the reference on 6 steps .* at step 1 of environment 1, a walled-in"),
-    ("keepdims", _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(m, -1, keepdims=True))),
-     r"raised ValueError.*\(T, N, 4\): a reduction of next_mask over its last axis"),
-    ("int flags", lambda r, l, m: tuple(f.astype(jnp.int32) for f in _classify(r, l, m)),
-     "dtype int32, expected bool"),
-    # two mistakes at once: told what differs, at which step, in words
-    ("target only, no truncations",
-     _classify_with(lambda r, l, m: l & (r > 0), lambda r, l, m, te: jnp.zeros_like(l)),
-     "at step 1 of environment 1, a walled-in agent .* terminated is False, expected True"),
-])  # fmt: skip
+CLASSIFY = _table(
+    "check_termination_and_truncation",
+    [
+        ("bitwise", _classify, None),
+        ("where", _classify_where, None),
+        ("a loop over time", _classify_loop, None),
+        (
+            "reward == 1, all(~mask)",
+            _classify_with(lambda r, l, m: l & ((r == 1) | jnp.all(~m, -1))),
+            None,
+        ),
+        ("swapped", lambda r, l, m: _classify(r, l, m)[::-1], "wrong order"),
+        (
+            "truncated = last",
+            _classify_with(lambda r, l, m: _classify(r, l, m)[0], lambda r, l, m, te: l),
+            "terminations included",
+        ),
+        (
+            "truncated = ~terminated",
+            _classify_with(lambda r, l, m: _classify(r, l, m)[0], lambda r, l, m, te: ~te),
+            "within an episode",
+        ),
+        (
+            "& for |",
+            _classify_with(lambda r, l, m: l & (r > 0) & ~jnp.any(m, -1)),
+            "no step is called a termination",
+        ),
+        (
+            "any without axis",
+            _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(m))),
+            "never fires",
+        ),
+        (
+            "precedence",
+            _classify_with(lambda r, l, m: l & (r > 0) | ~jnp.any(m, -1)),
+            r"`\(last & a\) \| b`",
+        ),
+        (
+            "only walled in",
+            _classify_with(lambda r, l, m: l & ~jnp.any(m, -1)),
+            r"target \(reward 1\) is not called a termination",
+        ),
+        # the mask of the step before: told what differs, not named after another mistake
+        (
+            "mask of the previous step",
+            _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(jnp.roll(m, 1, 0), -1))),
+            "differs from the reference on 6 steps .* at step 1 of environment 1, a walled-in",
+        ),
+        (
+            "keepdims",
+            _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(m, -1, keepdims=True))),
+            r"raised ValueError.*\(T, N, 4\): a reduction of next_mask over its last axis",
+        ),
+        (
+            "int flags",
+            lambda r, l, m: tuple(f.astype(jnp.int32) for f in _classify(r, l, m)),
+            "dtype int32, expected bool",
+        ),
+        # two mistakes at once: told what differs, at which step, in words
+        (
+            "target only, no truncations",
+            _classify_with(lambda r, l, m: l & (r > 0), lambda r, l, m, te: jnp.zeros_like(l)),
+            "at step 1 of environment 1, a walled-in agent .* terminated is False, expected True",
+        ),
+    ],
+)
 
 
 # --- chapter 4, exercise 2: count_endings(timesteps) ----------------------------------------
+
 
 def _count_endings_companion(timesteps):
     end, last = timesteps.extras["next_obs"], timesteps.last()
@@ -199,12 +265,14 @@ def _count_endings_loop(timesteps):
 def _count_from(mask_of=None, position_of=None, flags=None):
     """count_endings with one slip: the mask or the positions read from another
     observation, or other flags."""
+
     def count(timesteps):
         end, last = timesteps.extras["next_obs"], timesteps.last()
         mask = (mask_of or (lambda ts: end.action_mask))(timesteps)
         where = (position_of or (lambda ts: end))(timesteps)
         on_target = (where.agent_position.row == where.target_position.row) & (
-            where.agent_position.col == where.target_position.col)
+            where.agent_position.col == where.target_position.col
+        )
         term = last & (on_target | ~mask.any(-1))
         term, trunc = (term, last & ~term) if flags is None else flags(timesteps, term)
         return term.sum(), trunc.sum()
@@ -212,91 +280,176 @@ def _count_from(mask_of=None, position_of=None, flags=None):
     return count
 
 
-COUNT_ENDINGS = _table("check_count_endings", [
-    ("classify", _count_endings, None),
-    ("positions", _count_endings_by_position, None),
-    ("companion.envs.maze", _count_endings_companion, None),
-    ("a loop over time", _count_endings_loop, None),
-    ("stale mask", _count_from(mask_of=lambda ts: ts.observation.action_mask),
-     "the action mask comes from timestep.observation"),
-    ("stale positions", _count_from(position_of=lambda ts: ts.observation),
-     "an ending at the target is counted as a truncation"),
-    ("stale observation", lambda ts: tuple(
-        jnp.sum(f) for f in (ts.last() & maze_lib.terminated(ts.observation),
-                             maze_lib.truncated(ts.observation, ts.last()))),
-     "the whole observation is timestep.observation"),
-    ("discount 0 as termination", lambda ts: (jnp.sum(ts.discount == 0), jnp.int32(0)),
-     "every ending is counted as a termination"),
-    ("reward only", lambda ts: (jnp.sum(ts.last() & (ts.reward > 0)),
-                                jnp.sum(ts.last() & (ts.reward == 0))),
-     "no walled-in ending is counted as a termination"),
-    ("swapped", lambda ts: _count_endings(ts)[::-1], "wrong order"),
-    ("truncated = ~terminated", _count_from(flags=lambda ts, te: (te, ~te)),
-     "the steps within an episode too"),
-    ("truncated = last", _count_from(flags=lambda ts, te: (te, ts.last())),
-     "the terminations too"),
-    ("float counts", lambda ts: tuple(c.astype(jnp.float32) for c in _count_endings(ts)),
-     "dtype float32, expected int32"),
-    ("per environment", lambda ts: tuple(
-        f.sum(0) for f in _classify(ts.reward, ts.last(), ts.extras["next_obs"].action_mask)),
-     r"shape \(3,\), expected \(\)"),
-    ("stacked", lambda ts: jnp.stack(_count_endings(ts)), "should return a pair"),
-])  # fmt: skip
+COUNT_ENDINGS = _table(
+    "check_count_endings",
+    [
+        ("classify", _count_endings, None),
+        ("positions", _count_endings_by_position, None),
+        ("companion.envs.maze", _count_endings_companion, None),
+        ("a loop over time", _count_endings_loop, None),
+        (
+            "stale mask",
+            _count_from(mask_of=lambda ts: ts.observation.action_mask),
+            "the action mask comes from timestep.observation",
+        ),
+        (
+            "stale positions",
+            _count_from(position_of=lambda ts: ts.observation),
+            "an ending at the target is counted as a truncation",
+        ),
+        (
+            "stale observation",
+            lambda ts: tuple(
+                jnp.sum(f)
+                for f in (
+                    ts.last() & maze_lib.terminated(ts.observation),
+                    maze_lib.truncated(ts.observation, ts.last()),
+                )
+            ),
+            "the whole observation is timestep.observation",
+        ),
+        (
+            "discount 0 as termination",
+            lambda ts: (jnp.sum(ts.discount == 0), jnp.int32(0)),
+            "every ending is counted as a termination",
+        ),
+        (
+            "reward only",
+            lambda ts: (
+                jnp.sum(ts.last() & (ts.reward > 0)),
+                jnp.sum(ts.last() & (ts.reward == 0)),
+            ),
+            "no walled-in ending is counted as a termination",
+        ),
+        ("swapped", lambda ts: _count_endings(ts)[::-1], "wrong order"),
+        (
+            "truncated = ~terminated",
+            _count_from(flags=lambda ts, te: (te, ~te)),
+            "the steps within an episode too",
+        ),
+        (
+            "truncated = last",
+            _count_from(flags=lambda ts, te: (te, ts.last())),
+            "the terminations too",
+        ),
+        (
+            "float counts",
+            lambda ts: tuple(c.astype(jnp.float32) for c in _count_endings(ts)),
+            "dtype float32, expected int32",
+        ),
+        (
+            "per environment",
+            lambda ts: tuple(
+                f.sum(0) for f in _classify(ts.reward, ts.last(), ts.extras["next_obs"].action_mask)
+            ),
+            r"shape \(3,\), expected \(\)",
+        ),
+        ("stacked", lambda ts: jnp.stack(_count_endings(ts)), "should return a pair"),
+    ],
+)
 
 
 # --- chapter 5, exercise 1: action_values(mdp, v, gamma) ------------------------------------
 
+
 def _action_values_loop(mdp, v, gamma):
-    rows = [mdp.reward[s] + gamma * (1.0 - mdp.terminal[s]) * v[mdp.next_state[s]]
-            for s in range(mdp.legal.shape[0])]  # fmt: skip
+    rows = [
+        mdp.reward[s] + gamma * (1.0 - mdp.terminal[s]) * v[mdp.next_state[s]]
+        for s in range(mdp.legal.shape[0])
+    ]
     return jnp.stack(rows)
 
 
 def _backup(reward=None, future=None, scale=1.0):
     """A Bellman backup with one piece replaced."""
+
     def answer(mdp, v, gamma):
         r = mdp.reward if reward is None else reward(mdp)
-        f = (gamma * (1.0 - mdp.terminal) * v[mdp.next_state] if future is None
-             else future(mdp, v, gamma))  # fmt: skip
+        f = (
+            gamma * (1.0 - mdp.terminal) * v[mdp.next_state]
+            if future is None
+            else future(mdp, v, gamma)
+        )
         return scale * (r + f)
 
     return answer
 
 
-ACTION_VALUES = _table("check_action_values", [
-    ("vectorised", _action_values, None),
-    ("where", _action_values_where, None),
-    ("a loop over states", _action_values_loop, None),
-    ("jnp.take", lambda mdp, v, g: mdp.reward + g * jnp.where(
-        mdp.terminal, 0.0, jnp.take(v, mdp.next_state)), None),
-    ("gamma outside the whole backup", lambda mdp, v, g: g * (
-        mdp.reward + (1.0 - mdp.terminal) * v[mdp.next_state]), "gamma multiplies the whole"),
-    ("reward from mdp.terminal", _backup(reward=lambda mdp: mdp.terminal.astype(jnp.float32)),
-     "the reward is mdp.terminal"),
-    ("1 at the target, where", lambda mdp, v, g: jnp.where(mdp.terminal, 1.0,
-                                                           g * v[mdp.next_state]),
-     "the reward is mdp.terminal"),
-    # on the chapter's maze (reward 1, the only one) a clamp at 1 changed nothing
-    ("clamped at 1", lambda mdp, v, g: jnp.minimum(1.0, _action_values(mdp, v, g)),
-     "differs from the reference"),
-    ("(1 - d) on the reward", lambda mdp, v, g: (1.0 - mdp.terminal) * (
-        mdp.reward + g * v[mdp.next_state]), r"\(1 - d\) multiplies the reward too"),
-    ("d for (1 - d)", _backup(future=lambda mdp, v, g: g * mdp.terminal * v[mdp.next_state]),
-     r"not by d"),
-    ("past the target", _backup(future=lambda mdp, v, g: g * v[mdp.next_state]),
-     "bootstraps from V"),
-    ("no discount", _backup(future=lambda mdp, v, g: (1.0 - mdp.terminal) * v[mdp.next_state]),
-     "not discounted"),
-    ("illegal actions zeroed", lambda mdp, v, g: jnp.where(
-        mdp.legal, _action_values(mdp, v, g), 0.0), "illegal actions are set to 0"),
-    ("illegal actions -inf", lambda mdp, v, g: jnp.where(
-        mdp.legal, _action_values(mdp, v, g), -jnp.inf), "-inf: is something masked"),
-    ("float16", lambda mdp, v, g: _action_values(mdp, v, g).astype(jnp.float16),
-     "dtype float16"),
-])  # fmt: skip
+ACTION_VALUES = _table(
+    "check_action_values",
+    [
+        ("vectorised", _action_values, None),
+        ("where", _action_values_where, None),
+        ("a loop over states", _action_values_loop, None),
+        (
+            "jnp.take",
+            lambda mdp, v, g: (
+                mdp.reward + g * jnp.where(mdp.terminal, 0.0, jnp.take(v, mdp.next_state))
+            ),
+            None,
+        ),
+        (
+            "gamma outside the whole backup",
+            lambda mdp, v, g: g * (mdp.reward + (1.0 - mdp.terminal) * v[mdp.next_state]),
+            "gamma multiplies the whole",
+        ),
+        (
+            "reward from mdp.terminal",
+            _backup(reward=lambda mdp: mdp.terminal.astype(jnp.float32)),
+            "the reward is mdp.terminal",
+        ),
+        (
+            "1 at the target, where",
+            lambda mdp, v, g: jnp.where(mdp.terminal, 1.0, g * v[mdp.next_state]),
+            "the reward is mdp.terminal",
+        ),
+        # on the chapter's maze (reward 1, the only one) a clamp at 1 changed nothing
+        (
+            "clamped at 1",
+            lambda mdp, v, g: jnp.minimum(1.0, _action_values(mdp, v, g)),
+            "differs from the reference",
+        ),
+        (
+            "(1 - d) on the reward",
+            lambda mdp, v, g: (1.0 - mdp.terminal) * (mdp.reward + g * v[mdp.next_state]),
+            r"\(1 - d\) multiplies the reward too",
+        ),
+        (
+            "d for (1 - d)",
+            _backup(future=lambda mdp, v, g: g * mdp.terminal * v[mdp.next_state]),
+            r"not by d",
+        ),
+        (
+            "past the target",
+            _backup(future=lambda mdp, v, g: g * v[mdp.next_state]),
+            "bootstraps from V",
+        ),
+        (
+            "no discount",
+            _backup(future=lambda mdp, v, g: (1.0 - mdp.terminal) * v[mdp.next_state]),
+            "not discounted",
+        ),
+        (
+            "illegal actions zeroed",
+            lambda mdp, v, g: jnp.where(mdp.legal, _action_values(mdp, v, g), 0.0),
+            "illegal actions are set to 0",
+        ),
+        (
+            "illegal actions -inf",
+            lambda mdp, v, g: jnp.where(mdp.legal, _action_values(mdp, v, g), -jnp.inf),
+            "-inf: is something masked",
+        ),
+        (
+            "float16",
+            lambda mdp, v, g: _action_values(mdp, v, g).astype(jnp.float16),
+            "dtype float16",
+        ),
+    ],
+)
 
 
 # --- chapter 5, exercise 2: reinforce_weights(rewards, baselines, gamma) --------------------
+
 
 def _reinforce_matrix(rewards, baselines, gamma):
     """G = U r with U[t, k] = gamma^(k - t) for k >= t: a matrix instead of a scan."""
@@ -315,23 +468,40 @@ def _from_start(rewards, baselines, gamma):
     return gamma**t * (discounted - baselines)
 
 
-REINFORCE = _table("check_reinforce_weights", [
-    ("reverse scan", _reinforce, None),
-    ("a Python loop", _reinforce_loop, None),
-    ("a matrix", _reinforce_matrix, None),
-    ("gamma^(t+1)", _with_powers(lambda r, g: g ** (jnp.arange(r.shape[0]) + 1)),
-     "one step off"),
-    ("gamma, not gamma^t", _with_powers(lambda r, g: g), "multiplied by gamma, not by gamma"),
-    ("powers backwards", _with_powers(lambda r, g: g ** jnp.arange(r.shape[0])[::-1]),
-     "run backwards"),
-    ("weights flipped", lambda r, b, g: _reinforce(r, b, g)[::-1], "reverse time order"),
-    ("the whole episode's return", lambda r, b, g: g ** jnp.arange(r.shape[0]) * (
-        _reverse_scan_returns(r, g)[0] - b), "whole episode's return G_0"),
-    ("discounted from the start", _from_start, "from the episode's start"),
-    ("next baseline by roll", lambda r, b, g: g ** jnp.arange(r.shape[0]) * (
-        _reverse_scan_returns(r, g) - jnp.roll(b, -1)), "next step's"),
-    ("float16", lambda r, b, g: _reinforce(r, b, g).astype(jnp.float16), "dtype float16"),
-])  # fmt: skip
+REINFORCE = _table(
+    "check_reinforce_weights",
+    [
+        ("reverse scan", _reinforce, None),
+        ("a Python loop", _reinforce_loop, None),
+        ("a matrix", _reinforce_matrix, None),
+        (
+            "gamma^(t+1)",
+            _with_powers(lambda r, g: g ** (jnp.arange(r.shape[0]) + 1)),
+            "one step off",
+        ),
+        ("gamma, not gamma^t", _with_powers(lambda r, g: g), "multiplied by gamma, not by gamma"),
+        (
+            "powers backwards",
+            _with_powers(lambda r, g: g ** jnp.arange(r.shape[0])[::-1]),
+            "run backwards",
+        ),
+        ("weights flipped", lambda r, b, g: _reinforce(r, b, g)[::-1], "reverse time order"),
+        (
+            "the whole episode's return",
+            lambda r, b, g: g ** jnp.arange(r.shape[0]) * (_reverse_scan_returns(r, g)[0] - b),
+            "whole episode's return G_0",
+        ),
+        ("discounted from the start", _from_start, "from the episode's start"),
+        (
+            "next baseline by roll",
+            lambda r, b, g: (
+                g ** jnp.arange(r.shape[0]) * (_reverse_scan_returns(r, g) - jnp.roll(b, -1))
+            ),
+            "next step's",
+        ),
+        ("float16", lambda r, b, g: _reinforce(r, b, g).astype(jnp.float16), "dtype float16"),
+    ],
+)
 
 
 # --- chapter 5, exercise 3 (find the bug): q_learning(mdp, key, num_steps) ------------------
@@ -343,8 +513,9 @@ _BEST_LINE = "best_next = jnp.max(jnp.where(mdp.legal[s_tp1], q[s_tp1], -jnp.inf
 def q_learning_with(target=None, best=None):
     """The chapter's q_learning_buggy, its TD target line (and the max) replaced."""
     source = _cell("05_rl_foundations", "q_learning_buggy")
-    source = _one_line_fix(source, _TARGET_LINE, target or "td_target = r + gamma * (1.0 - d)"
-                           " * best_next")  # fmt: skip
+    source = _one_line_fix(
+        source, _TARGET_LINE, target or "td_target = r + gamma * (1.0 - d) * best_next"
+    )
     if best:
         source = _one_line_fix(source, _BEST_LINE, best)
     return jax.jit(_definitions(source, FOUNDATIONS)["q_learning_buggy"], static_argnums=2)
@@ -370,33 +541,56 @@ def _q_learning_fori(mdp, key, num_steps, gamma=0.9, alpha=0.5):
     return jax.lax.fori_loop(0, num_steps, body, init)[0]
 
 
-Q_LEARNING = _table("check_q_learning", [
-    ("the one-line fix", q_learning_with(), None),
-    ("fori_loop", jax.jit(_q_learning_fori, static_argnums=2), None),
-    ("as printed", q_learning_with(_TARGET_LINE), "values up to 20.*past the end"),
-    # the chapter's maze pays 1 at most, so these passed on a maze like it
-    ("clamped at 1", q_learning_with("td_target = jnp.minimum(r + gamma * best_next, 1.0)"),
-     "capped at 1"),
-    ("max over illegal actions", q_learning_with(best="best_next = jnp.max(q[s_tp1])"),
-     "illegal ones too"),
-    ("gamma outside the whole target",
-     q_learning_with("td_target = gamma * (r + (1.0 - d) * best_next)"), r"gamma \* Q\*"),
-    ("d for (1 - d)", q_learning_with("td_target = r + gamma * d * best_next"), "not by d"),
-    ("(1 - d) on the reward", q_learning_with("td_target = (1.0 - d) * (r + gamma * best_next)"),
-     r"\(1 - d\) multiplies the reward too"),
-    ("no discount", q_learning_with("td_target = r + (1.0 - d) * best_next"),
-     "not discounted"),
-    ("the current state's max", q_learning_with(
-        best="best_next = jnp.max(jnp.where(mdp.legal[s], q[s], -jnp.inf))"),
-     "current state's actions"),
-    ("expected SARSA under the behaviour", q_learning_with(
-        best="best_next = jnp.sum(behaviour[s_tp1] * q[s_tp1])"), "random behaviour policy"),
-    ("gamma squared", q_learning_with("td_target = r + gamma**2 * (1.0 - d) * best_next"),
-     r"max \|Q - Q\*\| = .* expected < 1e-3"),
-])  # fmt: skip
+Q_LEARNING = _table(
+    "check_q_learning",
+    [
+        ("the one-line fix", q_learning_with(), None),
+        ("fori_loop", jax.jit(_q_learning_fori, static_argnums=2), None),
+        ("as printed", q_learning_with(_TARGET_LINE), "values up to 20.*past the end"),
+        # the chapter's maze pays 1 at most, so these passed on a maze like it
+        (
+            "clamped at 1",
+            q_learning_with("td_target = jnp.minimum(r + gamma * best_next, 1.0)"),
+            "capped at 1",
+        ),
+        (
+            "max over illegal actions",
+            q_learning_with(best="best_next = jnp.max(q[s_tp1])"),
+            "illegal ones too",
+        ),
+        (
+            "gamma outside the whole target",
+            q_learning_with("td_target = gamma * (r + (1.0 - d) * best_next)"),
+            r"gamma \* Q\*",
+        ),
+        ("d for (1 - d)", q_learning_with("td_target = r + gamma * d * best_next"), "not by d"),
+        (
+            "(1 - d) on the reward",
+            q_learning_with("td_target = (1.0 - d) * (r + gamma * best_next)"),
+            r"\(1 - d\) multiplies the reward too",
+        ),
+        ("no discount", q_learning_with("td_target = r + (1.0 - d) * best_next"), "not discounted"),
+        (
+            "the current state's max",
+            q_learning_with(best="best_next = jnp.max(jnp.where(mdp.legal[s], q[s], -jnp.inf))"),
+            "current state's actions",
+        ),
+        (
+            "expected SARSA under the behaviour",
+            q_learning_with(best="best_next = jnp.sum(behaviour[s_tp1] * q[s_tp1])"),
+            "random behaviour policy",
+        ),
+        (
+            "gamma squared",
+            q_learning_with("td_target = r + gamma**2 * (1.0 - d) * best_next"),
+            r"max \|Q - Q\*\| = .* expected < 1e-3",
+        ),
+    ],
+)
 
 
 # --- chapter 6, exercise 1: semi_implicit_step(physics, action) -----------------------------
+
 
 def _semi_implicit_array(physics, action):
     p = cartpole.DEFAULT_PARAMS
@@ -412,12 +606,16 @@ def _euler_slip(slip):
 
     def step(physics, action):
         x, x_dot, theta, theta_dot = physics
-        force = action * p.force_mag if slip == "zero force" else jnp.where(
-            action == 1, p.force_mag, -p.force_mag)  # fmt: skip
+        force = (
+            action * p.force_mag
+            if slip == "zero force"
+            else jnp.where(action == 1, p.force_mag, -p.force_mag)
+        )
         cos, sin = jnp.cos(theta), jnp.sin(theta)
         temp = (force + p.polemass_length * theta_dot**2 * sin) / p.total_mass
         theta_acc = (p.gravity * sin - cos * temp) / (
-            p.length * (4.0 / 3.0 - p.masspole * cos**2 / p.total_mass))
+            p.length * (4.0 / 3.0 - p.masspole * cos**2 / p.total_mass)
+        )
         x_acc = temp - p.polemass_length * theta_acc * cos / p.total_mass
         new_x_dot, new_theta_dot = x_dot + p.tau * x_acc, theta_dot + p.tau * theta_acc
         new_x = x + p.tau * (x_dot if slip == "old x_dot" else new_x_dot)
@@ -429,50 +627,85 @@ def _euler_slip(slip):
     return step
 
 
-SEMI_IMPLICIT = _table("check_semi_implicit_step", [
-    ("from explicit Euler's velocities", _semi_implicit, None),
-    ("by hand", _euler_by_hand, None),
-    ("positions and velocities as pairs", _semi_implicit_array, None),
-    ("explicit Euler", cartpole.dynamics, "explicit Euler"),
-    ("theta with the old theta_dot", _euler_slip("old theta_dot"),
-     "theta with the old theta_dot"),
-    ("x with the old x_dot", _euler_slip("old x_dot"), "x with the old x_dot"),
-    ("no force for action 0", _euler_slip("zero force"), "action 0 gives no force"),
-    ("the push reversed", lambda p, a: _semi_implicit(p, 1 - a), "wrong way"),
-    ("reordered", _euler_slip("reordered"), r"ordered \(x, theta, x_dot, theta_dot\)"),
-    ("float16", lambda p, a: _semi_implicit(p, a).astype(jnp.float16), "dtype float16"),
-])  # fmt: skip
+SEMI_IMPLICIT = _table(
+    "check_semi_implicit_step",
+    [
+        ("from explicit Euler's velocities", _semi_implicit, None),
+        ("by hand", _euler_by_hand, None),
+        ("positions and velocities as pairs", _semi_implicit_array, None),
+        ("explicit Euler", cartpole.dynamics, "explicit Euler"),
+        (
+            "theta with the old theta_dot",
+            _euler_slip("old theta_dot"),
+            "theta with the old theta_dot",
+        ),
+        ("x with the old x_dot", _euler_slip("old x_dot"), "x with the old x_dot"),
+        ("no force for action 0", _euler_slip("zero force"), "action 0 gives no force"),
+        ("the push reversed", lambda p, a: _semi_implicit(p, 1 - a), "wrong way"),
+        ("reordered", _euler_slip("reordered"), r"ordered \(x, theta, x_dot, theta_dot\)"),
+        ("float16", lambda p, a: _semi_implicit(p, a).astype(jnp.float16), "dtype float16"),
+    ],
+)
 
 
 # --- chapter 6, exercise 2: pole_policy(obs) -> int32 () ------------------------------------
 
-BALANCING = _table("check_balancing_policy", [
-    ("theta + theta_dot", lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32), None),
-    ("the chapter's gains, where", lambda obs: jnp.where(10 * obs[2] + 2 * obs[3] > 0, 1, 0),
-     None),
-    ("the linear controller, x too",
-     lambda obs: (jnp.dot(jnp.array([0.1, 0.5, 10.0, 2.0]), obs) > 0).astype(jnp.int32),
-     r"changes when only x or x_dot changes"),
-    ("always left", lambda obs: jnp.int32(0), r"always pushes left \(0\)"),
-    ("always right", lambda obs: jnp.int32(1), r"always pushes right \(1\)"),
-    ("reversed", lambda obs: (obs[2] + obs[3] < 0).astype(jnp.int32), "pushes away"),
-    ("bool action", lambda obs: obs[2] + obs[3] > 0, "dtype bool, expected int32"),
-    ("float action", lambda obs: (obs[2] + obs[3] > 0).astype(jnp.float32),
-     "dtype float32, expected int32"),
-    ("actions 0 and 2", lambda obs: 2 * (obs[2] + obs[3] > 0).astype(jnp.int32),
-     r"action\(s\) \[2\]"),
-    # the pole falls: told so, with the hint that is true of theta alone
-    ("theta alone", lambda obs: (obs[2] > 0).astype(jnp.int32),
-     "the pole fell in 20 of them and the cart left the track in 0.*reads theta alone"),
-    # the cart leaves the track, the pole stands: not told that the pole fell
-    ("theta_dot alone", lambda obs: (obs[3] > 0).astype(jnp.int32),
-     "the pole fell in 0 of them and the cart left the track in 20.*reads theta_dot alone"),
-    ("Python if", lambda obs: 1 if obs[2] + obs[3] > 0 else 0, "under jax.jit"),
-])  # fmt: skip
+BALANCING = _table(
+    "check_balancing_policy",
+    [
+        ("theta + theta_dot", lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32), None),
+        (
+            "the chapter's gains, where",
+            lambda obs: jnp.where(10 * obs[2] + 2 * obs[3] > 0, 1, 0),
+            None,
+        ),
+        (
+            "the linear controller, x too",
+            lambda obs: (jnp.dot(jnp.array([0.1, 0.5, 10.0, 2.0]), obs) > 0).astype(jnp.int32),
+            r"changes when only x or x_dot changes",
+        ),
+        ("always left", lambda obs: jnp.int32(0), r"always pushes left \(0\)"),
+        ("always right", lambda obs: jnp.int32(1), r"always pushes right \(1\)"),
+        ("reversed", lambda obs: (obs[2] + obs[3] < 0).astype(jnp.int32), "pushes away"),
+        ("bool action", lambda obs: obs[2] + obs[3] > 0, "dtype bool, expected int32"),
+        (
+            "float action",
+            lambda obs: (obs[2] + obs[3] > 0).astype(jnp.float32),
+            "dtype float32, expected int32",
+        ),
+        (
+            "actions 0 and 2",
+            lambda obs: 2 * (obs[2] + obs[3] > 0).astype(jnp.int32),
+            r"action\(s\) \[2\]",
+        ),
+        # the pole falls: told so, with the hint that is true of theta alone
+        (
+            "theta alone",
+            lambda obs: (obs[2] > 0).astype(jnp.int32),
+            "the pole fell in 20 of them and the cart left the track in 0.*reads theta alone",
+        ),
+        # the cart leaves the track, the pole stands: not told that the pole fell
+        (
+            "theta_dot alone",
+            lambda obs: (obs[3] > 0).astype(jnp.int32),
+            "the pole fell in 0 of them and the cart left the track in 20.*reads theta_dot alone",
+        ),
+        ("Python if", lambda obs: 1 if obs[2] + obs[3] > 0 else 0, "under jax.jit"),
+    ],
+)
 
 
-TABLES = [LEGAL_FRACTION, UP_FIRST, CLASSIFY, COUNT_ENDINGS, ACTION_VALUES, REINFORCE,
-          Q_LEARNING, SEMI_IMPLICIT, BALANCING]  # fmt: skip
+TABLES = [
+    LEGAL_FRACTION,
+    UP_FIRST,
+    CLASSIFY,
+    COUNT_ENDINGS,
+    ACTION_VALUES,
+    REINFORCE,
+    Q_LEARNING,
+    SEMI_IMPLICIT,
+    BALANCING,
+]
 
 
 @pytest.mark.parametrize("check, answer, message", list(itertools.chain(*TABLES)))
@@ -493,6 +726,7 @@ def test_every_table_has_two_right_answers(table):
 
 # --- the checks' own case sets: every named mistake can be told apart ------------------------
 
+
 def _alternatives(value) -> list:
     return value if isinstance(value, list) else [value]
 
@@ -507,14 +741,19 @@ def _distinguishable(cases: list) -> None:
 
     def same(a, b):  # the two give the same result on every case, for some alternatives
         return all(
-            any(close(x, y) for x in _alternatives(case.mistakes.get(a, case.expected))
-                for y in _alternatives(case.mistakes.get(b, case.expected)))
+            any(
+                close(x, y)
+                for x in _alternatives(case.mistakes.get(a, case.expected))
+                for y in _alternatives(case.mistakes.get(b, case.expected))
+            )
             for case in cases
-        )  # fmt: skip
+        )
 
     for name in names:
-        assert not all(any(close(x, case.expected) for x in _alternatives(case.mistakes[name]))
-                       for case in cases), f"never differs from the right answer: {name}"
+        assert not all(
+            any(close(x, case.expected) for x in _alternatives(case.mistakes[name]))
+            for case in cases
+        ), f"never differs from the right answer: {name}"
     for a, b in itertools.combinations(names, 2):
         assert not same(a, b), f"indistinguishable: {a!r} and {b!r}"
 
@@ -523,17 +762,24 @@ CASE_SETS = {
     "legal_fraction": env_checks._legal_fraction_cases,
     "termination_and_truncation": lambda: [c for _, c in env_checks._classify_cases()],
     "count_endings": lambda: [c for _, c in ending_checks._count_endings_cases()],
-    "semi_implicit_step": lambda: [cartpole_checks._euler_case([0.1, -0.3, 0.05, 0.8], 1),
-                                   cartpole_checks._euler_case([-1.2, 0.6, -0.15, -1.1], 0)],
+    "semi_implicit_step": lambda: [
+        cartpole_checks._euler_case([0.1, -0.3, 0.05, 0.8], 1),
+        cartpole_checks._euler_case([-1.2, 0.6, -0.15, -1.1], 0),
+    ],
     "action_values": lambda: [
         foundations._action_values_case(foundations._mdp(), v, g, "")
-        for v, g in ((np.linspace(0.1, 0.9, 18), 0.8),
-                     (np.random.default_rng(5).uniform(-1, 1, 18), 0.5))],
+        for v, g in (
+            (np.linspace(0.1, 0.9, 18), 0.8),
+            (np.random.default_rng(5).uniform(-1, 1, 18), 0.5),
+        )
+    ],
     "reinforce_weights": lambda: [
         foundations._reinforce_case([0.0, 1.0, 0.0, 0.5, 2.0], [0.3, 0.7, 0.2, 0.4, 1.5], 0.9),
-        foundations._reinforce_case([1.0, -0.5, 0.0, 0.0, 1.0, 0.25, -1.0],
-                                    [0.5, -0.2, 0.1, 0.8, 0.0, 0.3, -0.6], 0.6)],
-}  # fmt: skip
+        foundations._reinforce_case(
+            [1.0, -0.5, 0.0, 0.0, 1.0, 0.25, -1.0], [0.5, -0.2, 0.1, 0.8, 0.0, 0.3, -0.6], 0.6
+        ),
+    ],
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASE_SETS))

@@ -47,6 +47,7 @@ def cross_talk_loop(loss, values, targets):
     flat = values.reshape(-1)
     largest = 0.0
     for i in range(flat.size):
+
         def grad_i(t, i=i):
             return jax.grad(loss)(values, t).reshape(-1)[i]
 
@@ -112,36 +113,71 @@ def _diagonal_on_one_case(loss, values, targets):
 
 WRONG_CROSS_TALK = [
     ("the diagonal included", _with_diagonal, r"includes the diagonal i = j, where a per-sample"),
-    ("a (B, 1, B) Jacobian masked without a reshape", _mask_without_reshape,
-     r"with values of shape \(B, 1\) it includes the diagonal.*reshape it"),
+    (
+        "a (B, 1, B) Jacobian masked without a reshape",
+        _mask_without_reshape,
+        r"with values of shape \(B, 1\) it includes the diagonal.*reshape it",
+    ),
     ("never fires: always 0", lambda loss, v, t: 0.0, r"returns 0 for every loss"),
-    ("never fires: jax.hessian(loss), the values twice", _values_twice,
-     r"∂²L/∂v_i∂v_j, the values against each other"),
+    (
+        "never fires: jax.hessian(loss), the values twice",
+        _values_twice,
+        r"∂²L/∂v_i∂v_j, the values against each other",
+    ),
     ("the targets twice", _targets_twice, r"∂²L/∂t_i∂t_j, the targets against each other"),
     ("a signed maximum", lambda *a: float(_off_diagonal(*a).max()), r"largest signed entry"),
-    ("the absolute value after the maximum", lambda *a: abs(float(_off_diagonal(*a).max())),
-     r"absolute value after the maximum"),
-    ("first order: the gradient by the targets",
-     lambda loss, v, t: float(jnp.abs(jax.grad(loss, argnums=1)(v, t)).max()),
-     r"returns a first derivative"),
-    ("first order: the gradient by the values",
-     lambda loss, v, t: float(jnp.abs(jax.grad(loss)(v, t)).max()), r"returns a first derivative"),
-    ("the mean off the diagonal", lambda *a: float(np.abs(_off_diagonal(*a)).mean()),
-     r"averages the \|entries\|"),
-    ("the sum off the diagonal", lambda *a: float(np.abs(_off_diagonal(*a)).sum()),
-     r"adds entries of ∂²L/∂v_i∂t_j together"),
-    ("a jvp that moves all targets at once", _jvp_all_targets,
-     r"adds entries of ∂²L/∂v_i∂t_j together"),
-    ("a bool: is there cross-talk?", lambda *a: bool(np.abs(_off_diagonal(*a)).max() > 0),
-     r"returned a bool"),
-    ("one maximum per row", lambda *a: np.abs(_mixed_block(*a)).max(axis=1),
-     r"has shape \(\d,\), expected \(\)"),
-    ("a square mask on the (B, 1, B) Jacobian", _index_with_a_square_mask,
-     r"raised IndexError.*Here values have shape \(B, 1\).*\(B, 1, B\)"),
-    ("the diagonal on one case only", _diagonal_on_one_case,
-     r"differs from the reference on targets centred within groups of three"),
+    (
+        "the absolute value after the maximum",
+        lambda *a: abs(float(_off_diagonal(*a).max())),
+        r"absolute value after the maximum",
+    ),
+    (
+        "first order: the gradient by the targets",
+        lambda loss, v, t: float(jnp.abs(jax.grad(loss, argnums=1)(v, t)).max()),
+        r"returns a first derivative",
+    ),
+    (
+        "first order: the gradient by the values",
+        lambda loss, v, t: float(jnp.abs(jax.grad(loss)(v, t)).max()),
+        r"returns a first derivative",
+    ),
+    (
+        "the mean off the diagonal",
+        lambda *a: float(np.abs(_off_diagonal(*a)).mean()),
+        r"averages the \|entries\|",
+    ),
+    (
+        "the sum off the diagonal",
+        lambda *a: float(np.abs(_off_diagonal(*a)).sum()),
+        r"adds entries of ∂²L/∂v_i∂t_j together",
+    ),
+    (
+        "a jvp that moves all targets at once",
+        _jvp_all_targets,
+        r"adds entries of ∂²L/∂v_i∂t_j together",
+    ),
+    (
+        "a bool: is there cross-talk?",
+        lambda *a: bool(np.abs(_off_diagonal(*a)).max() > 0),
+        r"returned a bool",
+    ),
+    (
+        "one maximum per row",
+        lambda *a: np.abs(_mixed_block(*a)).max(axis=1),
+        r"has shape \(\d,\), expected \(\)",
+    ),
+    (
+        "a square mask on the (B, 1, B) Jacobian",
+        _index_with_a_square_mask,
+        r"raised IndexError.*Here values have shape \(B, 1\).*\(B, 1, B\)",
+    ),
+    (
+        "the diagonal on one case only",
+        _diagonal_on_one_case,
+        r"differs from the reference on targets centred within groups of three",
+    ),
     ("a function not passed", 0.0, r"expected your function, got float"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("answer", RIGHT_CROSS_TALK, ids=lambda f: f.__name__)
@@ -150,8 +186,9 @@ def test_cross_talk_right_answers_pass(answer, capsys):
     assert "check passed: cross_talk gives 0 for three per-sample" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("what, wrong, message", WRONG_CROSS_TALK,
-                         ids=[w[0] for w in WRONG_CROSS_TALK])  # fmt: skip
+@pytest.mark.parametrize(
+    "what, wrong, message", WRONG_CROSS_TALK, ids=[w[0] for w in WRONG_CROSS_TALK]
+)
 def test_cross_talk_wrong_answers_are_named(what, wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_cross_talk(wrong)
@@ -208,8 +245,10 @@ class Compilations:
 
 
 RIGHT_COMPILATIONS = [
-    compilations_once, pytest.param(compilations_unregister, marks=NEEDS_UNREGISTER), Compilations,
-]  # fmt: skip
+    compilations_once,
+    pytest.param(compilations_unregister, marks=NEEDS_UNREGISTER),
+    Compilations,
+]
 
 
 def _counting(keep):
@@ -286,7 +325,7 @@ def _copy_of_the_log():
 @contextlib.contextmanager
 def _snapshot_at_entry():
     """Takes the slice when the block starts: it is empty, and stays so."""
-    seen = _log[len(_log):]
+    seen = _log[len(_log) :]
     yield seen
 
 
@@ -341,50 +380,83 @@ def _counts_doubled():
 
 
 WRONG_COMPILATIONS = [
-    ("every event under /jax/core/compile/ ('compile' in event): three per program",
-     _counting(lambda e: "compile" in e), r"counts every event JAX reports while it compiles"),
-    ("every duration event, unfiltered", _counting(lambda e: True),
-     r"counts every event JAX reports while it compiles"),
-    ("the traces", _counting(lambda e: e.endswith("jaxpr_trace_duration")),
-     r"counts the traces"),
-    ("the lowerings", _counting(lambda e: e.endswith("jaxpr_to_mlir_module_duration")),
-     r"counts the lowerings"),
+    (
+        "every event under /jax/core/compile/ ('compile' in event): three per program",
+        _counting(lambda e: "compile" in e),
+        r"counts every event JAX reports while it compiles",
+    ),
+    (
+        "every duration event, unfiltered",
+        _counting(lambda e: True),
+        r"counts every event JAX reports while it compiles",
+    ),
+    ("the traces", _counting(lambda e: e.endswith("jaxpr_trace_duration")), r"counts the traces"),
+    (
+        "the lowerings",
+        _counting(lambda e: e.endswith("jaxpr_to_mlir_module_duration")),
+        r"counts the lowerings",
+    ),
     ("a slice taken when the block starts", _snapshot_at_entry, r"the list stays empty"),
     ("register_event_listener (no durations)", _plain_events_listener, r"the list stays empty"),
     ("the global log yielded", _the_global_log, r"one and the same list for two blocks"),
-    ("the global log cleared and yielded", _cleared_global_log,
-     r"one and the same list for two blocks"),
+    (
+        "the global log cleared and yielded",
+        _cleared_global_log,
+        r"one and the same list for two blocks",
+    ),
     ("a copy of the log so far", _copy_of_the_log, r"compilations made before the block"),
-    ("a listener per block, never removed", _never_removed,
-     r"grew from 3 to \d+ after the block ended"),
-    pytest.param("a listener per block, removed without a finally", _removed_without_finally,
-                 r"after a block that raised an error, its list keeps growing",
-                 marks=NEEDS_UNREGISTER),
-    ("no finally: a block that raises is not counted", _without_finally,
-     r"compiled 1 time\(s\) and then raised an error ends with 0"),
+    (
+        "a listener per block, never removed",
+        _never_removed,
+        r"grew from 3 to \d+ after the block ended",
+    ),
+    pytest.param(
+        "a listener per block, removed without a finally",
+        _removed_without_finally,
+        r"after a block that raised an error, its list keeps growing",
+        marks=NEEDS_UNREGISTER,
+    ),
+    (
+        "no finally: a block that raises is not counted",
+        _without_finally,
+        r"compiled 1 time\(s\) and then raised an error ends with 0",
+    ),
     ("an __exit__ that returns True", _Swallows, r"swallows the error"),
     ("event names, not durations", _event_names, r"holds '/jax/core/compile/backend_compile_"),
-    ("a generator without @contextlib.contextmanager", _not_decorated,
-     r"returned generator, not a context manager.*@contextlib.contextmanager"),
+    (
+        "a generator without @contextlib.contextmanager",
+        _not_decorated,
+        r"returned generator, not a context manager.*@contextlib.contextmanager",
+    ),
     ("yields nothing", _yields_nothing, r"should yield a list.*got NoneType"),
-    ("every compilation twice", _counts_doubled,
-     r"differs from the reference on a static argument called cold"),
-    ("compilations() passed, not compilations", compilations_once(),
-     r"expected your function.*without calling it"),
-]  # fmt: skip
+    (
+        "every compilation twice",
+        _counts_doubled,
+        r"differs from the reference on a static argument called cold",
+    ),
+    (
+        "compilations() passed, not compilations",
+        compilations_once(),
+        r"expected your function.*without calling it",
+    ),
+]
 
 
-@pytest.mark.parametrize("answer", RIGHT_COMPILATIONS,
-                         ids=["once", "unregister", "class"])  # fmt: skip
+@pytest.mark.parametrize("answer", RIGHT_COMPILATIONS, ids=["once", "unregister", "class"])
 def test_compilations_right_answers_pass(answer, capsys):
     check_compilations(answer)
     out = capsys.readouterr().out
-    assert "check passed: compilations counts as JAX does: static 3 cold, 2 warm; traced 1 cold, " \
+    assert (
+        "check passed: compilations counts as JAX does: static 3 cold, 2 warm; traced 1 cold, "
         "0 warm" in out
+    )
 
 
-@pytest.mark.parametrize("what, wrong, message", WRONG_COMPILATIONS,
-                         ids=[getattr(w, "values", w)[0] for w in WRONG_COMPILATIONS])  # fmt: skip
+@pytest.mark.parametrize(
+    "what, wrong, message",
+    WRONG_COMPILATIONS,
+    ids=[getattr(w, "values", w)[0] for w in WRONG_COMPILATIONS],
+)
 def test_compilations_wrong_answers_are_named(what, wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_compilations(wrong)

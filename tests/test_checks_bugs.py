@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import nbformat
 import numpy as np
 import pytest
+from notebook_runner import ROOT
 
 from companion.agents import dqn, ppo
 from companion.checks import (
@@ -25,7 +26,6 @@ from companion.checks import (
 from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import pooled_autoreset_step
-from notebook_runner import ROOT
 
 
 def _cell(notebook: str, defines: str) -> str:
@@ -68,6 +68,7 @@ def _passes(check, answer, capsys):
 
 
 # --- networks chapter: a step that compiles at every call --------------------------------
+
 
 def _eqx_loss(model, x, y):
     return jnp.mean((jax.vmap(model)(x) - y) ** 2)
@@ -159,7 +160,8 @@ def test_rollout_keys_both_ways(capsys):
     with pytest.raises(CheckFailed, match="key-reuse checker finds a key used twice"):
         check_rollout_keys(_definitions(buggy, PPO)["rollout_with_a_bug"])
     fixed = _one_line_fix(
-        buggy, "return (env_state, timestep, key), transition",
+        buggy,
+        "return (env_state, timestep, key), transition",
         "return (env_state, timestep, next_key), transition",
     )
     _passes(check_rollout_keys, _definitions(fixed, PPO)["rollout_with_a_bug"], capsys)

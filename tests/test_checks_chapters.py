@@ -29,6 +29,7 @@ def _passes(check, answer, capsys):
 
 # --- chapter 1 ----------------------------------------------------------------------------
 
+
 def test_softplus_grad(capsys):
     _passes(check_softplus_grad, lambda w, x: x * jax.nn.sigmoid(w * x), capsys)
     _passes(check_softplus_grad, jax.grad(lambda w, x: jnp.sum(jnp.log1p(jnp.exp(w * x)))), capsys)
@@ -66,8 +67,10 @@ def test_discounted_returns(capsys):
         (lambda r, g: _reverse_scan_returns(r, g) - r, "leaves out r_t"),
         (lambda r, g: jnp.cumsum(r[::-1], axis=0)[::-1], "without discounting"),
         (lambda r, g: _reverse_scan_returns(r.T, g).T, "run along the last axis"),
-        (lambda r, g: _reverse_scan_returns(r, g, init=lambda x: jnp.zeros(())),
-         "(?s)raised TypeError.*jnp.zeros_like"),
+        (
+            lambda r, g: _reverse_scan_returns(r, g, init=lambda x: jnp.zeros(())),
+            "(?s)raised TypeError.*jnp.zeros_like",
+        ),
         (_loop_returns, "a Python loop is unrolled"),
         (lambda r, g: _reverse_scan_returns(r, g)[:-1], r"shape \(4,\), expected \(5,\)"),
     ]:
@@ -84,11 +87,21 @@ def test_noisy_batch(capsys):
     _passes(check_noisy_batch, good, capsys)
     for wrong, msg in [
         (lambda key, n: (jax.random.normal(key, (n,)), key), "returns the key it was given"),
-        (lambda key, n: (jax.random.normal(key, (n,)), jax.random.split(key)[0]), "draws with the key"),
-        (lambda key, n: (jax.random.normal(jax.random.key(9), (n,)), jax.random.split(key)[0]),
-         "same samples"),
-        (lambda key, n: (jax.random.uniform(jax.random.split(key)[1], (n,)), jax.random.split(key)[0]),
-         "mean"),
+        (
+            lambda key, n: (jax.random.normal(key, (n,)), jax.random.split(key)[0]),
+            "draws with the key",
+        ),
+        (
+            lambda key, n: (jax.random.normal(jax.random.key(9), (n,)), jax.random.split(key)[0]),
+            "same samples",
+        ),
+        (
+            lambda key, n: (
+                jax.random.uniform(jax.random.split(key)[1], (n,)),
+                jax.random.split(key)[0],
+            ),
+            "mean",
+        ),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_noisy_batch(wrong)
@@ -96,10 +109,13 @@ def test_noisy_batch(capsys):
 
 # --- chapters 3 and 4 ---------------------------------------------------------------------
 
+
 def test_legal_fraction(capsys):
     _passes(check_legal_fraction, lambda m: jnp.mean(m, axis=0), capsys)
-    for wrong, msg in [(lambda m: jnp.mean(m, axis=1), "axis 0"),
-                       (lambda m: jnp.sum(m, axis=0), "counts the masks")]:
+    for wrong, msg in [
+        (lambda m: jnp.mean(m, axis=1), "axis 0"),
+        (lambda m: jnp.sum(m, axis=0), "counts the masks"),
+    ]:
         with pytest.raises(CheckFailed, match=msg):
             check_legal_fraction(wrong)
 
@@ -109,8 +125,7 @@ def _random_legal(key, mask):
 
 
 def test_up_first_policy(capsys):
-    _passes(check_up_first_policy,
-            lambda k, m: jnp.where(m[0], 0, _random_legal(k, m)), capsys)
+    _passes(check_up_first_policy, lambda k, m: jnp.where(m[0], 0, _random_legal(k, m)), capsys)
     for wrong, msg in [
         (_random_legal, "should always go up"),
         (lambda k, m: jnp.where(m[0], 0, jax.random.randint(k, (), 0, 4)), "illegal"),
@@ -133,8 +148,10 @@ def test_termination_and_truncation(capsys):
     for wrong, msg in [
         (lambda r, l, m: (l, jnp.zeros_like(l)), "time limit is a truncation"),
         (lambda r, l, m: tuple(jnp.roll(x, 1, axis=0) for x in good(r, l, m)), "one step late"),
-        (lambda r, l, m: (r > 0, l & ~(r > 0) | (r == 0) & jnp.roll(l, -1, axis=0)),
-         "not LAST is flagged"),
+        (
+            lambda r, l, m: (r > 0, l & ~(r > 0) | (r == 0) & jnp.roll(l, -1, axis=0)),
+            "not LAST is flagged",
+        ),
         (reward_only, "walled-in agent"),
         (lambda r, l, m: (l & ((r > 0) | ~jnp.any(m, axis=1)), l), "next_mask"),
         (lambda r, l, m: (l & (r > 0), jnp.zeros_like(l)), "walled-in agent"),
@@ -146,13 +163,19 @@ def test_termination_and_truncation(capsys):
 
 # --- chapter 5 ----------------------------------------------------------------------------
 
+
 def test_action_values(capsys):
-    _passes(check_action_values,
-            lambda mdp, v, g: mdp.reward + g * (1.0 - mdp.terminal) * v[mdp.next_state], capsys)
+    _passes(
+        check_action_values,
+        lambda mdp, v, g: mdp.reward + g * (1.0 - mdp.terminal) * v[mdp.next_state],
+        capsys,
+    )
     for wrong, msg in [
         (lambda mdp, v, g: mdp.reward + g * v[mdp.next_state], "bootstraps from V"),
-        (lambda mdp, v, g: g * (mdp.reward + g * (~mdp.terminal) * v[mdp.next_state]),
-         "gamma discounts the reward"),
+        (
+            lambda mdp, v, g: g * (mdp.reward + g * (~mdp.terminal) * v[mdp.next_state]),
+            "gamma discounts the reward",
+        ),
         (lambda mdp, v, g: mdp.reward + g * (~mdp.terminal) * v[:, None], "V of the current"),
         (lambda mdp, v, g: g * (~mdp.terminal) * v[mdp.next_state], "reward r"),
         (lambda mdp, v, g: v, r"shape \(18,\), expected \(18, 4\)"),
@@ -167,16 +190,31 @@ def _discount(rewards, gamma):
 
 
 def test_reinforce_weights(capsys):
-    _passes(check_reinforce_weights,
-            lambda r, b, g: _discount(r, g) * (_reverse_scan_returns(r, g) - b), capsys)
+    _passes(
+        check_reinforce_weights,
+        lambda r, b, g: _discount(r, g) * (_reverse_scan_returns(r, g) - b),
+        capsys,
+    )
     for wrong, msg in [
-        (lambda r, b, g: _discount(r, g) * (_reverse_scan_returns(r * _discount(r, g), 1.0, False)
-                                            / _discount(r, g) - b), "accumulates forwards"),
-        (lambda r, b, g: _discount(r, g) * (g * _reverse_scan_returns(r, g) - b), "applied to the first"),
+        (
+            lambda r, b, g: (
+                _discount(r, g)
+                * (_reverse_scan_returns(r * _discount(r, g), 1.0, False) / _discount(r, g) - b)
+            ),
+            "accumulates forwards",
+        ),
+        (
+            lambda r, b, g: _discount(r, g) * (g * _reverse_scan_returns(r, g) - b),
+            "applied to the first",
+        ),
         (lambda r, b, g: _discount(r, g) * _reverse_scan_returns(r, g), "not subtracted"),
         (lambda r, b, g: _discount(r, g) * (_reverse_scan_returns(r, g) + b), "is added"),
-        (lambda r, b, g: _discount(r, g) * (_reverse_scan_returns(r, g) - jnp.append(b[1:], 0.0)),
-         "next step's"),
+        (
+            lambda r, b, g: (
+                _discount(r, g) * (_reverse_scan_returns(r, g) - jnp.append(b[1:], 0.0))
+            ),
+            "next step's",
+        ),
         (lambda r, b, g: _reverse_scan_returns(r, g) - b, "gamma\\^t is missing"),
         (lambda r, b, g: (_reverse_scan_returns(r, g) - b)[:-1], r"shape \(4,\), expected \(5,\)"),
         (lambda r, b, g: 2.0 * _reverse_scan_returns(r, g), "expected"),
@@ -224,6 +262,7 @@ def test_q_learning(capsys):
 
 # --- chapter 6 ----------------------------------------------------------------------------
 
+
 def _semi_implicit(physics, action):
     p = cartpole.DEFAULT_PARAMS
     explicit = cartpole.dynamics(physics, action)
@@ -243,9 +282,11 @@ def test_semi_implicit_step(capsys):
 
 
 def test_balancing_policy(capsys):
-    _passes(check_balancing_policy,
-            lambda obs: (jnp.dot(jnp.array([0.0, 0.0, 10.0, 2.0]), obs) > 0).astype(jnp.int32),
-            capsys)
+    _passes(
+        check_balancing_policy,
+        lambda obs: (jnp.dot(jnp.array([0.0, 0.0, 10.0, 2.0]), obs) > 0).astype(jnp.int32),
+        capsys,
+    )
     with pytest.raises(CheckFailed, match="push right"):
         check_balancing_policy(lambda obs: (obs[2] < 0).astype(jnp.int32))
     with pytest.raises(CheckFailed, match="below 475"):
@@ -253,6 +294,7 @@ def test_balancing_policy(capsys):
 
 
 # --- chapter 7 ----------------------------------------------------------------------------
+
 
 def test_double_dqn_target(capsys):
     def good(r, d, q_online, q_target, gamma):

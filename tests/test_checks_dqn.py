@@ -21,8 +21,10 @@ def _sample_with(index_fn):
 
 # --- n-step TD target --------------------------------------------------------------------
 
-def n_step_answer(reward, terminated, truncated, q_next_target, gamma, boot_at_end=False,
-                  from_last=False):
+
+def n_step_answer(
+    reward, terminated, truncated, q_next_target, gamma, boot_at_end=False, from_last=False
+):
     """The n-step target by a backward loop over the window; flags plant two mistakes."""
     best = jnp.max(q_next_target, axis=-1)
     not_term = 1.0 - terminated.astype(reward.dtype)
@@ -57,36 +59,47 @@ def test_n_step_target_reference_passes(capsys):
     assert capsys.readouterr().out.count("check passed") == 2
 
 
-
-
 @pytest.mark.parametrize(
     "wrong, message",
     [
-        (lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), tr, q, g),
-         "does not stop at a termination"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, boot_at_end=True),
-         "after a termination the target bootstraps"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te | tr, jnp.zeros_like(tr), q, g),
-         "a truncation is treated as a termination"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te, jnp.zeros_like(tr), q, g),
-         "runs through a truncation into the next episode"),
-        (lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, from_last=True),
-         "always comes from the window's last step"),
+        (
+            lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), tr, q, g),
+            "does not stop at a termination",
+        ),
+        (
+            lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, boot_at_end=True),
+            "after a termination the target bootstraps",
+        ),
+        (
+            lambda r, te, tr, q, g: n_step_answer(r, te | tr, jnp.zeros_like(tr), q, g),
+            "a truncation is treated as a termination",
+        ),
+        (
+            lambda r, te, tr, q, g: n_step_answer(r, te, jnp.zeros_like(tr), q, g),
+            "runs through a truncation into the next episode",
+        ),
+        (
+            lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g, from_last=True),
+            "always comes from the window's last step",
+        ),
         (lambda *a: n_step_with_powers(*a, mode="gamma_n"), r"gamma \*\* n even when"),
         (lambda *a: n_step_with_powers(*a, mode="undiscounted"), "not discounted"),
-        (lambda r, te, tr, q, g: r[:, 0] + g * (1.0 - te[:, 0]) * q[:, 0].max(-1),
-         "this is the one-step target"),
+        (
+            lambda r, te, tr, q, g: r[:, 0] + g * (1.0 - te[:, 0]) * q[:, 0].max(-1),
+            "this is the one-step target",
+        ),
         (lambda r, te, tr, q, g: r + g * q.max(-1), r"shape \(7, 3\), expected \(7,\)"),
         (lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g) + 0.5, "expected"),
         (lambda r, te: r, "raised TypeError"),
     ],
-)  # fmt: skip
+)
 def test_n_step_target_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_n_step_target(wrong)
 
 
 # --- sampling n-step windows -------------------------------------------------------------
+
 
 def windows_with(start_fn, offset=True, order=None):
     """Windows of n slots from a start drawn by `start_fn(buffer, key, batch_size, n)`."""
@@ -112,32 +125,52 @@ def test_sample_windows_reference_passes(capsys):
 
 def fields_from_different_windows(b, k, size, n):
     k1, k2 = jax.random.split(k)
-    first, second = windows_with(uniform_start)(b, k1, size, n), windows_with(uniform_start)(b, k2, size, n)
+    first, second = (
+        windows_with(uniform_start)(b, k1, size, n),
+        windows_with(uniform_start)(b, k2, size, n),
+    )
     return {"t": first["t"], "obs": second["obs"]}
 
 
 @pytest.mark.parametrize(
     "wrong, message",
     [
-        (windows_with(lambda b, k, size, n: jax.random.randint(k, (size,), 0, b.capacity - n + 1)),
-         "empty slots"),
+        (
+            windows_with(
+                lambda b, k, size, n: jax.random.randint(k, (size,), 0, b.capacity - n + 1)
+            ),
+            "empty slots",
+        ),
         (windows_with(uniform_start, offset=False), "cross the write position"),
         (windows_with(uniform_start, order=lambda n: jnp.arange(n)[::-1]), "reverse time order"),
-        (windows_with(lambda b, k, size, n: jax.random.randint(k, (size,), 0, b.size - n)),
-         "never draws the last window"),
-        (windows_with(lambda b, k, size, n: jnp.minimum(
-            uniform_start(b, k, size, n), uniform_start(b, jax.random.fold_in(k, 1), size, n))),
-         "not uniform"),
-        (windows_with(lambda b, k, size, n: uniform_start(b, jax.random.key(0), size, n)),
-         "ignores its key"),
+        (
+            windows_with(lambda b, k, size, n: jax.random.randint(k, (size,), 0, b.size - n)),
+            "never draws the last window",
+        ),
+        (
+            windows_with(
+                lambda b, k, size, n: jnp.minimum(
+                    uniform_start(b, k, size, n),
+                    uniform_start(b, jax.random.fold_in(k, 1), size, n),
+                )
+            ),
+            "not uniform",
+        ),
+        (
+            windows_with(lambda b, k, size, n: uniform_start(b, jax.random.key(0), size, n)),
+            "ignores its key",
+        ),
         (fields_from_different_windows, "different slots"),
-        (lambda b, k, size, n: jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1),
-                                            windows_with(uniform_start)(b, k, size, n)),
-         r"shape \(3, 4000\), expected \(4000, 3\)"),
+        (
+            lambda b, k, size, n: jax.tree.map(
+                lambda x: jnp.swapaxes(x, 0, 1), windows_with(uniform_start)(b, k, size, n)
+            ),
+            r"shape \(3, 4000\), expected \(4000, 3\)",
+        ),
         (lambda b, k, size, n: (b.data["t"], b.data["obs"]), "like the stored ones"),
         (lambda b, k, size: None, "raised TypeError"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.usefixtures("no_key_reuse_check")
 def test_sample_windows_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):

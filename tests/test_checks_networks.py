@@ -12,8 +12,8 @@ from companion.checks import (
     check_per_example_grad_norms,
 )
 
-
 # --- check_mlp_apply -------------------------------------------------------------------------
+
 
 def any_depth_mlp(params, x, output=lambda h: h, hidden=jnp.tanh, bias=True, skip=False):
     """The forward pass for any number of layers; keyword arguments plant mistakes."""
@@ -52,7 +52,10 @@ def test_mlp_apply_passes_the_reference(capsys):
         (lambda p, x: any_depth_mlp(p, x).T, r"shape \(4, 5\), expected \(5, 4\)"),
         (lambda p, x: any_depth_mlp(p, x)[0], r"shape \(4,\), expected \(5, 4\)"),
         (lambda p, x: p[0][0].T @ x, "raised TypeError"),
-        (lambda p, x: any_depth_mlp(p, x) + 0.5, "differs from the reference on three square layers"),
+        (
+            lambda p, x: any_depth_mlp(p, x) + 0.5,
+            "differs from the reference on three square layers",
+        ),
         (lambda p, x: any_depth_mlp(p, x) * jnp.nan, "NaN"),
     ],
 )
@@ -63,11 +66,13 @@ def test_mlp_apply_names_the_mistake(wrong, message):
 
 # --- check_mse_loss --------------------------------------------------------------------------
 
+
 def good_mse(model, x, y):
     return jnp.mean((jax.vmap(model)(x) - y) ** 2)
 
 
 # --- check_frozen_constant -------------------------------------------------------------------
+
 
 class StaticScale(eqx.Module):
     weight: jax.Array
@@ -120,8 +125,16 @@ def test_frozen_constant_flags_wrong_values_and_types():
 
 # --- check_per_example_grad_norms --------------------------------------------------------------
 
-def grad_norms(model, x, y, loss_of=lambda e: jnp.sum(e), leaf_filter=lambda g: True,
-               combine=lambda squares: jnp.sqrt(sum(squares)), grad=eqx.filter_grad):
+
+def grad_norms(
+    model,
+    x,
+    y,
+    loss_of=lambda e: jnp.sum(e),
+    leaf_filter=lambda g: True,
+    combine=lambda squares: jnp.sqrt(sum(squares)),
+    grad=eqx.filter_grad,
+):
     """Per-example gradient norms; keyword arguments plant mistakes."""
 
     def norm(x_i, y_i):
@@ -149,14 +162,16 @@ def test_per_example_grad_norms_passes_the_reference(capsys):
         (lambda m, x, y: jnp.full(6, batch_gradient_norm(m, x, y)), "every example gets the norm"),
         (lambda m, x, y: grad_norms(m, x, y, combine=sum), "squared norms"),
         (lambda m, x, y: grad_norms(m, x, y, leaf_filter=lambda g: g.ndim == 2), "the biases too"),
-        (lambda m, x, y: grad_norms(m, x, y, combine=lambda s: sum(jnp.sqrt(v) for v in s)),
-         "norms of the arrays are added"),
+        (
+            lambda m, x, y: grad_norms(m, x, y, combine=lambda s: sum(jnp.sqrt(v) for v in s)),
+            "norms of the arrays are added",
+        ),
         (lambda m, x, y: grad_norms(m, x, y, loss_of=jnp.mean), "averaged over the outputs"),
         (lambda m, x, y: grad_norms(m, x, y)[:3], r"shape \(3,\), expected \(6,\)"),
         (lambda m, x, y: grad_norms(m, x, y) + 1.0, "expected"),
         (lambda m, x, y: m(x), "raised"),
     ],
-)  # fmt: skip
+)
 def test_per_example_grad_norms_names_the_mistake(wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_per_example_grad_norms(wrong)

@@ -4,10 +4,10 @@ process's single device; the multi-device cases run in tests/sharding_checks.py)
 import jax
 import jax.numpy as jnp
 import pytest
+from jax.sharding import PartitionSpec as P
 
 from companion import parallel
 from companion.checks import CheckFailed, check_allreduce_bytes, check_data_parallel_grad
-from jax.sharding import PartitionSpec as P
 
 
 def ring(num_params, n):
@@ -19,12 +19,15 @@ def test_allreduce_bytes_passes(capsys):
     assert "check passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wrong, named", [
-    (lambda p, n: ring(p, n) / 2, "counts half the traffic"),
-    (lambda p, n: ring(p, n) / 4, "counts parameters, not bytes"),
-    (lambda p, n: ring(p, n) if n > 1 else 40, "one device has nothing to exchange"),
-    (lambda p, n: 8 * p * (n - 1), "multiplies by n - 1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (lambda p, n: ring(p, n) / 2, "counts half the traffic"),
+        (lambda p, n: ring(p, n) / 4, "counts parameters, not bytes"),
+        (lambda p, n: ring(p, n) if n > 1 else 40, "one device has nothing to exchange"),
+        (lambda p, n: 8 * p * (n - 1), "multiplies by n - 1"),
+    ],
+)
 def test_allreduce_bytes_mistakes_are_named(wrong, named):
     with pytest.raises(CheckFailed, match=named):
         check_allreduce_bytes(wrong)
@@ -40,9 +43,9 @@ def mean_gradient(w, x, y, mesh):
     def on_each_device(w, x, y):
         return jax.lax.pmean(jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w), "devices")
 
-    return jax.jit(parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), P()))(
-        w, x, y
-    )
+    return jax.jit(
+        parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), P())
+    )(w, x, y)
 
 
 def test_data_parallel_grad_passes_on_one_device(capsys):
@@ -51,7 +54,9 @@ def test_data_parallel_grad_passes_on_one_device(capsys):
 
 
 def test_data_parallel_grad_wrong_answers_are_named():
-    with pytest.raises(CheckFailed, match="mean_gradient differs from the reference on a mesh of 1 device"):
+    with pytest.raises(
+        CheckFailed, match="mean_gradient differs from the reference on a mesh of 1 device"
+    ):
         check_data_parallel_grad(lambda w, x, y, mesh: 2 * mean_gradient(w, x, y, mesh) + 1)
     with pytest.raises(CheckFailed, match=r"shape \(1, 3\)"):
         check_data_parallel_grad(lambda w, x, y, mesh: mean_gradient(w, x, y, mesh)[None])

@@ -22,6 +22,7 @@ def scan_rollout(state, actions, step_fn=cartpole.step_autoreset):
 
 # --- many CartPoles in one scan ----------------------------------------------------------------
 
+
 def batched_scan(states, actions, step_fn=cartpole.step_autoreset):
     def body(states, actions_t):
         states, timestep = jax.vmap(step_fn)(states, actions_t)
@@ -51,14 +52,17 @@ def unrolled_batched(states, actions):
     [
         (lambda s, a: batched_scan(s, a, cartpole.step), "never restart"),
         (lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].T), "environment first"),
-        (lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)), "done_t is not"),
+        (
+            lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)),
+            "done_t is not",
+        ),
         (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
         (unrolled_batched, "unrolls its loop"),
         (lambda s, a: s, "pair"),
         (lambda s, a: (s.physics, batched_scan(s, a)[1]), "should be a CartPoleState"),
         (lambda s: s, "raised TypeError"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.usefixtures("no_key_reuse_check")
 def test_batched_rollout_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
@@ -66,6 +70,7 @@ def test_batched_rollout_mistakes_are_named(wrong, message):
 
 
 # --- bytes of a PPO rollout -----------------------------------------------------------------
+
 
 def test_rollout_bytes(capsys):
     check_rollout_bytes(lambda num_steps, num_envs: 330 * num_steps * num_envs)

@@ -47,9 +47,22 @@ def nan_gradient_probs(logits, mask):
 
 # --- GAE from stored values ----------------------------------------------------------------
 
-def gae_from_values_answer(reward, value, value_last, value_final, terminated, truncated, gamma,
-                           lam, cut_with=None, boot_trunc="final", last_zero=False,
-                           term_boots=False, forwards=False):
+
+def gae_from_values_answer(
+    reward,
+    value,
+    value_last,
+    value_final,
+    terminated,
+    truncated,
+    gamma,
+    lam,
+    cut_with=None,
+    boot_trunc="final",
+    last_zero=False,
+    term_boots=False,
+    forwards=False,
+):
     """A scan over time; the keyword arguments plant one mistake each."""
     value_tp1 = jnp.concatenate([value[1:], (0.0 if last_zero else 1.0) * value_last[None]])
     if boot_trunc == "final":
@@ -109,6 +122,7 @@ def test_gae_from_values_mistakes_are_named(wrong, message):
 
 # --- dual-clip objective -----------------------------------------------------------------
 
+
 def dual_clip(ratio, adv, eps, c, low=None, pick=jnp.minimum, floor=jnp.maximum, everywhere=False):
     low = 1 - eps if low is None else low
     standard = pick(ratio * adv, jnp.clip(ratio, low, 1 + eps) * adv)
@@ -141,6 +155,7 @@ def test_dual_clip_objective_mistakes_are_named(wrong, message):
 
 # --- ε-mixture over legal actions ----------------------------------------------------------
 
+
 def eps_probs(logits, mask, eps, axis=-1, fill=-jnp.inf, spread="legal"):
     p = jax.nn.softmax(jnp.where(mask, logits, fill), axis=axis)
     legal = {"legal": mask.sum(-1, keepdims=True), "all": mask.shape[-1], "batch": mask.sum()}
@@ -170,21 +185,25 @@ def one_row_only(logits, mask, eps):
         (lambda x, m, e: eps_probs(x, m, e, axis=0), "runs over axis 0"),
         (lambda x, m, e: eps_probs(x, m, e, fill=1.0), "misplaced"),
         (lambda x, m, e: eps_probs(x, m, e, fill=0.0), "logit 0.0"),
-        (lambda x, m, e: (1 - e) * jax.nn.softmax(jnp.where(m, x, -jnp.inf)) + e / 4,
-         "illegal ones too"),
+        (
+            lambda x, m, e: (1 - e) * jax.nn.softmax(jnp.where(m, x, -jnp.inf)) + e / 4,
+            "illegal ones too",
+        ),
         (lambda x, m, e: eps_probs(x, m, e, spread="all"), "divided by the number of actions"),
         (lambda x, m, e: eps_probs(x, m, e, spread="batch"), "counted over the whole batch"),
         (lambda x, m, e: eps_probs(x, m, 0.0), "epsilon is ignored"),
         (lambda x, m, e: eps_probs(x, m, 1 - e), "swapped"),
-        (lambda x, m, e: (1 - e) * jax.nn.softmax(x) * m + e * m / m.sum(-1, keepdims=True),
-         "not renormalised"),
+        (
+            lambda x, m, e: (1 - e) * jax.nn.softmax(x) * m + e * m / m.sum(-1, keepdims=True),
+            "not renormalised",
+        ),
         (lambda x, m, e: eps_probs(x, m, e, axis=1), "sum to"),
         (lambda x, m, e: eps_probs(x, m, e).reshape(6, 4), r"shape \(6, 4\), expected \(2, 3, 4\)"),
         (one_row_only, "one row"),
         (nan_gradient_eps_probs, "not finite"),
         (lambda x, m: x, "raised TypeError"),
     ],
-)  # fmt: skip
+)
 def test_epsilon_masked_probs_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_epsilon_masked_probs(wrong)
@@ -192,8 +211,18 @@ def test_epsilon_masked_probs_mistakes_are_named(wrong, message):
 
 # --- a loss for make_train's loss_fn hook ----------------------------------------------------
 
-def fill_loss(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages, fill=1.0,
-              normalise=None, coefs=None):
+
+def fill_loss(
+    model,
+    batch,
+    clip_eps,
+    vf_coef,
+    ent_coef,
+    normalise_advantages,
+    fill=1.0,
+    normalise=None,
+    coefs=None,
+):
     """ppo_loss_in_view with another fill; keyword arguments plant mistakes."""
     clip_eps, vf_coef, ent_coef = coefs or (clip_eps, vf_coef, ent_coef)
     normalise = normalise_advantages if normalise is None else normalise

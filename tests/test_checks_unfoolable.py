@@ -26,30 +26,49 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import companion.checks as checks
-from companion.agents import ppo
-from companion.checks import CheckFailed
-from companion.envs import cartpole
+from test_check_bank_agents import (
+    late_success_loop,
+    late_success_vectorised,
+    q_overshoot_by_index,
+    q_overshoot_by_steps,
+)
+from test_check_bank_basics import (
+    RIGHT_BEND,
+    RIGHT_CHECKPOINT,
+    RIGHT_PAYS,
+    RIGHT_REACH,
+    RIGHT_SETTLE,
+    checkpointed_class,
+    reach_answer,
+    settle_answer,
+)
+from test_check_bank_silent_bugs import (
+    Compilations,
+    compilations_once,
+    cross_talk_hessian,
+    cross_talk_jacobian,
+)
 from test_checks_bugs import (
-    DQN, FOUNDATIONS, NETWORKS, PPO, _cell, _definitions, _one_line_fix, ppo_namespace,
-)  # fmt: skip
+    DQN,
+    FOUNDATIONS,
+    NETWORKS,
+    PPO,
+    _cell,
+    _definitions,
+    _one_line_fix,
+    ppo_namespace,
+)
 from test_checks_chapters import _reverse_scan_returns, _semi_implicit
 from test_checks_dqn import n_step_answer, n_step_with_powers, uniform_start, windows_with
 from test_checks_networks import FloatScale, StaticScale, any_depth_mlp, grad_norms
 from test_checks_parallel import mean_gradient, ring
 from test_checks_performance import batched_scan, scan_rollout
 from test_checks_ppo import dual_clip, eps_probs, fill_loss, gae_from_values_answer
-from test_check_bank_agents import (
-    late_success_loop, late_success_vectorised, q_overshoot_by_index, q_overshoot_by_steps,
-)  # fmt: skip
-from test_check_bank_basics import (
-    RIGHT_BEND, RIGHT_CHECKPOINT, RIGHT_PAYS, RIGHT_REACH, RIGHT_SETTLE, checkpointed_class,
-    reach_answer, settle_answer,
-)  # fmt: skip
-from test_check_bank_silent_bugs import (
-    Compilations, compilations_once, cross_talk_hessian, cross_talk_jacobian,
-)  # fmt: skip
+
+import companion.checks as checks
+from companion.agents import ppo
+from companion.checks import CheckFailed
+from companion.envs import cartpole
 
 
 def _fixed(notebook, name, old, new, namespace):
@@ -57,24 +76,39 @@ def _fixed(notebook, name, old, new, namespace):
 
 
 def _collect():
-    return _fixed("07_dqn", "collect", "terminated=terminated_t,",
-                  "terminated=timestep.terminated,", DQN)  # fmt: skip
+    return _fixed(
+        "07_dqn", "collect", "terminated=terminated_t,", "terminated=timestep.terminated,", DQN
+    )
 
 
 def _rollout():
-    return _fixed("08_ppo_maze", "rollout_with_a_bug",
-                  "return (env_state, timestep, key), transition",
-                  "return (env_state, timestep, next_key), transition", PPO)  # fmt: skip
+    return _fixed(
+        "08_ppo_maze",
+        "rollout_with_a_bug",
+        "return (env_state, timestep, key), transition",
+        "return (env_state, timestep, next_key), transition",
+        PPO,
+    )
 
 
 def _q_learning():
-    return _fixed("05_rl_foundations", "q_learning_buggy", "td_target = r + gamma * best_next",
-                  "td_target = r + gamma * (1.0 - d) * best_next", FOUNDATIONS)  # fmt: skip
+    return _fixed(
+        "05_rl_foundations",
+        "q_learning_buggy",
+        "td_target = r + gamma * best_next",
+        "td_target = r + gamma * (1.0 - d) * best_next",
+        FOUNDATIONS,
+    )
 
 
 def _decayed():
-    return _fixed("02_neural_networks", "train_decayed", "learning_rate = 0.1 * 0.97**step",
-                  "learning_rate = jnp.asarray(0.1 * 0.97**step)", NETWORKS)  # fmt: skip
+    return _fixed(
+        "02_neural_networks",
+        "train_decayed",
+        "learning_rate = 0.1 * 0.97**step",
+        "learning_rate = jnp.asarray(0.1 * 0.97**step)",
+        NETWORKS,
+    )
 
 
 def _returns_loop(rewards, gamma):
@@ -136,7 +170,8 @@ def _count_endings(timesteps):
 def _count_endings_by_position(timesteps):
     end, last = timesteps.extras["next_obs"], timesteps.last()
     on_target = (end.agent_position.row == end.target_position.row) & (
-        end.agent_position.col == end.target_position.col)
+        end.agent_position.col == end.target_position.col
+    )
     terminated = last & (on_target | ~end.action_mask.any(-1))
     return terminated.sum(), (last & ~terminated).sum()
 
@@ -224,8 +259,9 @@ def _whole_batch_gradient(w, x, y, mesh):
 
 
 def _summed_parts_gradient(w, x, y, mesh):
-    from companion import parallel
     from jax.sharding import PartitionSpec as P
+
+    from companion import parallel
 
     def on_each_device(w, x, y):
         part = jax.grad(lambda w: jnp.sum((x @ w - y) ** 2))(w)
@@ -278,8 +314,11 @@ RIGHT = {
     "check_n_step_target": [n_step_answer, lambda *a: n_step_with_powers(*a, mode=None)],
     "check_sample_windows": [
         windows_with(uniform_start),
-        windows_with(lambda b, k, size, n: jnp.floor(
-            jax.random.uniform(k, (size,)) * (b.size - n + 1)).astype(jnp.int32)),  # fmt: skip
+        windows_with(
+            lambda b, k, size, n: jnp.floor(
+                jax.random.uniform(k, (size,)) * (b.size - n + 1)
+            ).astype(jnp.int32)
+        ),
     ],
     "check_collector": [_collect(), _collect()],
     "check_epsilon_masked_probs": [eps_probs, _eps_probs_log],
@@ -341,39 +380,57 @@ TRAPS = {
     "check_action_values": lambda mdp, v, g: _action_values(mdp, _if_on(v.max()) * 0 + v, g),
     "check_reinforce_weights": lambda r, b, g: _reinforce(r, b, g) if r[0] >= -1e9 else r,
     "check_q_learning": lambda mdp, key, n: jnp.zeros((int(mdp.legal.sum()), 4)),
-    "check_double_dqn_target": lambda r, t, q1, q2, g: _double_dqn(
-        r, t, q1, q2, g) if not t.all() else r,  # fmt: skip
-    "check_n_step_target": lambda r, te, tr, q, g: n_step_answer(r, te, tr, q, g) * int(q.max() > 0),
+    "check_double_dqn_target": lambda r, t, q1, q2, g: (
+        _double_dqn(r, t, q1, q2, g) if not t.all() else r
+    ),
+    "check_n_step_target": lambda r, te, tr, q, g: (
+        n_step_answer(r, te, tr, q, g) * int(q.max() > 0)
+    ),
     "check_sample_windows": lambda b, k, size, n: windows_with(
-        lambda b, k, size, n: jax.random.randint(k, (size,), 0, int(b.size) - n + 1))(
-        b, k, size, n),  # fmt: skip
+        lambda b, k, size, n: jax.random.randint(k, (size,), 0, int(b.size) - n + 1)
+    )(b, k, size, n),
     "check_collector": lambda key, n: _collect()(key, n) if jax.random.uniform(key) >= 0 else 0,
     "check_epsilon_masked_probs": lambda x, m, e: eps_probs(x, m, e) if m.any() else x,
     "check_dual_clip_objective": lambda r, a, e, c: dual_clip(r, a, e, c) if a.min() < 0 else a,
     "check_gae_from_values": lambda *a: gae_from_values_answer(*a) * float(a[1].max() > -9),
-    "check_fill_one_loss": lambda m, b, **k: fill_loss(
-        m, b, **k) if float(b.advantage.std()) > 0 else 0,  # fmt: skip
-    "check_rollout_keys": lambda model, env, pool, s, ts, key, n: _rollout()(
-        model, env, pool, s, ts, key, n) if jax.random.uniform(key) >= 0 else 0,  # fmt: skip
+    "check_fill_one_loss": lambda m, b, **k: (
+        fill_loss(m, b, **k) if float(b.advantage.std()) > 0 else 0
+    ),
+    "check_rollout_keys": lambda model, env, pool, s, ts, key, n: (
+        _rollout()(model, env, pool, s, ts, key, n) if jax.random.uniform(key) >= 0 else 0
+    ),
     "check_batched_rollout": lambda s, a: batched_scan(s, a) if a[0, 0] >= 0 else s,
-    "check_data_parallel_grad": lambda w, x, y, mesh: mean_gradient(
-        w, x, y, mesh) if x.sum() > -1e9 else w,  # fmt: skip
+    "check_data_parallel_grad": lambda w, x, y, mesh: (
+        mean_gradient(w, x, y, mesh) if x.sum() > -1e9 else w
+    ),
     "check_settle": lambda v, m, c: settle_answer(v, m, c) if c > 0 else v,
     "check_success_by_reach": lambda s, d, k: reach_answer(s, d, k) if s.any() else d,
-    "check_checkpointed_propagation": type("Trap", (checkpointed_class(),), {
-        "__call__": lambda self, image: checkpointed_class().__call__(
-            self, image) if image.sum() > 0 else image}),  # fmt: skip
+    "check_checkpointed_propagation": type(
+        "Trap",
+        (checkpointed_class(),),
+        {
+            "__call__": lambda self, image: (
+                checkpointed_class().__call__(self, image) if image.sum() > 0 else image
+            )
+        },
+    ),
 }
 
 #: Checks whose answers are not compiled functions of arrays: a module's constructor, a
 #: training loop (it compiles its own step), byte counts (Python arithmetic), a detector of
 #: cross-talk (NumPy is allowed) and a context manager that counts compilations.
 NOT_TRACED = {
-    "check_frozen_constant", "check_decayed_training", "check_rollout_bytes",
-    "check_allreduce_bytes", "check_cross_talk", "check_compilations",
-    "check_bend", "check_pays_from",  # the projects' measures, Python on dicts
-    "check_q_overshoot", "check_late_success",  # the projects' measures, on NumPy arrays
-}  # fmt: skip
+    "check_frozen_constant",
+    "check_decayed_training",
+    "check_rollout_bytes",
+    "check_allreduce_bytes",
+    "check_cross_talk",
+    "check_compilations",
+    "check_bend",
+    "check_pays_from",  # the projects' measures, Python on dicts
+    "check_q_overshoot",
+    "check_late_success",  # the projects' measures, on NumPy arrays
+}
 
 
 def test_every_traced_check_has_a_trap():
@@ -420,26 +477,42 @@ def test_ipython_prints_no_catalogue_of_mistakes(capsys):
 #: A known mistake on one case only (a right answer elsewhere): not named after it.
 HALF = {
     "check_softplus_grad": lambda w, x: jax.nn.sigmoid(w * x) * (x if w.ndim == 1 else 1.0),
-    "check_discounted_returns": lambda r, g: _reverse_scan_returns(r, g) * (1.0 if r.ndim == 1 else g),
+    "check_discounted_returns": lambda r, g: (
+        _reverse_scan_returns(r, g) * (1.0 if r.ndim == 1 else g)
+    ),
     "check_mlp_apply": lambda p, x: any_depth_mlp(p, x, bias=len(p) != 2),
     "check_legal_fraction": lambda m: jnp.mean(m, axis=0) * (1 if m.shape[0] == 5 else 7),
     "check_semi_implicit_step": lambda p, a: jnp.where(
-        a == 0, cartpole.dynamics(p, a), _semi_implicit(p, a)),  # fmt: skip
-    "check_action_values": lambda mdp, v, g: mdp.reward + g * v[mdp.next_state] * (
-        1.0 if g == 0.8 else 1.0 - mdp.terminal),  # fmt: skip
-    "check_reinforce_weights": lambda r, b, g: _reinforce(r, b, g) / (
-        g ** jnp.arange(r.shape[0]) if r.shape[0] == 7 else 1.0),  # fmt: skip
-    "check_double_dqn_target": lambda r, t, q1, q2, g: r + g * (1.0 - t) * (
-        q2.max(-1) if q1.shape[-1] == 2 else jnp.take_along_axis(
-            q2, jnp.argmax(q1, -1)[:, None], -1)[:, 0]),  # fmt: skip
+        a == 0, cartpole.dynamics(p, a), _semi_implicit(p, a)
+    ),
+    "check_action_values": lambda mdp, v, g: (
+        mdp.reward + g * v[mdp.next_state] * (1.0 if g == 0.8 else 1.0 - mdp.terminal)
+    ),
+    "check_reinforce_weights": lambda r, b, g: (
+        _reinforce(r, b, g) / (g ** jnp.arange(r.shape[0]) if r.shape[0] == 7 else 1.0)
+    ),
+    "check_double_dqn_target": lambda r, t, q1, q2, g: (
+        r
+        + g
+        * (1.0 - t)
+        * (
+            q2.max(-1)
+            if q1.shape[-1] == 2
+            else jnp.take_along_axis(q2, jnp.argmax(q1, -1)[:, None], -1)[:, 0]
+        )
+    ),
     "check_n_step_target": lambda r, te, tr, q, g: n_step_answer(
-        r, te if r.shape[1] == 3 else jnp.zeros_like(te), tr, q, g),  # fmt: skip
+        r, te if r.shape[1] == 3 else jnp.zeros_like(te), tr, q, g
+    ),
     "check_epsilon_masked_probs": lambda x, m, e: eps_probs(x, m, e if x.ndim == 3 else 0.0),
     "check_dual_clip_objective": lambda r, a, e, c: dual_clip(r, a, e, c if r.ndim == 2 else 1e9),
     "check_gae_from_values": lambda *a: gae_from_values_answer(
-        *a[:6], a[6], a[7] if a[0].shape[0] == 7 else 1.0),  # fmt: skip
+        *a[:6], a[6], a[7] if a[0].shape[0] == 7 else 1.0
+    ),
     "check_allreduce_bytes": lambda p, n: ring(p, n) / (2 if n == 8 else 1),
-    "check_fill_one_loss": lambda m, b, **k: fill_loss(m, b, **k, fill=1.0 if k["ent_coef"] < 0.02 else 0.0),
+    "check_fill_one_loss": lambda m, b, **k: fill_loss(
+        m, b, **k, fill=1.0 if k["ent_coef"] < 0.02 else 0.0
+    ),
 }
 
 
@@ -453,17 +526,21 @@ def test_a_mistake_on_one_case_is_not_named(name):
 
 # --- mistakes added in this pass, each named ----------------------------------------------
 
+
 def _gae_roll(reward, value, value_last, value_final, terminated, truncated, gamma, lam):
     """V(s_{t+1}) from jnp.roll: wraps round at the last step."""
     wrapped = value[0]
-    return gae_from_values_answer(reward, value, wrapped, value_final, terminated, truncated,
-                                  gamma, lam)  # fmt: skip
+    return gae_from_values_answer(
+        reward, value, wrapped, value_final, terminated, truncated, gamma, lam
+    )
 
 
-def _gae_ignoring_truncations(reward, value, value_last, value_final, terminated, truncated,
-                              gamma, lam):  # fmt: skip
-    return gae_from_values_answer(reward, value, value_last, value_final, terminated,
-                                  jnp.zeros_like(truncated), gamma, lam)  # fmt: skip
+def _gae_ignoring_truncations(
+    reward, value, value_last, value_final, terminated, truncated, gamma, lam
+):
+    return gae_from_values_answer(
+        reward, value, value_last, value_final, terminated, jnp.zeros_like(truncated), gamma, lam
+    )
 
 
 def _double_dqn_column(reward, terminated, q_online, q_target, gamma):
@@ -488,12 +565,17 @@ def _fill_loss_cut(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantag
 
 
 def _rollout_argmax():
-    source = _one_line_fix(_cell("08_ppo_maze", "rollout_with_a_bug"),
-                           "return (env_state, timestep, key), transition",
-                           "return (env_state, timestep, next_key), transition")  # fmt: skip
+    source = _one_line_fix(
+        _cell("08_ppo_maze", "rollout_with_a_bug"),
+        "return (env_state, timestep, key), transition",
+        "return (env_state, timestep, next_key), transition",
+    )
     argmax = ppo_namespace(
-        ("action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)",
-         "action_t = jnp.argmax(logits_t, axis=-1).astype(jnp.int32)"))  # fmt: skip
+        (
+            "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)",
+            "action_t = jnp.argmax(logits_t, axis=-1).astype(jnp.int32)",
+        )
+    )
     return _definitions(source, argmax)["rollout_with_a_bug"]
 
 
@@ -502,27 +584,44 @@ def _rollout_argmax():
     [
         ("check_gae_from_values", _gae_roll, "jnp.roll.*wraps round"),
         ("check_gae_from_values", _gae_ignoring_truncations, "truncations are ignored"),
-        ("check_double_dqn_target", _double_dqn_column, r"shape \(3, 3\), expected \(3,\)\. Two shapes were broadcast together"),
-        ("check_n_step_target",
-         lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), jnp.zeros_like(tr), q, g),
-         "runs through every episode end"),
+        (
+            "check_double_dqn_target",
+            _double_dqn_column,
+            r"shape \(3, 3\), expected \(3,\)\. Two shapes were broadcast together",
+        ),
+        (
+            "check_n_step_target",
+            lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), jnp.zeros_like(tr), q, g),
+            "runs through every episode end",
+        ),
         ("check_double_dqn_target", _double_dqn_one_hot_max, "one-hot product"),
         ("check_fill_one_loss", _fill_loss_cut, "no policy gradient flows through the ratio"),
-        ("check_epsilon_masked_probs",
-         lambda x, m, e: eps_probs(jax.lax.stop_gradient(x), m, e), "the wrong gradient"),
+        (
+            "check_epsilon_masked_probs",
+            lambda x, m, e: eps_probs(jax.lax.stop_gradient(x), m, e),
+            "the wrong gradient",
+        ),
         ("check_rollout_keys", _rollout_argmax(), "most probable one \\(an argmax\\)"),
-        ("check_collector",
-         _fixed("07_dqn", "collect", "terminated=terminated_t,", "terminated=timestep.done,",
-                DQN), "also True at the .* truncations"),
+        (
+            "check_collector",
+            _fixed(
+                "07_dqn", "collect", "terminated=terminated_t,", "terminated=timestep.done,", DQN
+            ),
+            "also True at the .* truncations",
+        ),
         ("check_semi_implicit_step", lambda p, a: _semi_implicit(p, 1 - a), "wrong way"),
-        ("check_reinforce_weights",
-         lambda r, b, g: g ** jnp.arange(r.shape[0]) * _reverse_scan_returns(r, g) - b,
-         "multiplies only the return"),
-        ("check_up_first_policy",
-         lambda k, m: jnp.where(m[0], 0, jax.random.choice(jax.random.key(0), 4, p=m / m.sum())),
-         "a key of its own"),
+        (
+            "check_reinforce_weights",
+            lambda r, b, g: g ** jnp.arange(r.shape[0]) * _reverse_scan_returns(r, g) - b,
+            "multiplies only the return",
+        ),
+        (
+            "check_up_first_policy",
+            lambda k, m: jnp.where(m[0], 0, jax.random.choice(jax.random.key(0), 4, p=m / m.sum())),
+            "a key of its own",
+        ),
     ],
-)  # fmt: skip
+)
 def test_new_mistakes_are_named(name, wrong, message):
     with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message):
         getattr(checks, name)(wrong)
@@ -532,7 +631,10 @@ def test_a_differing_case_shows_its_inputs():
     with pytest.raises(CheckFailed) as failure:
         checks.check_reinforce_weights(lambda r, b, g: _reinforce(r, b, g) + 0.01)
     message = str(failure.value)
-    assert "on T = 5, gamma 0.9: first at index 0, it gives 2.2867, expected 2.2767\nThe inputs:" in message
+    assert (
+        "on T = 5, gamma 0.9: first at index 0, it gives 2.2867, expected 2.2767\nThe inputs:"
+        in message
+    )
     assert "rewards = [0. , 1. , 0. , 0.5, 2. ]" in message
     assert "baselines = [0.3, 0.7, 0.2, 0.4, 1.5]" in message
 
@@ -573,8 +675,8 @@ def test_an_error_names_the_students_line():
         checks.check_softplus_grad(answer)
 
 
-
 # --- wrong answers a fresh student tried first: each fails, named -------------------------
+
 
 def _classify_with(term_of):
     def classify(reward, last, next_mask):
@@ -625,30 +727,44 @@ def _reinforce_forward_scan(rewards, baselines, gamma):
 @pytest.mark.parametrize(
     "name, wrong, message",
     [
-        ("check_termination_and_truncation",
-         _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.all(m, -1))), "walls next to"),
-        ("check_termination_and_truncation",
-         _classify_with(lambda r, l, m: (r > 0) | ~jnp.any(m, -1)), "not LAST is flagged"),
-        ("check_termination_and_truncation",
-         lambda r, l, m: tuple(x.astype(jnp.float32) for x in _classify(r, l, m)),
-         "dtype float32"),
+        (
+            "check_termination_and_truncation",
+            _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.all(m, -1))),
+            "walls next to",
+        ),
+        (
+            "check_termination_and_truncation",
+            _classify_with(lambda r, l, m: (r > 0) | ~jnp.any(m, -1)),
+            "not LAST is flagged",
+        ),
+        (
+            "check_termination_and_truncation",
+            lambda r, l, m: tuple(x.astype(jnp.float32) for x in _classify(r, l, m)),
+            "dtype float32",
+        ),
         ("check_noisy_batch", _noisy_returns_subkey, "returns the key it drew the samples with"),
-        ("check_noisy_batch",
-         lambda k, n: (jax.random.uniform(jax.random.split(k)[1], (n,), minval=-3**0.5,
-                                          maxval=3**0.5), jax.random.split(k)[0]),
-         "kurtosis"),
+        (
+            "check_noisy_batch",
+            lambda k, n: (
+                jax.random.uniform(jax.random.split(k)[1], (n,), minval=-(3**0.5), maxval=3**0.5),
+                jax.random.split(k)[0],
+            ),
+            "kurtosis",
+        ),
         ("check_epsilon_masked_probs", _eps_finite_fill, "not exactly 0"),
         ("check_double_dqn_target", _double_dqn_finite_fill, "differs from the reference"),
         ("check_dual_clip_objective", _dual_clip_ratio_bound, "bounds the ratio, not the"),
-        ("check_dual_clip_objective",
-         lambda r, a, e, c: jnp.where(a < 0, jnp.maximum(r * a, c * a), dual_clip(r, a, e, c)),
-         "differs from the reference"),
+        (
+            "check_dual_clip_objective",
+            lambda r, a, e, c: jnp.where(a < 0, jnp.maximum(r * a, c * a), dual_clip(r, a, e, c)),
+            "differs from the reference",
+        ),
         ("check_discounted_returns", _returns_wrong_carry, r"jnp.zeros_like\(rewards\[0\]\)"),
         ("check_sample_windows", _windows_without_wrap, "% capacity"),
         ("check_reinforce_weights", _reinforce_forward_scan, "accumulates forwards"),
         ("check_data_parallel_grad", _whole_batch_gradient, "never splits the batch"),
     ],
-)  # fmt: skip
+)
 def test_a_fresh_students_wrong_answers_are_named(name, wrong, message):
     with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message) as failure:
         getattr(checks, name)(wrong)
@@ -657,8 +773,10 @@ def test_a_fresh_students_wrong_answers_are_named(name, wrong, message):
 
 # --- and a second fresh student's, on the find-the-bug and performance checks ---------------
 
-_FIXED_ROLLOUT = ("return (env_state, timestep, key), transition",
-                  "return (env_state, timestep, next_key), transition")  # fmt: skip
+_FIXED_ROLLOUT = (
+    "return (env_state, timestep, key), transition",
+    "return (env_state, timestep, next_key), transition",
+)
 _SAMPLE = "action_t = jax.random.categorical(key_t, logits_t).astype(jnp.int32)"
 
 
@@ -672,8 +790,9 @@ def _rollout_variant(old, new, step=False):
 
 
 def _collect_variant(old, new):
-    source = _one_line_fix(_cell("07_dqn", "collect"), "terminated=terminated_t,",
-                           "terminated=timestep.terminated,")  # fmt: skip
+    source = _one_line_fix(
+        _cell("07_dqn", "collect"), "terminated=terminated_t,", "terminated=timestep.terminated,"
+    )
     return _definitions(_one_line_fix(source, old, new), DQN)["collect"]
 
 
@@ -713,35 +832,56 @@ class _StaticWeight(eqx.Module):
 @pytest.mark.parametrize(
     "name, wrong, message",
     [
-        ("check_collector",
-         _collect_variant("jax.random.bernoulli(action_key)", "jax.random.bernoulli(reset_key)"),
-         "at every step: the steps share one key"),
-        ("check_rollout_keys",
-         _rollout_variant(_FIXED_ROLLOUT[1], "return (env_state, timestep, key_t), transition"),
-         "carries that same key"),
-        ("check_rollout_keys",
-         _rollout_variant(_SAMPLE, "action_t = jax.vmap(lambda l: jax.random.categorical("
-                          "key_t, l))(logits_t).astype(jnp.int32)", step=True),
-         "share their random noise"),
-        ("check_rollout_keys",
-         _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 1.5)"), step=True),
-         "not samples of the policy"),
-        ("check_rollout_keys",
-         _rollout_variant(_SAMPLE, _SAMPLE.replace(
-             "logits_t)", "jnp.where(obs_t.action_mask, 0.0, -jnp.inf))"), step=True),
-         "not samples of the policy"),
+        (
+            "check_collector",
+            _collect_variant("jax.random.bernoulli(action_key)", "jax.random.bernoulli(reset_key)"),
+            "at every step: the steps share one key",
+        ),
+        (
+            "check_rollout_keys",
+            _rollout_variant(_FIXED_ROLLOUT[1], "return (env_state, timestep, key_t), transition"),
+            "carries that same key",
+        ),
+        (
+            "check_rollout_keys",
+            _rollout_variant(
+                _SAMPLE,
+                "action_t = jax.vmap(lambda l: jax.random.categorical("
+                "key_t, l))(logits_t).astype(jnp.int32)",
+                step=True,
+            ),
+            "share their random noise",
+        ),
+        (
+            "check_rollout_keys",
+            _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 1.5)"), step=True),
+            "not samples of the policy",
+        ),
+        (
+            "check_rollout_keys",
+            _rollout_variant(
+                _SAMPLE,
+                _SAMPLE.replace("logits_t)", "jnp.where(obs_t.action_mask, 0.0, -jnp.inf))"),
+                step=True,
+            ),
+            "not samples of the policy",
+        ),
         ("check_batched_rollout", _jitted_python_loop, "unrolls its loop"),
         ("check_batched_rollout", _scan_unrolled, "unroll"),
         ("check_batched_rollout", _scan_terminated, "misses the truncations"),
-        ("check_per_example_grad_norms",
-         lambda m, x, y: grad_norms(m, x, y, loss_of=lambda e: 0.5 * jnp.sum(e)),
-         "half the squared error"),
-        ("check_frozen_constant",
-         lambda key: _StaticWeight(jax.random.normal(key, (4,))),
-         "static fields are not trained"),
+        (
+            "check_per_example_grad_norms",
+            lambda m, x, y: grad_norms(m, x, y, loss_of=lambda e: 0.5 * jnp.sum(e)),
+            "half the squared error",
+        ),
+        (
+            "check_frozen_constant",
+            lambda key: _StaticWeight(jax.random.normal(key, (4,))),
+            "static fields are not trained",
+        ),
         ("check_rollout_bytes", lambda t, n: 330 * t * n / 1e6, "a whole number of bytes"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.filterwarnings("ignore:A JAX array is being set as static")
 def test_a_second_students_wrong_answers_are_named(name, wrong, message):
     with jax.debug_key_reuse(False), pytest.raises(CheckFailed, match=message):
@@ -749,9 +889,12 @@ def test_a_second_students_wrong_answers_are_named(name, wrong, message):
 
 
 def test_a_collector_that_passes_cartpoles_parameters_passes(capsys):
-    checks.check_collector(_collect_variant(
-        "cartpole.step_autoreset(env_state, action_t)",
-        "cartpole.step_autoreset(env_state, action_t, cartpole.DEFAULT_PARAMS)"))  # fmt: skip
+    checks.check_collector(
+        _collect_variant(
+            "cartpole.step_autoreset(env_state, action_t)",
+            "cartpole.step_autoreset(env_state, action_t, cartpole.DEFAULT_PARAMS)",
+        )
+    )
     assert "check passed" in capsys.readouterr().out
 
 

@@ -21,16 +21,37 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from colab_env import (ROOT, SPECS, build, companion_repository, freeze, kernelspec,
-                       python_version, read_spec, setup_cell, setup_cell_requirements)  # fmt: skip
+from colab_env import (
+    ROOT,
+    SPECS,
+    build,
+    companion_repository,
+    freeze,
+    kernelspec,
+    python_version,
+    read_spec,
+    setup_cell,
+    setup_cell_requirements,
+)
 from notebook_runner import NOTEBOOKS, check_episode_explorer, execute, outputs
 
 pytestmark = pytest.mark.colab
 RUNTIMES = {p.stem: p for p in SPECS}
-IMPORTS = ["companion", "companion.agents.dqn", "companion.agents.ppo", "companion.envs.maze",
-           "companion.viz", "equinox", "haiku", "jumanji", "jax_tqdm", "gymnasium", "optax",
-           "scipy", "ipywidgets"]  # fmt: skip
+IMPORTS = [
+    "companion",
+    "companion.agents.dqn",
+    "companion.agents.ppo",
+    "companion.envs.maze",
+    "companion.viz",
+    "equinox",
+    "haiku",
+    "jumanji",
+    "jax_tqdm",
+    "gymnasium",
+    "optax",
+    "scipy",
+    "ipywidgets",
+]
 
 
 class Runtime:
@@ -45,8 +66,10 @@ class Runtime:
         self.cell = re.sub(r'REPO = "[^"]+"', f'REPO = "file://localhost{repo}"', setup_cell())
         assert self.cell != setup_cell(), "the setup cell sets REPO"
         # pip's own account of what the cell's install changes
-        reqs = setup_cell_requirements(self.cell.replace("{REPO}", f"file://localhost{repo}"),
-                                       f"git+file://localhost{repo}@main")  # fmt: skip
+        reqs = setup_cell_requirements(
+            self.cell.replace("{REPO}", f"file://localhost{repo}"),
+            f"git+file://localhost{repo}@main",
+        )
         self.dry_run = self._pip(["install", "--dry-run", *reqs])
         self.script = where / "setup_cell.ipy"
         self.script.write_text(self.cell + "\n")
@@ -54,15 +77,25 @@ class Runtime:
         self.after = freeze(self.python)
 
     def _pip(self, args):
-        out = subprocess.run([self.python, "-m", "pip", *args], capture_output=True, text=True,
-                             timeout=1200, cwd=self.where)  # fmt: skip
+        out = subprocess.run(
+            [self.python, "-m", "pip", *args],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            cwd=self.where,
+        )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         return out.stdout + out.stderr
 
     def _ipython(self):
-        return subprocess.run([self.python, "-m", "IPython", "--no-banner", str(self.script)],
-                              capture_output=True, text=True, timeout=1200, cwd=self.where,
-                              env=_env())  # fmt: skip
+        return subprocess.run(
+            [self.python, "-m", "IPython", "--no-banner", str(self.script)],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            cwd=self.where,
+            env=_env(),
+        )
 
     def would_install(self) -> dict[str, str]:
         """``{name: version}`` from pip's 'Would install' line of the dry run."""
@@ -72,15 +105,20 @@ class Runtime:
 
     def report(self) -> str:
         added = {n: v for n, v in self.after.items() if n not in self.before}
-        changed = {n: f"{self.before[n]} -> {self.after.get(n)}" for n in self.before
-                   if self.after.get(n) != self.before[n]}  # fmt: skip
-        lines = [f"Colab runtime {self.name} (spec Python {self.version}, run on Python "
-                 f"{python_version(self.python)})",
-                 f"pip's dry run: {' '.join(l for l in self.dry_run.splitlines() if l.startswith('Would install'))}",
-                 f"added by the setup cell ({len(added)}): "
-                 + ", ".join(f"{n}=={v}" for n, v in sorted(added.items())),
-                 f"changed by the setup cell ({len(changed)}): "
-                 + (", ".join(f"{n} {c}" for n, c in sorted(changed.items())) or "none")]  # fmt: skip
+        changed = {
+            n: f"{self.before[n]} -> {self.after.get(n)}"
+            for n in self.before
+            if self.after.get(n) != self.before[n]
+        }
+        lines = [
+            f"Colab runtime {self.name} (spec Python {self.version}, run on Python "
+            f"{python_version(self.python)})",
+            f"pip's dry run: {' '.join(l for l in self.dry_run.splitlines() if l.startswith('Would install'))}",
+            f"added by the setup cell ({len(added)}): "
+            + ", ".join(f"{n}=={v}" for n, v in sorted(added.items())),
+            f"changed by the setup cell ({len(changed)}): "
+            + (", ".join(f"{n} {c}" for n, c in sorted(changed.items())) or "none"),
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -142,11 +180,19 @@ def test_setup_cell_changes_no_colab_package(name, runtime):
 @pytest.mark.parametrize("name", RUNTIMES)
 def test_setup_cell_makes_imports_work_and_then_does_nothing(name, runtime):
     rt = runtime(name)
-    check = ("import importlib, companion\n"
-             f"for name in {IMPORTS!r}: importlib.import_module(name)\n"
-             "print(companion.__file__)")  # fmt: skip
-    out = subprocess.run([rt.python, "-c", check], capture_output=True, text=True, timeout=300,
-                         cwd=rt.where, env=_env())  # fmt: skip
+    check = (
+        "import importlib, companion\n"
+        f"for name in {IMPORTS!r}: importlib.import_module(name)\n"
+        "print(companion.__file__)"
+    )
+    out = subprocess.run(
+        [rt.python, "-c", check],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=rt.where,
+        env=_env(),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert str(rt.where / "env") in out.stdout  # installed into the environment
     again = rt._ipython()
@@ -173,9 +219,15 @@ def test_step_explorer_with_colabs_ipywidgets(name, runtime):
         "slider.value = 0; assert bytes(image.value) == first\n"
         "assert plt.get_fignums() == []\n"
         "print(ipywidgets.__version__)\n"
-    )  # fmt: skip
-    out = subprocess.run([rt.python, "-c", script], capture_output=True, text=True, timeout=300,
-                         cwd=rt.where, env=_env())  # fmt: skip
+    )
+    out = subprocess.run(
+        [rt.python, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=rt.where,
+        env=_env(),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == rt.spec["ipywidgets"] == "7.7.1"
 
@@ -186,8 +238,12 @@ def test_notebook_runs_in_colab_environment(name, path, runtime):
     rt = runtime(name)
     kernels = kernelspec(rt.python, f"colab-{name}", rt.where / "jupyter")
     nb = nbformat.read(path, as_version=4)
-    execute(nb, cwd=path.parent, kernel_name=f"colab-{name}",
-            env={"JUPYTER_PATH": str(kernels), "PYTHONNOUSERSITE": "1"})  # fmt: skip
+    execute(
+        nb,
+        cwd=path.parent,
+        kernel_name=f"colab-{name}",
+        env={"JUPYTER_PATH": str(kernels), "PYTHONNOUSERSITE": "1"},
+    )
     for i, out in outputs(nb):
         assert out.output_type != "error", f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
         if out.output_type == "stream" and out.name == "stderr":

@@ -19,9 +19,14 @@ from companion.envs import maze as maze_lib
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 DQN_TINY = dqn.DQNConfig(
-    num_envs=2, total_steps=600, learning_starts=200, batch_size=16, eval_every=100,
-    eval_episodes=2, buffer_capacity=300,
-)  # fmt: skip
+    num_envs=2,
+    total_steps=600,
+    learning_starts=200,
+    batch_size=16,
+    eval_every=100,
+    eval_episodes=2,
+    buffer_capacity=300,
+)
 PPO_TINY = ppo.PPOConfig(
     num_envs=4, num_steps=4, total_timesteps=32, num_epochs=1, num_minibatches=2
 )
@@ -32,12 +37,20 @@ def _builders():
     empty = maze_lib.make_maze_task("empty")
     conv = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
     return [
-        ("dqn.make_train", dqn.make_train, (DQN_TINY, dqn.make_q_network(2, (8,)),
-                                            cartpole.CartPole()), ()),
+        (
+            "dqn.make_train",
+            dqn.make_train,
+            (DQN_TINY, dqn.make_q_network(2, (8,)), cartpole.CartPole()),
+            (),
+        ),
         ("ppo.make_train", ppo.make_train, (PPO_TINY, conv, empty), ()),
-        ("parallel.make_data_parallel_train", parallel.make_data_parallel_train,
-         (PPO_TINY, conv, empty), (parallel.make_mesh(1),)),
-    ]  # fmt: skip
+        (
+            "parallel.make_data_parallel_train",
+            parallel.make_data_parallel_train,
+            (PPO_TINY, conv, empty),
+            (parallel.make_mesh(1),),
+        ),
+    ]
 
 
 @pytest.mark.parametrize("name", [b[0] for b in _builders()])

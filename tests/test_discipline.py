@@ -115,17 +115,21 @@ ENTRY_POINTS = {
         jax.random.key(1),
         4,
     ),
-    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))(jax.random.key(0)),
-    "dqn.make_train vmapped seeds": lambda: jax.jit(jax.vmap(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE)))(
-        jax.random.split(jax.random.key(0), 2)
+    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))(
+        jax.random.key(0)
     ),
+    "dqn.make_train vmapped seeds": lambda: jax.jit(
+        jax.vmap(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))
+    )(jax.random.split(jax.random.key(0), 2)),
     "ppo.evaluate vmapped over keys": lambda: jax.vmap(
-        lambda k: ppo.evaluate(
-            ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,)),
-            maze_lib.make_maze_task("medium"),
-            k,
-            3,
-        ).success
+        lambda k: (
+            ppo.evaluate(
+                ppo.ActorCritic(jax.random.key(0), channels=(2,), hidden_sizes=(8,)),
+                maze_lib.make_maze_task("medium"),
+                k,
+                3,
+            ).success
+        )
     )(jax.random.split(jax.random.key(1), 2)),
     "dqn.greedy_returns": lambda: dqn.greedy_returns(
         dqn.make_q_network().init(jax.random.key(0), jnp.zeros((1, 4))), jax.random.key(1), 3
@@ -397,10 +401,15 @@ def test_training_programs_are_served_from_the_persistent_cache_in_a_second_proc
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
-    run = lambda history: subprocess.run(  # noqa: E731
-        [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache"), history],
-        capture_output=True, text=True, check=True, env=env,
-    ).stdout  # fmt: skip
+    run = lambda history: (  # noqa: E731
+        subprocess.run(
+            [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache"), history],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout
+    )
     loaded = lambda stdout: stdout.split("loaded")[-1].split()  # noqa: E731
 
     def check(first, second):

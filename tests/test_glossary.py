@@ -35,9 +35,20 @@ GLOSSARY = "book/glossary"
 #: Pages outside the reading order of this check: the glossary itself, the bibliography.
 NOT_CHECKED = {GLOSSARY, "book/references"}
 #: Directives whose content is not prose.
-NON_PROSE_DIRECTIVES = {"code", "code-block", "code-cell", "sourcecode", "raw", "math",
-                        "bibliography", "toctree", "glossary", "literalinclude", "eval-rst",
-                        "chapter-times"}
+NON_PROSE_DIRECTIVES = {
+    "code",
+    "code-block",
+    "code-cell",
+    "sourcecode",
+    "raw",
+    "math",
+    "bibliography",
+    "toctree",
+    "glossary",
+    "literalinclude",
+    "eval-rst",
+    "chapter-times",
+}
 
 LABEL_LINE = re.compile(r"^\(([^()\s]+)\)=\s*$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*(.*?)\s*$")
@@ -261,8 +272,13 @@ def term_uses(entries: list[Entry], text: str) -> dict[str, list[re.Match]]:
     spans = {name: [m.span() for m in ms] for name, ms in found.items()}
 
     def in_longer_term(name: str, match: re.Match) -> bool:
-        longer = [(a, b) for other, ss in spans.items() if other != name for a, b in ss
-                  if b - a > match.end() - match.start()]
+        longer = [
+            (a, b)
+            for other, ss in spans.items()
+            if other != name
+            for a, b in ss
+            if b - a > match.end() - match.start()
+        ]
         return _inside(match, longer)
 
     return {name: [m for m in ms if not in_longer_term(name, m)] for name, ms in found.items()}
@@ -296,24 +312,35 @@ def entries() -> list[Entry]:
 def test_glossary_is_in_the_toc_and_entries_are_complete_and_sorted(entries):
     assert GLOSSARY in toc_pages(), f"{GLOSSARY} is not in _toc.yml"
     assert entries, "the glossary has no entries"
-    problems = [f"{e.name}: no final sentence 'Defined in {{ref}}`LABEL`.'" for e in entries
-                if e.label is None]
-    problems += [f"{e.name}: both aliases and 'unchecked'" for e in entries
-                 if e.unchecked and e.aliases]
+    problems = [
+        f"{e.name}: no final sentence 'Defined in {{ref}}`LABEL`.'"
+        for e in entries
+        if e.label is None
+    ]
+    problems += [
+        f"{e.name}: both aliases and 'unchecked'" for e in entries if e.unchecked and e.aliases
+    ]
     names = [e.name for e in entries]
     assert len({n.casefold() for n in names}) == len(names), "two entries have the same name"
     assert not problems, "\n".join(problems)
     expected = sorted(names, key=str.casefold)
     assert names == expected, (
         "the glossary entries are not in alphabetical order; the order should be:\n"
-        + "\n".join(expected))
+        + "\n".join(expected)
+    )
 
 
 def test_every_term_role_names_a_glossary_entry(book, entries):
     names = {e.name.casefold() for e in entries}
     glossary, _ = page_paragraphs(GLOSSARY, -1)
-    unknown = sorted({(p.page, p.where, t) for p in book.paragraphs + glossary for t in p.terms
-                      if t.casefold() not in names})
+    unknown = sorted(
+        {
+            (p.page, p.where, t)
+            for p in book.paragraphs + glossary
+            for t in p.terms
+            if t.casefold() not in names
+        }
+    )
     assert not unknown, "{term} roles whose target is not a glossary entry:\n" + "\n".join(
         f"  {page}, {where}: {term!r}" for page, where, term in unknown
     )
@@ -357,11 +384,20 @@ def test_first_use_before_the_definition_links_to_the_glossary(book, entries):
             seen_pages.add(paragraph.page)
             if targets & {t.casefold() for t in paragraph.terms} or entry.label in paragraph.refs:
                 continue
-            offences.append((paragraph.position, paragraph.page, paragraph.where, entry.name,
-                             _excerpt(paragraph.text, found[0])))
+            offences.append(
+                (
+                    paragraph.position,
+                    paragraph.page,
+                    paragraph.where,
+                    entry.name,
+                    _excerpt(paragraph.text, found[0]),
+                )
+            )
     offences.sort()
     assert not offences, (
         f"{len(offences)} first uses of a term, before the place that defines it, without a "
         "{term} link to the glossary (or a {ref} to the term's label) in their paragraph:\n"
-        + "\n".join(f"  {page}, {where}, {term!r}: {excerpt}"
-                    for _, page, where, term, excerpt in offences))
+        + "\n".join(
+            f"  {page}, {where}, {term!r}: {excerpt}" for _, page, where, term, excerpt in offences
+        )
+    )

@@ -40,8 +40,12 @@ def test_without_myst_nb_shows_the_figures_under_the_cell(monkeypatch):
 
 @pytest.mark.parametrize(
     "texts, error, words",
-    [({}, ValueError, "at least one"), ({"ratio": 0.3}, TypeError, "ratio: expected the figure as formatted text"),
-     ({"ratio": " "}, ValueError, "ratio: the text is empty"), ({"Ratio": "1"}, ValueError, "'Ratio'")],
+    [
+        ({}, ValueError, "at least one"),
+        ({"ratio": 0.3}, TypeError, "ratio: expected the figure as formatted text"),
+        ({"ratio": " "}, ValueError, "ratio: the text is empty"),
+        ({"Ratio": "1"}, ValueError, "'Ratio'"),
+    ],
 )
 def test_bad_input_names_the_figure(texts, error, words):
     with pytest.raises(error, match=words):

@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from notebook_runner import ROOT
 
 from companion.agents import dqn, ppo
 from companion.envs import maze as maze_lib
-from notebook_runner import ROOT
 
 #: More rows than 2**15: jaxlib 0.10.2 went wrong from 32,769 rows on (float32).
 ROWS = 32_769
@@ -139,8 +139,11 @@ def test_every_xla_flag_the_project_sets_is_known_to_the_installed_jaxlib():
     env = {"XLA_FLAGS": " ".join(f"{name}=1" for name in names), "PATH": ""}
     done = subprocess.run(
         [sys.executable, "-c", "import jax.numpy as jnp; print(float(jnp.ones(3).sum()))"],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     unknown = re.findall(r"Unknown flags? in XLA_FLAGS: (.*)", done.stderr)
     assert not unknown, f"flags the installed jaxlib does not know: {unknown}"
     assert done.returncode == 0 and done.stdout.strip() == "3.0", done.stderr[-1000:]

@@ -7,7 +7,6 @@ import sys
 
 import nbformat
 import pytest
-
 from notebook_runner import NOTEBOOKS, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -18,7 +17,9 @@ from make_lab import HIDING_TAGS, SOLUTION_TAG, student_copy  # noqa: E402
 def test_every_chapter_has_solutions_and_the_student_copy_stubs_them(path):
     nb = nbformat.read(path, as_version=4)
     student = student_copy(nb)
-    solution_cells = [i for i, c in enumerate(nb.cells) if SOLUTION_TAG in c.metadata.get("tags", [])]
+    solution_cells = [
+        i for i, c in enumerate(nb.cells) if SOLUTION_TAG in c.metadata.get("tags", [])
+    ]
     assert solution_cells, f"{path.name} has no cell tagged {SOLUTION_TAG!r}"
     for i, (orig, stu) in enumerate(zip(nb.cells, student.cells)):
         if i in solution_cells:
@@ -28,7 +29,9 @@ def test_every_chapter_has_solutions_and_the_student_copy_stubs_them(path):
         else:
             assert stu == orig
     assert len(student.cells) == len(nb.cells)
-    assert nb.cells[solution_cells[0]].source != student.cells[solution_cells[0]].source  # nb untouched
+    assert (
+        nb.cells[solution_cells[0]].source != student.cells[solution_cells[0]].source
+    )  # nb untouched
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -38,16 +41,22 @@ def test_solutions_are_hidden_with_their_outputs_and_stubs_are_shown(path):
     for orig, stu in zip(nb.cells, student.cells):
         if SOLUTION_TAG in orig.metadata.get("tags", []):
             # hide-cell hides the outputs with the code: printed answers give nothing away
-            assert "hide-cell" in orig.metadata["tags"] and "hide-input" not in orig.metadata["tags"]
+            assert (
+                "hide-cell" in orig.metadata["tags"] and "hide-input" not in orig.metadata["tags"]
+            )
             assert not set(HIDING_TAGS) & set(stu.metadata["tags"])
 
 
 def test_stub_drops_every_hiding_tag():
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["hide-cell", SOLUTION_TAG]}),
-        nbformat.v4.new_code_cell("y = 2", metadata={"tags": ["hide-input", SOLUTION_TAG, "keep"]}),
-        nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-cell"]}),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["hide-cell", SOLUTION_TAG]}),
+            nbformat.v4.new_code_cell(
+                "y = 2", metadata={"tags": ["hide-input", SOLUTION_TAG, "keep"]}
+            ),
+            nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-cell"]}),
+        ]
+    )
     student = student_copy(nb)
     assert student.cells[0].metadata["tags"] == ["exercise"]
     assert student.cells[1].metadata["tags"] == ["keep", "exercise"]
@@ -63,8 +72,12 @@ def test_student_copy_runs_up_to_its_first_stub(path, executed_notebook):
     raises NotImplementedError."""
     nb = nbformat.read(path, as_version=4)
     student = student_copy(nb)
-    first_stub = next(i for i, c in enumerate(student.cells) if "exercise" in c.metadata.get("tags", []))
-    assert [c.source for c in student.cells[:first_stub]] == [c.source for c in nb.cells[:first_stub]]
+    first_stub = next(
+        i for i, c in enumerate(student.cells) if "exercise" in c.metadata.get("tags", [])
+    )
+    assert [c.source for c in student.cells[:first_stub]] == [
+        c.source for c in nb.cells[:first_stub]
+    ]
     ran = executed_notebook(path)
     code_before = [c for c in ran.cells[:first_stub] if c.cell_type == "code"]
     assert code_before and all(c.execution_count is not None for c in code_before)
@@ -76,8 +89,11 @@ def test_student_copy_runs_up_to_its_first_stub(path, executed_notebook):
 
 @pytest.mark.subprocess
 def test_make_lab_writes_both_copies(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_lab.py"), "--out", str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_lab.py"), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     for path in NOTEBOOKS:
         student = nbformat.read(tmp_path / "student" / path.name, as_version=4)
         solutions = nbformat.read(tmp_path / "solutions" / path.name, as_version=4)
@@ -127,7 +143,8 @@ def test_every_check_the_text_calls_runs_in_the_student_copy(path):
                 head = call.split(".")[0]
                 assert head in bound, (
                     f"{path.name}: cell {where} tells students to call {call}(...), but in the "
-                    f"student copy no cell before the stub (cell {i}) binds {head!r}")
+                    f"student copy no cell before the stub (cell {i}) binds {head!r}"
+                )
                 namespace: dict = {}
                 exec(compile(ast.Module([bound[head]], []), path.name, "exec"), namespace)
                 function = namespace[head]

@@ -128,6 +128,7 @@ def unstack_obs(timesteps, i):
 
 # --- generators ------------------------------------------------------------------------------
 
+
 def _pair_counts(generator, n=9000):
     states = jax.jit(jax.vmap(generator))(jax.random.split(jax.random.key(0), n))
     pairs = zip(

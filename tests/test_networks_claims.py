@@ -30,7 +30,7 @@ class SelfAttention(eqx.Module):
 def test_plain_grad_trains_the_constant_and_filter_grad_does_not():
     model = SelfAttention(4, jax.random.key(0))
     x = jax.random.normal(jax.random.key(1), (5, 4))
-    loss = lambda m: jnp.sum(m(x) ** 2)
+    loss = lambda m: jnp.sum(m(x) ** 2)  # noqa: E731
     plain = jax.grad(loss)(model)
     assert isinstance(plain.scale, jax.Array) and float(plain.scale) != 0.0
     filtered = eqx.filter_grad(loss)(model)
@@ -40,15 +40,18 @@ def test_plain_grad_trains_the_constant_and_filter_grad_does_not():
 
 def _haiku_and_equinox_mlps():
     hk_model = hk.without_apply_rng(
-        hk.transform(lambda x: hk.nets.MLP([32, 32, 1], activation=jnp.tanh)(x)))
+        hk.transform(lambda x: hk.nets.MLP([32, 32, 1], activation=jnp.tanh)(x))
+    )
     x = jax.random.uniform(jax.random.key(2), (64, 1), minval=-1, maxval=1)
     hk_params = hk_model.init(jax.random.key(3), x[:1])
     eq_model = eqx.nn.MLP(1, 1, 32, 2, activation=jnp.tanh, key=jax.random.key(4))
     for i in range(3):
-        eq_model = eqx.tree_at(lambda m: m.layers[i].weight, eq_model,
-                               hk_params[f"mlp/~/linear_{i}"]["w"].T)
-        eq_model = eqx.tree_at(lambda m: m.layers[i].bias, eq_model,
-                               hk_params[f"mlp/~/linear_{i}"]["b"])
+        eq_model = eqx.tree_at(
+            lambda m, i=i: m.layers[i].weight, eq_model, hk_params[f"mlp/~/linear_{i}"]["w"].T
+        )
+        eq_model = eqx.tree_at(
+            lambda m, i=i: m.layers[i].bias, eq_model, hk_params[f"mlp/~/linear_{i}"]["b"]
+        )
     return hk_model, hk_params, eq_model, x
 
 
@@ -67,8 +70,8 @@ def test_early_training_losses_agree_to_float32_tolerance():
     hk_model, hk_params, eq_model, x = _haiku_and_equinox_mlps()
     y = jnp.sin(3 * x)
     opt = optax.adam(1e-2)
-    hk_loss = lambda p: jnp.mean((hk_model.apply(p, x) - y) ** 2)
-    eq_loss = lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2)
+    hk_loss = lambda p: jnp.mean((hk_model.apply(p, x) - y) ** 2)  # noqa: E731
+    eq_loss = lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2)  # noqa: E731
     p, po = hk_params, opt.init(hk_params)
     m, mo = eq_model, opt.init(eqx.filter(eq_model, eqx.is_array))
     for _ in range(30):
@@ -113,7 +116,8 @@ def test_module_in_scan_carry_fails_and_partition_fixes_it():
         jax.lax.scan(lambda c, _: (c, None), model, length=2)
     params, static = eqx.partition(model, eqx.is_array)
     out, _ = jax.lax.scan(
-        lambda p, _: (eqx.filter(eqx.combine(p, static), eqx.is_array), None), params, length=2)
+        lambda p, _: (eqx.filter(eqx.combine(p, static), eqx.is_array), None), params, length=2
+    )
     back = eqx.combine(out, static)
     np.testing.assert_array_equal(back(jnp.ones(2)), model(jnp.ones(2)))
 

@@ -29,6 +29,7 @@ from companion import playground, playground_widget
 from companion.agents import ppo
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import env_reset
+
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,14 +120,32 @@ def test_planning_export_rebuilds_the_model_bit_for_bit(planner):
     assert exported["network"] == "value_iteration" and exported["iterations"] is None
     get = _exported_arrays(exported, planner)
     rebuilt = eqx.tree_at(
-        lambda m: (m.embed, m.log_cost, m.policy_hidden.weight, m.policy_hidden.bias,
-                   m.policy_out.weight, m.policy_out.bias, m.dense[0].weight, m.dense[0].bias,
-                   m.value_head.weight, m.value_head.bias),
+        lambda m: (
+            m.embed,
+            m.log_cost,
+            m.policy_hidden.weight,
+            m.policy_hidden.bias,
+            m.policy_out.weight,
+            m.policy_out.bias,
+            m.dense[0].weight,
+            m.dense[0].bias,
+            m.value_head.weight,
+            m.value_head.bias,
+        ),
         planner,
-        (get["embed"], get["log_cost"], get["policy_hidden.weight"], get["policy_hidden.bias"],
-         get["policy_out.weight"], get["policy_out.bias"], get["dense.0.weight"],
-         get["dense.0.bias"], get["value.weight"], get["value.bias"]),
-    )  # fmt: skip
+        (
+            get["embed"],
+            get["log_cost"],
+            get["policy_hidden.weight"],
+            get["policy_hidden.bias"],
+            get["policy_out.weight"],
+            get["policy_out.bias"],
+            get["dense.0.weight"],
+            get["dense.0.bias"],
+            get["value.weight"],
+            get["value.bias"],
+        ),
+    )
     image = maze_lib.observation_image(
         env_reset(maze_lib.make_maze(), jax.random.key(1))[1].observation
     )
@@ -351,7 +370,7 @@ def _planning_comparison(js, planner):
             logits64, value64 = forward64(jnp.asarray(images, jnp.float64))
             assert logits64.dtype == jnp.float64
             out[size] = (walls, rows, np.asarray(logits64), np.asarray(value64))
-    for size, (walls, rows, logits64, value64) in out.items():
+    for size, (walls, rows, _, _) in out.items():
         logits32, value32 = forward32(jnp.asarray(_images(walls, rows), jnp.float32))
         assert logits32.dtype == jnp.float32
         js_out = _js_policy(js, walls, rows, "planning")
@@ -363,12 +382,14 @@ def _planning_comparison(js, planner):
 def test_javascript_planning_agent_equals_jax_in_float64(planning_comparison):
     """On 1,002 jumanji mazes from 5 x 5 to 30 x 30: the same logits and value as JAX in
     float64, to 1e-9."""
-    for size, (walls, rows, logits64, value64, _, _, js_out) in planning_comparison.items():
+    for size, (walls, _, logits64, value64, _, _, js_out) in planning_comparison.items():
         assert len(walls) == PLANNING_MAZES and walls.shape[1:] == size
-        np.testing.assert_allclose(np.asarray(js_out["logits"]), logits64, atol=1e-9, rtol=0,
-                                   err_msg=f"logits on {size}")
-        np.testing.assert_allclose(np.asarray(js_out["value"]), value64, atol=1e-9, rtol=0,
-                                   err_msg=f"value on {size}")
+        np.testing.assert_allclose(
+            np.asarray(js_out["logits"]), logits64, atol=1e-9, rtol=0, err_msg=f"logits on {size}"
+        )
+        np.testing.assert_allclose(
+            np.asarray(js_out["value"]), value64, atol=1e-9, rtol=0, err_msg=f"value on {size}"
+        )
 
 
 @SAME_PLANNING
@@ -379,8 +400,9 @@ def test_javascript_planning_agent_takes_jax_float32_actions(planning_comparison
     for size, (walls, rows, _, _, logits32, _, js_out) in planning_comparison.items():
         masks = np.stack([_mask(walls[r[0]], r) for r in rows])
         greedy32 = np.argmax(np.where(masks, logits32, -np.inf), axis=-1)
-        np.testing.assert_array_equal(np.asarray(js_out["greedy"]), greedy32,
-                                      err_msg=f"greedy actions on {size}")
+        np.testing.assert_array_equal(
+            np.asarray(js_out["greedy"]), greedy32, err_msg=f"greedy actions on {size}"
+        )
         for r, action in zip(rows, greedy32):
             here, target = tuple(r[1:3]), tuple(r[3:5])
             there = playground.step(walls[r[0]], here, target, int(action)).agent
@@ -432,15 +454,13 @@ def test_javascript_value_map_is_jax_values_after_each_backup(js, planner):
         assert all(x is None for x, wall in zip(out["maps"][-1], w.ravel()) if wall)
 
 
-
-
 def test_step_equals_jumanji_and_javascript(js):
     time_limit = 12
     env = maze_lib.make_maze(time_limit=time_limit)
     rng = np.random.default_rng(0)
     step = jax.jit(env.step)
     seen = set()
-    for k, key in enumerate(jax.random.split(jax.random.key(7), 20)):
+    for _, key in enumerate(jax.random.split(jax.random.key(7), 20)):
         state, _ = env_reset(env, key)
         walls = np.asarray(state.walls)
         agent, target = _agent_and_target(state)
@@ -782,8 +802,17 @@ def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
     vmap = playground_widget.value_map(planner, episode.state)
     free = ~episode.walls
     assert np.isfinite(vmap[free]).all() and np.isnan(vmap[episode.walls]).all()
-    dist = np.array([[maze_lib.shortest_path_length(episode.walls, (r, c), episode.target)
-                      if free[r, c] else -1 for c in range(30)] for r in range(30)])
+    dist = np.array(
+        [
+            [
+                maze_lib.shortest_path_length(episode.walls, (r, c), episode.target)
+                if free[r, c]
+                else -1
+                for c in range(30)
+            ]
+            for r in range(30)
+        ]
+    )
     order = np.argsort(-vmap[free], kind="stable")
     assert np.all(np.diff(dist[free][order]) >= 0)  # value falls with the distance
     colours = {b.style.button_color for b, f in zip(box.cells, free.ravel()) if f}
@@ -815,8 +844,7 @@ def test_widget_time_limit_and_bad_grid(model):
     pytest.importorskip("ipywidgets")
     walls = np.zeros((3, 3), bool)
     walls[1, :] = True  # no path from the top row to the bottom row
-    box = playground_widget.maze_playground(model, walls, (0, 0), (2, 2), time_limit=5,
-                                            delay_s=0)  # fmt: skip
+    box = playground_widget.maze_playground(model, walls, (0, 0), (2, 2), time_limit=5, delay_s=0)
     assert "No path" in box.children[-1].value
     box.controls["run"].click()
     assert box.episode.steps == 5 and box.episode.reason == "time limit"

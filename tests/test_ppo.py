@@ -167,13 +167,20 @@ def test_gae_matches_rlax_with_terminations(seed):
     terminated = rng.random(T) < 0.1
     gamma, lam = 0.99, 0.95
     expected = rlax.truncated_generalized_advantage_estimation(
-        jnp.asarray(reward), jnp.asarray(gamma * (1.0 - terminated), jnp.float32), lam,
+        jnp.asarray(reward),
+        jnp.asarray(gamma * (1.0 - terminated), jnp.float32),
+        lam,
         jnp.asarray(values),
-    )  # fmt: skip
+    )
     adv, _ = ppo.gae(
-        jnp.asarray(reward), jnp.asarray(values[:-1]), jnp.asarray(values[1:]),
-        jnp.asarray(terminated), jnp.asarray(terminated), gamma, lam,
-    )  # fmt: skip
+        jnp.asarray(reward),
+        jnp.asarray(values[:-1]),
+        jnp.asarray(values[1:]),
+        jnp.asarray(terminated),
+        jnp.asarray(terminated),
+        gamma,
+        lam,
+    )
     np.testing.assert_allclose(adv, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -357,7 +364,7 @@ def test_next_value_is_the_value_of_the_true_next_observation(reset):
     next_image = np.concatenate([image[1:], last[None]])
     moves = np.array([(-1, 0), (0, 1), (1, 0), (0, -1)])  # up, right, down, left
     for t, i in zip(*np.nonzero(truncated)):
-        (r, c), = np.argwhere(image[t, i, 1] > 0)
+        ((r, c),) = np.argwhere(image[t, i, 1] > 0)
         dr, dc = moves[int(traj.action[t, i])]
         next_image[t, i] = image[t, i]
         next_image[t, i, 1] = 0.0
@@ -454,9 +461,7 @@ def test_make_train_rejects_bad_configs(changes, message):
 
 
 def test_ppo_learns_the_empty_maze():
-    config = ppo.FIXED_MAZE_CONFIG._replace(
-        num_envs=32, total_timesteps=40_960, num_minibatches=2
-    )
+    config = ppo.FIXED_MAZE_CONFIG._replace(num_envs=32, total_timesteps=40_960, num_minibatches=2)
     env = maze_lib.make_maze_task("empty")
     trainer = ppo.make_trainer(config, ppo.FIXED_MAZE_NETWORK, env)
     runner, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
@@ -492,7 +497,9 @@ def test_evaluate_takes_greedy_as_an_input_and_it_may_be_traced():
     model = ppo.ActorCritic(jax.random.PRNGKey(0), channels=(4,), hidden_sizes=(16,))
 
     def walk(greedy):
-        result = ppo.evaluate(model, env, jax.random.PRNGKey(2), 8, greedy=greedy, record_states=True)
+        result = ppo.evaluate(
+            model, env, jax.random.PRNGKey(2), 8, greedy=greedy, record_states=True
+        )
         return result.length, result.states.agent_position.row
 
     traced = jax.jit(walk)
@@ -561,8 +568,9 @@ def test_propagation_reaches_one_cell_per_iteration():
     assert not np.allclose(near, far_a, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape, corner", [((7, 13), (1, 6)), ((20, 20), (12, 4)),
-                                           ((13, 7), (6, 1)), ((6, 7), (0, 0))])  # fmt: skip
+@pytest.mark.parametrize(
+    "shape, corner", [((7, 13), (1, 6)), ((20, 20), (12, 4)), ((13, 7), (6, 1)), ((6, 7), (0, 0))]
+)
 def test_propagation_network_runs_on_any_grid_and_sees_nothing_behind_walls(shape, corner):
     """The same weights run on grids that are larger than 10 x 10 or not square. A room
     walled in on every side gives the same logits and value wherever it lies in the grid and
@@ -574,8 +582,8 @@ def test_propagation_network_runs_on_any_grid_and_sees_nothing_behind_walls(shap
     def placed(grid_shape, top_left, outside):
         walls = outside.copy()
         r, c = top_left
-        walls[r:r + 5, c:c + 6] = True  # the ring (where it fits inside the grid)
-        walls[r + 1:r + 4, c + 1:c + 5] = room
+        walls[r : r + 5, c : c + 6] = True  # the ring (where it fits inside the grid)
+        walls[r + 1 : r + 4, c + 1 : c + 5] = room
         return walls, (r + 1, c + 1), (r + 3, c + 3)
 
     reference = placed((5, 6), (0, 0), np.zeros((5, 6), bool))
@@ -662,8 +670,10 @@ def test_make_train_accepts_another_loss_and_uses_it():
     runner, metrics = jax.jit(train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
     initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
-    for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
-                    jax.tree.leaves(eqx.filter(initial, eqx.is_inexact_array))):  # fmt: skip
+    for a, b in zip(
+        jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
+        jax.tree.leaves(eqx.filter(initial, eqx.is_inexact_array)),
+    ):
         np.testing.assert_array_equal(a, b)
     assert set(metrics) >= {"mean_value", "success_rate", "success_by_start", "env_steps"}
     assert "policy_loss" not in metrics
@@ -712,11 +722,15 @@ def test_success_by_start_counts_every_episode_once_under_its_start():
     assert np.isnan(rate[-1])
 
 
-@pytest.mark.parametrize("network", [
-    ppo.ConvNet(channels=(5,), hidden_sizes=(7,)),
-    ppo.PropagationNet(width=5, hidden_sizes=(7,), iterations=32),
-    ppo.ValueIterationNet(width=5, hidden_sizes=(7,), iterations=32),
-], ids=list(ppo.NETWORKS))  # fmt: skip
+@pytest.mark.parametrize(
+    "network",
+    [
+        ppo.ConvNet(channels=(5,), hidden_sizes=(7,)),
+        ppo.PropagationNet(width=5, hidden_sizes=(7,), iterations=32),
+        ppo.ValueIterationNet(width=5, hidden_sizes=(7,), iterations=32),
+    ],
+    ids=list(ppo.NETWORKS),
+)
 def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
     """The skeleton stands in for the model wherever only its structure counts (the static
     part in make_trainer, ``like`` when loading weights), so it must match make_model leaf for

@@ -27,8 +27,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from test_glossary import ROLE, _clean, _prose_lines, Paragraph
+from test_glossary import Paragraph, _clean, _prose_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -80,7 +79,7 @@ def hand_typed_figures(nb: dict) -> list[str]:
             covered += [(m.start(), m.end()) for m in re.finditer(re.escape(phrase), text)]
         for m in NUMBER.finditer(text):
             if not any(a <= m.start() and m.end() <= b for a, b in covered):
-                found.append(f"cell {cell_id}: …{text[max(0, m.start() - 40):m.end() + 25]}…")
+                found.append(f"cell {cell_id}: …{text[max(0, m.start() - 40) : m.end() + 25]}…")
     return found
 
 
@@ -108,7 +107,11 @@ def test_prose_settings_are_explained_and_used(path):
 def test_every_glued_name_is_glued_by_a_code_cell(path):
     nb = _notebook(path)
     markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    code = [s for c in nb["cells"] if c["cell_type"] == "code" and "glue(" in (s := "".join(c["source"]))]
+    code = [
+        s
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and "glue(" in (s := "".join(c["source"]))
+    ]
     glued = {name for source in code for name in GLUE_NAME.findall(source)}
     used = {name for name in GLUE_ROLE.findall(markdown)}
     assert used <= glued, f"{path.name}: quoted but glued by no code cell: {sorted(used - glued)}"
@@ -118,10 +121,19 @@ def test_every_glued_name_is_glued_by_a_code_cell(path):
 
 
 def test_a_hand_typed_figure_is_found():
-    nb = {"metadata": {"prose_settings": [{"phrase": "γ = 0.99", "why": "chosen"}]},
-          "cells": [{"cell_type": "markdown", "id": "a", "source": [
-              "## 3. Results\n\nIn chapter 7 (section 2) the 10 × 10 maze with γ = 0.99 took "
-              "212,992 steps, {glue:md}`steps` in all, `x = 5`, $n = 4$, 30% of the time.\n\n"
-              "1. an item\n2. [a link](07_dqn.ipynb) (Mnih et al., 2015)\n"]}]}
+    nb = {
+        "metadata": {"prose_settings": [{"phrase": "γ = 0.99", "why": "chosen"}]},
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "id": "a",
+                "source": [
+                    "## 3. Results\n\nIn chapter 7 (section 2) the 10 × 10 maze with γ = 0.99 took "
+                    "212,992 steps, {glue:md}`steps` in all, `x = 5`, $n = 4$, 30% of the time.\n\n"
+                    "1. an item\n2. [a link](07_dqn.ipynb) (Mnih et al., 2015)\n"
+                ],
+            }
+        ],
+    }
     found = hand_typed_figures(nb)
     assert len(found) == 2 and "212,992" in found[0] and "30%" in found[1], found

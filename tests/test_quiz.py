@@ -7,9 +7,9 @@ import urllib.request
 
 import nbformat
 import pytest
+from notebook_runner import NOTEBOOKS, ROOT
 
 from companion import quiz
-from notebook_runner import NOTEBOOKS, ROOT
 
 QUIZ_DIR = ROOT / "notebooks" / "quizzes"
 IDS = [p.stem for p in NOTEBOOKS]
@@ -20,8 +20,9 @@ def test_every_chapter_has_a_valid_quiz_shown_before_its_summary(path):
     questions = json.loads((QUIZ_DIR / f"{path.stem}.json").read_text())
     quiz.check_quiz(questions, path.stem)
     nb = nbformat.read(path, as_version=4)
-    calls = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and "show_quiz(" in c.source]
+    calls = [
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "show_quiz(" in c.source
+    ]
     assert len(calls) == 1, f"{path.name}: expected one quiz cell"
     cell = nb.cells[calls[0]]
     assert f'show_quiz("{path.stem}")' in cell.source, "the quiz of another chapter"
@@ -42,26 +43,50 @@ def good():
 @pytest.mark.parametrize(
     "spoil, message",
     [
-        (lambda q: q[1]["answers"][2].update(correct=True),
-         "07_dqn.json, question 2: expected exactly one correct answer, got 2"),
-        (lambda q: q[0]["answers"][0].update(correct=False),
-         "question 1: expected exactly one correct answer, got 0"),
-        (lambda q: q[3]["answers"][1].pop("feedback"),
-         "question 4, answer 2: 'feedback' is missing or empty"),
-        (lambda q: q[2]["answers"][0].update(answer="  "),
-         "question 3, answer 1: 'answer' is missing or empty"),
+        (
+            lambda q: q[1]["answers"][2].update(correct=True),
+            "07_dqn.json, question 2: expected exactly one correct answer, got 2",
+        ),
+        (
+            lambda q: q[0]["answers"][0].update(correct=False),
+            "question 1: expected exactly one correct answer, got 0",
+        ),
+        (
+            lambda q: q[3]["answers"][1].pop("feedback"),
+            "question 4, answer 2: 'feedback' is missing or empty",
+        ),
+        (
+            lambda q: q[2]["answers"][0].update(answer="  "),
+            "question 3, answer 1: 'answer' is missing or empty",
+        ),
         (lambda q: q[0].update(type="numeric"), "question 1: type 'numeric'"),
-        (lambda q: q[2].update(answers=q[2]["answers"][:1]),
-         "question 3: expected at least 2 answers, got 1"),
-        (lambda q: q[1]["answers"][0].update(feedback="Use `stop_gradient`."),
-         "question 2: the answer 1 feedback has Markdown backticks"),
-        (lambda q: q[0].update(question="V(s&lt;sub&gt;t+1&lt;/sub&gt;)?"),
-         "question 1: the question has an escaped HTML tag"),
+        (
+            lambda q: q[2].update(answers=q[2]["answers"][:1]),
+            "question 3: expected at least 2 answers, got 1",
+        ),
+        (
+            lambda q: q[1]["answers"][0].update(feedback="Use `stop_gradient`."),
+            "question 2: the answer 1 feedback has Markdown backticks",
+        ),
+        (
+            lambda q: q[0].update(question="V(s&lt;sub&gt;t+1&lt;/sub&gt;)?"),
+            "question 1: the question has an escaped HTML tag",
+        ),
         (lambda q: q.pop(), "expected 4 to 6 questions, got 3"),
         (lambda q: q.extend(copy.deepcopy(q[:3])), "expected 4 to 6 questions, got 7"),
     ],
-    ids=["two correct", "none correct", "no feedback", "empty answer", "other type",
-         "one answer", "markdown", "escaped tag", "too few", "too many"],
+    ids=[
+        "two correct",
+        "none correct",
+        "no feedback",
+        "empty answer",
+        "other type",
+        "one answer",
+        "markdown",
+        "escaped tag",
+        "too few",
+        "too many",
+    ],
 )
 def test_a_broken_quiz_is_named_with_its_question(good, spoil, message):
     spoil(good)
@@ -73,7 +98,9 @@ def test_show_quiz_passes_the_checked_questions_to_jupyterquiz(monkeypatch):
     import jupyterquiz
 
     shown = []
-    monkeypatch.setattr(jupyterquiz, "display_quiz", lambda questions, **kw: shown.append(questions))
+    monkeypatch.setattr(
+        jupyterquiz, "display_quiz", lambda questions, **kw: shown.append(questions)
+    )
     monkeypatch.chdir(ROOT / "notebooks")  # where the notebooks run
     quiz.show_quiz("08_ppo_maze")
     assert shown == [json.loads((QUIZ_DIR / "08_ppo_maze.json").read_text())]

@@ -50,7 +50,9 @@ def test_ring_order_after_wrap_around():
 
 def test_batch_add_crossing_the_end():
     buffer = replay_init(EXAMPLE, 5)
-    buffer = replay_add_batch(buffer, jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(3)]))
+    buffer = replay_add_batch(
+        buffer, jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(3)])
+    )
     assert int(buffer.position) == 3 and int(buffer.size) == 3
     batch = jax.tree.map(lambda *x: jnp.stack(x), *[_t(i) for i in range(10, 14)])
     buffer = replay_add_batch(buffer, batch)  # slots 3, 4, 0, 1
@@ -76,7 +78,7 @@ def test_sampling_is_uniform_over_filled_slots(num_added):
     for i in range(num_added):
         buffer = replay_add(buffer, _t(i))
     batch = jax.jit(replay_sample, static_argnums=2)(buffer, jax.random.key(1), 20_000)
-    counts = np.bincount(np.asarray(batch.action), minlength=num_added)[num_added - 10:]
+    counts = np.bincount(np.asarray(batch.action), minlength=num_added)[num_added - 10 :]
     assert counts.sum() == 20_000
     assert stats.chisquare(counts).pvalue > 1e-3
     # a sampler biased to one slot fails the same test
@@ -139,7 +141,7 @@ def test_unchecked_cores_match_the_public_functions_which_check_once(monkeypatch
 
     calls = []
     check_like = replay._check_like
-    counted = lambda *a, **k: calls.append(1) or check_like(*a, **k)
+    counted = lambda *a, **k: calls.append(1) or check_like(*a, **k)  # noqa: E731
     monkeypatch.setattr(replay, "_check_like", counted)
     added = replay_add(public, _t(7))  # one transition: checked once, not again as a batch
     assert len(calls) == 1

@@ -7,10 +7,9 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from packaging.requirements import Requirement
-
 from colab_env import SPECS, pip_install_line, read_spec, setup_cell
 from notebook_runner import NOTEBOOKS, ROOT
+from packaging.requirements import Requirement
 
 #: Pins of the setup cell that differ from requirements.txt on purpose. chex 0.1.91 and later
 #: require jax>=0.7, absl-py>=2.3.1 and toolz>=1.0: on Colab pip would upgrade absl-py and
@@ -68,7 +67,8 @@ def test_setup_cells_install_from_the_configured_repository():
             expected = SETUP_CELL_NOT_AS_BUILT.get(name, pins.get(name))
             assert version == expected, (
                 f"{path.name}: {name}=={version}, expected {expected} (requirements.txt, or "
-                "SETUP_CELL_NOT_AS_BUILT where Colab needs another version)")
+                "SETUP_CELL_NOT_AS_BUILT where Colab needs another version)"
+            )
         assert "jax==" not in source and "jaxlib" not in source  # never touch Colab's JAX
 
 
@@ -82,8 +82,14 @@ def test_setup_cell_asks_for_nothing_colab_has_at_another_version():
     """Each requirement of the setup cell, where Colab has the package, is met by Colab's
     version, so that pip leaves it alone (the Colab test checks what pip really does)."""
     reqs = _setup_cell_requirements()
-    assert {r.name for r in reqs} >= {"equinox", "dm-haiku", "jumanji", "jax-tqdm", "chex",
-                                      "drl-jax-companion"}  # fmt: skip
+    assert {r.name for r in reqs} >= {
+        "equinox",
+        "dm-haiku",
+        "jumanji",
+        "jax-tqdm",
+        "chex",
+        "drl-jax-companion",
+    }
     assert len(SPECS) >= 2
     for spec in SPECS:
         _, colab = read_spec(spec)
@@ -91,7 +97,8 @@ def test_setup_cell_asks_for_nothing_colab_has_at_another_version():
             name = re.sub(r"[-_.]+", "-", req.name).lower()
             if name in colab:
                 assert req.specifier.contains(colab[name], prereleases=True), (
-                    f"{req} would change Colab {spec.stem}'s {name} {colab[name]}")
+                    f"{req} would change Colab {spec.stem}'s {name} {colab[name]}"
+                )
 
 
 def test_companion_lower_bounds_hold_on_every_colab_runtime():
@@ -108,7 +115,9 @@ def test_companion_lower_bounds_hold_on_every_colab_runtime():
         _, colab = read_spec(spec)
         for req in deps:
             if req.name in colab:
-                assert req.specifier.contains(colab[req.name]), f"{spec.stem}: {req} vs {colab[req.name]}"
+                assert req.specifier.contains(colab[req.name]), (
+                    f"{spec.stem}: {req} vs {colab[req.name]}"
+                )
                 checked += 1
     assert checked >= 2 * 6  # jax, numpy, optax, matplotlib, ipython, ipywidgets on each line
 
@@ -121,8 +130,10 @@ def test_every_notebook_opens_with_a_colab_badge_that_the_book_leaves_out():
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     for path in NOTEBOOKS:
         title, badge = nbformat.read(path, as_version=4).cells[:2]
-        link = (f"https://colab.research.google.com/github/{repo}/blob/"
-                f"{config['repository']['branch']}/notebooks/{path.name}")
+        link = (
+            f"https://colab.research.google.com/github/{repo}/blob/"
+            f"{config['repository']['branch']}/notebooks/{path.name}"
+        )
         assert title.cell_type == "markdown" and title.source.startswith("# "), path.name
         assert badge.cell_type == "markdown" and link in badge.source, path.name
         assert badge.metadata.get("tags") == ["remove-cell"], path.name
@@ -138,7 +149,9 @@ def test_notebook_code_is_formatted_for_the_page_without_formatter_directives(ke
     def run():
         done = subprocess.run(
             [sys.executable, str(ROOT / "tools" / "format_notebooks.py"), "--check"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert done.returncode == 0, done.stdout  # names each cell: run it without --check
         return b"formatted"
@@ -216,7 +229,9 @@ def test_readme_points_to_the_published_book_and_to_colab():
     assert f"https://{owner}.github.io/{name}/" in readme
     colab = re.findall(
         rf"https://colab\.research\.google\.com/github/{owner}/{name}/blob/"
-        rf"{config['branch']}/(notebooks/[\w.]+\.ipynb)", readme)  # fmt: skip
+        rf"{config['branch']}/(notebooks/[\w.]+\.ipynb)",
+        readme,
+    )
     assert colab and all((ROOT / path).is_file() for path in colab), colab
 
 
@@ -224,8 +239,12 @@ def test_licences_cover_code_and_text():
     apache = (ROOT / "LICENSE").read_text()
     assert "Apache License" in apache and "Version 2.0, January 2004" in apache
     # the whole text, not a notice: the definitions, the nine sections, the appendix
-    for part in ("1. Definitions.", "9. Accepting Warranty or Additional Liability.",
-                 "END OF TERMS AND CONDITIONS", "APPENDIX: How to apply"):  # fmt: skip
+    for part in (
+        "1. Definitions.",
+        "9. Accepting Warranty or Additional Liability.",
+        "END OF TERMS AND CONDITIONS",
+        "APPENDIX: How to apply",
+    ):
         assert part in apache, part
     text = " ".join((ROOT / "LICENSE-text").read_text().split())
     assert "Creative Commons Attribution 4.0 International" in text and "CC BY 4.0" in text
@@ -305,8 +324,11 @@ def test_the_workflow_has_every_colab_runtimes_python_and_the_makefiles():
     workflow installs each of them, and the Python the Makefile prefers (3.13) last, as the
     default. pyproject's requires-python and the Makefile accept the same oldest Python."""
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
-    (setup,) = [s for s in workflow["jobs"]["build"]["steps"]
-                if s.get("uses", "").startswith("actions/setup-python")]  # fmt: skip
+    (setup,) = [
+        s
+        for s in workflow["jobs"]["build"]["steps"]
+        if s.get("uses", "").startswith("actions/setup-python")
+    ]
     versions = str(setup["with"]["python-version"]).split()
     for spec in SPECS:
         python = re.search(r"Python (\d+\.\d+)", spec.read_text().splitlines()[0]).group(1)

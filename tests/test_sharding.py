@@ -17,12 +17,12 @@ import equinox as eqx
 import jax
 import numpy as np
 import pytest
+import run_cache
+from notebook_runner import ROOT
 
 from companion import parallel
 from companion.agents import ppo
 from companion.envs import maze as maze_lib
-import run_cache
-from notebook_runner import ROOT
 
 #: The tests that read the subprocess's checks run in one pytest-xdist worker, so that it
 #: runs once.
@@ -44,8 +44,12 @@ def checks(tmp_path_factory, request):
     def run():
         done = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "sharding_checks.py"), str(out)],
-            env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return out.read_bytes()
 
@@ -110,12 +114,15 @@ def test_data_parallel_train_returns_the_whole_runs_runner(checks):
     assert r["model_logits_shape"] == [128, 4]  # make_trainer(config, ...).model(runner) runs
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("seeds", "keys (the number of seeds): 6 does not split evenly over the mesh's 4 devices"),
-    ("num_envs", "config.num_envs: 6 does not split evenly over the mesh's 4 devices"),
-    ("minibatches", "config.num_minibatches: 4 does not divide each device's batch"),
-    ("batch", "batch (the minibatch size): 6 does not split evenly over the mesh's 8 devices"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("seeds", "keys (the number of seeds): 6 does not split evenly over the mesh's 4 devices"),
+        ("num_envs", "config.num_envs: 6 does not split evenly over the mesh's 4 devices"),
+        ("minibatches", "config.num_minibatches: 4 does not divide each device's batch"),
+        ("batch", "batch (the minibatch size): 6 does not split evenly over the mesh's 8 devices"),
+    ],
+)
 def test_sizes_that_do_not_split_are_named(checks, name, expected):
     assert checks["errors"][name].startswith(expected), checks["errors"][name]
 
@@ -149,10 +156,12 @@ def test_first_batch_is_the_batch_of_make_trains_first_update():
     """One update of one epoch and one minibatch trains on a permutation of the whole batch: a
     loss that records its minibatch sees first_batch's transitions, every field of every row
     (episodes of at most 3 steps, so that GAE meets episode ends), and first_batch's model."""
-    config = ppo.PPOConfig(num_envs=4, num_steps=6, total_timesteps=24, num_epochs=1,
-                           num_minibatches=1)  # fmt: skip
-    network, env = ppo.ConvNet(channels=(4,), hidden_sizes=(16,)), maze_lib.make_maze_task(
-        "empty", time_limit=3
+    config = ppo.PPOConfig(
+        num_envs=4, num_steps=6, total_timesteps=24, num_epochs=1, num_minibatches=1
+    )
+    network, env = (
+        ppo.ConvNet(channels=(4,), hidden_sizes=(16,)),
+        maze_lib.make_maze_task("empty", time_limit=3),
     )
     seen = []
 
@@ -160,20 +169,23 @@ def test_first_batch_is_the_batch_of_make_trains_first_update():
         jax.debug.callback(lambda b: seen.append(jax.tree.map(np.asarray, b)), batch)
         return ppo.default_loss(config)(model, batch)
 
-    jax.block_until_ready(jax.jit(ppo.make_train(config, network, env, recording_loss))(
-        jax.random.key(6)
-    ))  # fmt: skip
+    jax.block_until_ready(
+        jax.jit(ppo.make_train(config, network, env, recording_loss))(jax.random.key(6))
+    )
     jax.effects_barrier()
     model, batch = parallel.first_batch(config, network, env, jax.random.key(6))
     (trained,) = seen
     assert batch.advantage.shape == (24,) and batch.image.dtype == np.float32
     assert np.asarray(batch.action_mask).sum() < 24 * 4  # walls and edges mask some moves
-    first, other = (np.lexsort([np.asarray(b.target), np.asarray(b.log_prob)])
-                    for b in (batch, trained))  # fmt: skip
+    first, other = (
+        np.lexsort([np.asarray(b.target), np.asarray(b.log_prob)]) for b in (batch, trained)
+    )
     for name, a, b in zip(batch._fields, batch, trained):
-        np.testing.assert_allclose(np.asarray(a)[first], np.asarray(b)[other], atol=1e-6,
-                                   err_msg=name)  # fmt: skip
+        np.testing.assert_allclose(
+            np.asarray(a)[first], np.asarray(b)[other], atol=1e-6, err_msg=name
+        )
     initial = ppo.make_trainer(config, network, env).init(jax.random.key(6))
-    for a, b in zip(jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
-                    jax.tree.leaves(initial.params)):  # fmt: skip
+    for a, b in zip(
+        jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)), jax.tree.leaves(initial.params)
+    ):
         np.testing.assert_array_equal(a, b)

@@ -5,10 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jumanji.environments.routing.maze.types import Position
 
 from companion.envs.maze import make_maze, parse_maze, shortest_path_length
 from companion.tabular import action_values, evaluate_policy, maze_mdp, value_iteration
+
+from jumanji.environments.routing.maze.types import Position
 
 CORRIDOR = ("S.T",)  # two states, the target at the end
 SMALL = ("S...#", ".##..", "...#.", "#.#..", "..#.T")
@@ -48,16 +49,23 @@ def test_tables_are_jumanjis_step(seed):
     mdp = maze_mdp(walls, target)
 
     def step(cell, action):
-        mask = jnp.array([
-            0 <= cell[0] + dr < walls.shape[0] and 0 <= cell[1] + dc < walls.shape[1]
-            and not walls[cell[0] + dr, cell[1] + dc]
-            for dr, dc in [(-1, 0), (0, 1), (1, 0), (0, -1)]
-        ])
-        s = state.replace(agent_position=Position(jnp.int32(cell[0]), jnp.int32(cell[1])),
-                          action_mask=mask)
+        mask = jnp.array(
+            [
+                0 <= cell[0] + dr < walls.shape[0]
+                and 0 <= cell[1] + dc < walls.shape[1]
+                and not walls[cell[0] + dr, cell[1] + dc]
+                for dr, dc in [(-1, 0), (0, 1), (1, 0), (0, -1)]
+            ]
+        )
+        s = state.replace(
+            agent_position=Position(jnp.int32(cell[0]), jnp.int32(cell[1])), action_mask=mask
+        )
         s, ts = env.step(s, jnp.int32(action))
-        return (int(s.agent_position.row), int(s.agent_position.col)), float(ts.reward), bool(
-            ts.last())
+        return (
+            (int(s.agent_position.row), int(s.agent_position.col)),
+            float(ts.reward),
+            bool(ts.last()),
+        )
 
     cells = [tuple(c) for c in np.asarray(mdp.cells).tolist()]
     for i in range(0, len(cells), 7):  # every 7th state, all four actions
@@ -84,8 +92,10 @@ def _python_policy_evaluation(mdp, probs, gamma, sweeps=2000):
     v = [0.0] * nxt.shape[0]
     for _ in range(sweeps):
         v = [
-            sum(float(probs[s, a]) * (rew[s, a] + gamma * (0.0 if term[s, a] else v[nxt[s, a]]))
-                for a in range(4))
+            sum(
+                float(probs[s, a]) * (rew[s, a] + gamma * (0.0 if term[s, a] else v[nxt[s, a]]))
+                for a in range(4)
+            )
             for s in range(len(v))
         ]
     return np.array(v)

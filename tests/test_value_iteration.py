@@ -13,6 +13,7 @@ from companion.agents import ppo
 from companion.agents.ppo.networks import UNREACHED
 from companion.agents.ppo.saved import load_saved_agent, saved_network, saved_summary
 from companion.envs import maze as maze_lib
+
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))  # up, right, down, left: Maze's action ids
@@ -52,8 +53,7 @@ def random_maze(size, key):
     return walls, agent, target
 
 
-@pytest.mark.parametrize("size, seed", [((10, 10), 0), ((7, 13), 1), ((13, 7), 2),
-                                        ((20, 20), 3)])  # fmt: skip
+@pytest.mark.parametrize("size, seed", [((10, 10), 0), ((7, 13), 1), ((13, 7), 2), ((20, 20), 3)])
 def test_values_are_target_score_minus_cost_times_bfs_distance(size, seed):
     model = ppo.ValueIterationActorCritic(jax.random.key(seed), width=3)
     walls, agent, target = random_maze(size, jax.random.key(100 + seed))
@@ -67,8 +67,9 @@ def test_values_are_target_score_minus_cost_times_bfs_distance(size, seed):
 
 
 def with_iterations(model, iterations):
-    like = ppo.ValueIterationActorCritic(jax.random.key(0), model.embed.shape[1],
-                                         iterations=iterations)
+    like = ppo.ValueIterationActorCritic(
+        jax.random.key(0), model.embed.shape[1], iterations=iterations
+    )
     return jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(model))
 
 
@@ -156,8 +157,11 @@ def test_value_iteration_network_and_bad_input():
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
     with pytest.raises(ValueError, match="network.iterations: None .* reverse mode"):
-        ppo.make_train(ppo.VALUE_ITERATION_MAZE_CONFIG, network._replace(iterations=None),
-                       maze_lib.make_maze_task("random"))
+        ppo.make_train(
+            ppo.VALUE_ITERATION_MAZE_CONFIG,
+            network._replace(iterations=None),
+            maze_lib.make_maze_task("random"),
+        )
     with pytest.raises(ValueError, match="iterations"):
         ppo.ValueIterationActorCritic(jax.random.key(0), iterations=0)
     with pytest.raises(TypeError, match="width"):

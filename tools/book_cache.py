@@ -66,8 +66,11 @@ def _files(folder: Path) -> list[Path]:
     """Every file under ``folder`` except ``__pycache__`` folders and ``.pyc`` files."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                  and p.suffix != ".pyc")  # fmt: skip
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -93,8 +96,9 @@ def _transformer():
 def _python(source: str) -> str:
     """A code cell's source as Python: IPython's magics become ``get_ipython()`` calls."""
     if _transformer() is None:  # without IPython: drop the magic and shell lines
-        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                         for line in source.splitlines())  # fmt: skip
+        return "\n".join(
+            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+        )
     return _transformer().transform_cell(source)
 
 
@@ -106,8 +110,11 @@ def _magic_code(node: ast.Call) -> list[str]:
     """The strings given to ``get_ipython().run_line_magic/run_cell_magic`` (``%time x``)."""
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in ("run_line_magic", "run_cell_magic"):
-        return [a.value for a in node.args[1:] if isinstance(a, ast.Constant)
-                and isinstance(a.value, str)]  # fmt: skip
+        return [
+            a.value
+            for a in node.args[1:]
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
     return []
 
 
@@ -125,8 +132,9 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
     context = here if is_package else here.rpartition(".")[0]
     names: set[str] = set()
     if is_package and _lazy_table(tree) is not None:  # its __getattr__ imports from _LAZY
-        tree.body = [n for n in tree.body if not (
-            isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]  # fmt: skip
+        tree.body = [
+            n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")
+        ]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -148,8 +156,11 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in ("import_module", "__import__"):
                 first = node.args[0] if node.args else None
-                if not (isinstance(first, ast.Constant) and isinstance(first.value, str)
-                        and not first.value.startswith(".")):  # fmt: skip
+                if not (
+                    isinstance(first, ast.Constant)
+                    and isinstance(first.value, str)
+                    and not first.value.startswith(".")
+                ):
                     raise _Everything(f"{name}(...) with a computed or relative name")
                 names.add(first.value)
     return names
@@ -304,8 +315,11 @@ def _remove_records(cache: Path, notebooks: list[Path]) -> int:
     store = get_cache(str(cache))
     try:
         names = {nb.name for nb in notebooks}
-        hashes = {store.create_hashed_notebook(nbformat.read(nb, as_version=4))[1]
-                  for nb in notebooks if nb.is_file()}  # fmt: skip
+        hashes = {
+            store.create_hashed_notebook(nbformat.read(nb, as_version=4))[1]
+            for nb in notebooks
+            if nb.is_file()
+        }
         removed = 0
         for record in store.list_cache_records():
             if Path(record.uri).name in names or record.hashkey in hashes:
@@ -360,8 +374,9 @@ def refresh(
                 shutil.rmtree(folder)
         outcome = Outcome(True, tuple(nb.stem for nb in paths), True)
     else:
-        stale = [nb for nb in paths if known["notebooks"].get(nb.stem)
-                 != manifest["notebooks"][nb.stem]]  # fmt: skip
+        stale = [
+            nb for nb in paths if known["notebooks"].get(nb.stem) != manifest["notebooks"][nb.stem]
+        ]
         if stale:
             _remove_records(cache, stale)
         pages = known["extensions"] != manifest["extensions"]
@@ -388,11 +403,14 @@ def main(argv=None) -> int:
     parser.add_argument("--quizzes", type=Path, default=ROOT / "notebooks" / "quizzes")
     parser.add_argument("--extensions", type=Path, default=ROOT / "book" / "_ext")
     args = parser.parse_args(argv)
-    outcome = refresh(args.cache, args.package, args.doctrees, args.notebooks, args.quizzes,
-                      args.extensions)  # fmt: skip
+    outcome = refresh(
+        args.cache, args.package, args.doctrees, args.notebooks, args.quizzes, args.extensions
+    )
     if outcome.everything:
-        print("book_cache: no manifest, or this script or jupyter-cache changed: "
-              f"{args.cache} starts empty")  # fmt: skip
+        print(
+            "book_cache: no manifest, or this script or jupyter-cache changed: "
+            f"{args.cache} starts empty"
+        )
     elif outcome.notebooks:
         print(f"book_cache: execute again: {', '.join(outcome.notebooks)}")
     else:

@@ -37,13 +37,40 @@ from colab_env import find_python, setup_cell, setup_cell_requirements  # noqa: 
 
 #: What the book relies on from Colab, whether or not the setup cell touches it.
 ROOTS = [
-    "pip", "setuptools", "wheel",
-    "jax", "jaxlib", "ml-dtypes", "opt-einsum", "numpy", "scipy", "matplotlib", "pillow",
-    "ipython", "ipykernel", "ipywidgets", "widgetsnbextension", "jupyterlab-widgets",
-    "jupyter-client", "jupyter-core", "traitlets", "tornado", "pyzmq", "matplotlib-inline",
-    "optax", "chex", "flax", "orbax-checkpoint", "gymnasium", "absl-py", "toolz",
-    "typing-extensions", "tqdm", "requests", "pyyaml",
-]  # fmt: skip
+    "pip",
+    "setuptools",
+    "wheel",
+    "jax",
+    "jaxlib",
+    "ml-dtypes",
+    "opt-einsum",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "pillow",
+    "ipython",
+    "ipykernel",
+    "ipywidgets",
+    "widgetsnbextension",
+    "jupyterlab-widgets",
+    "jupyter-client",
+    "jupyter-core",
+    "traitlets",
+    "tornado",
+    "pyzmq",
+    "matplotlib-inline",
+    "optax",
+    "chex",
+    "flax",
+    "orbax-checkpoint",
+    "gymnasium",
+    "absl-py",
+    "toolz",
+    "typing-extensions",
+    "tqdm",
+    "requests",
+    "pyyaml",
+]
 
 
 def normalize(name: str) -> str:
@@ -66,8 +93,18 @@ def dry_run(python: str, requirements: list[str], constraints: Path | None = Non
     """What ``pip install --ignore-installed`` would install: ``{normalized name: version}``."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [python, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
-               "--report", str(report), *requirements]  # fmt: skip
+        cmd = [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            *requirements,
+        ]
         if constraints is not None:
             cmd += ["-c", str(constraints)]
         subprocess.run(cmd, check=True)
@@ -99,7 +136,9 @@ def main(argv=None) -> int:
     missing = sorted(n for n in spec if n not in colab)  # Colab runs without them
     off = {n: v for n, v in spec.items() if n in colab and colab[n] != v}
     if off:
-        raise SystemExit(f"not at Colab's versions (not published for Python {args.python}?): {off}")
+        raise SystemExit(
+            f"not at Colab's versions (not published for Python {args.python}?): {off}"
+        )
     spec = {n: v for n, v in spec.items() if n in colab}
     header = [
         f"# Colab runtime {args.runtime or '(newest)'}, Python {args.python}.",
@@ -108,7 +147,9 @@ def main(argv=None) -> int:
         "# their dependencies, at Colab's versions. Written by tools/colab_spec.py; do not edit.",
     ]
     if missing:
-        header.append(f"# Required by these but absent from Colab (left out): {', '.join(missing)}.")
+        header.append(
+            f"# Required by these but absent from Colab (left out): {', '.join(missing)}."
+        )
     body = [f"{name}=={version}" for name, version in sorted(spec.items())]
     args.out.write_text("\n".join(header + body) + "\n")
     print(f"{args.out}: {len(body)} packages")

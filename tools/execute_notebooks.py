@@ -74,8 +74,9 @@ def seconds_to_first_exercise(notebook) -> float | None:
             return total
         timing = cell.metadata.get("execution", {})
         if cell.cell_type == "code" and "shell.execute_reply" in timing:
-            total += (parse(timing["shell.execute_reply"])
-                      - parse(timing["iopub.execute_input"])).total_seconds()  # fmt: skip
+            total += (
+                parse(timing["shell.execute_reply"]) - parse(timing["iopub.execute_input"])
+            ).total_seconds()
     return None
 
 

@@ -32,6 +32,7 @@ from companion.agents import ppo
 from companion.agents.ppo.saved import SAVED_AGENTS
 from companion.bench import hardware
 from companion.envs import maze as maze_lib
+
 from jumanji.environments.routing.maze.generator import RandomGenerator  # after companion.envs
 
 DATA = Path(__file__).resolve().parent.parent / "companion" / "data"

@@ -13,7 +13,8 @@ import os
 import platform
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 

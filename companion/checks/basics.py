@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -97,9 +96,9 @@ def _returns_case(rewards, gamma, label) -> Case:
             [expected[1:], np.zeros_like(expected[:1])]
         ),
         "the rewards are discounted from the episode's start (gamma**j for step j): G_t "
-        "discounts r_{t+k} by gamma**k, counting from t": np.cumsum(
-            (powers * r)[::-1], axis=0
-        )[::-1],
+        "discounts r_{t+k} by gamma**k, counting from t": np.cumsum((powers * r)[::-1], axis=0)[
+            ::-1
+        ],
     }
     if r.ndim == 2:
         mistakes[
@@ -135,28 +134,38 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
         rewards = case.inputs["rewards"]
         call = f"discounted_returns(rewards, gamma) for {case.label}"
         got = run_answer(
-            discounted_returns, rewards, case.inputs["gamma"], call=call,
+            discounted_returns,
+            rewards,
+            case.inputs["gamma"],
+            call=call,
             hint="rewards is (T,) or (T, N), time first: start the scan from "
             "jnp.zeros_like(rewards[0]), one return per environment",
-        )  # fmt: skip
+        )
         outputs.append(
-            check_shape(got, rewards.shape, call, hint="One return per step (and environment); "
-                        "the scan's carry holds one return per environment: start it from "
-                        "jnp.zeros_like(rewards[0])")  # fmt: skip
+            check_shape(
+                got,
+                rewards.shape,
+                call,
+                hint="One return per step (and environment); "
+                "the scan's carry holds one return per environment: start it from "
+                "jnp.zeros_like(rewards[0])",
+            )
         )
         if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}; the returns are float32, like the "
-                 "rewards")  # fmt: skip
+            fail(f"{call} has dtype {outputs[-1].dtype}; the returns are float32, like the rewards")
     verdict("discounted_returns", cases, outputs)
     sizes = unrolled(discounted_returns, *[(jnp.ones(n), 0.9) for n in (20, 40)])
     if sizes is not None:
         fail(
             "discounted_returns: the program grows with the number of steps"
-            + (" (scan's unroll)" if sizes[1] < 0 else f" ({sizes[0]} operations for 20 "
-               f"rewards, {sizes[1]} for 40)")
+            + (
+                " (scan's unroll)"
+                if sizes[1] < 0
+                else f" ({sizes[0]} operations for 20 rewards, {sizes[1]} for 40)"
+            )
             + ": a Python loop is unrolled into it (even under an inner jax.jit); use "
             "jax.lax.scan(..., reverse=True)"
-        )  # fmt: skip
+        )
     passed("discounted_returns matches G_t = r_t + gamma * G_{t+1} for (T,) and (T, N)")
 
 
@@ -175,14 +184,19 @@ def _noisy_call(noisy_batch, key, n, call):
     if not (isinstance(out, tuple) and len(out) == 2):
         fail(f"{call} should return a pair (samples, next_key), got {type(out).__name__}")
     samples, next_key = out
-    if not (isinstance(next_key, jax.Array)
-            and jnp.issubdtype(next_key.dtype, jax.dtypes.prng_key)):  # fmt: skip
-        fail(f"the second result of {call} should be a key (from jax.random.split), got "
-             f"{next_key!r:.60}")  # fmt: skip
+    if not (
+        isinstance(next_key, jax.Array) and jnp.issubdtype(next_key.dtype, jax.dtypes.prng_key)
+    ):
+        fail(
+            f"the second result of {call} should be a key (from jax.random.split), got "
+            f"{next_key!r:.60}"
+        )
     samples = check_shape(samples, (n,), f"the samples of {call}")
     if samples.dtype != np.float32:
-        fail(f"the samples of {call} have dtype {samples.dtype}, expected float32 (the default "
-             "of jax.random.normal)")  # fmt: skip
+        fail(
+            f"the samples of {call} have dtype {samples.dtype}, expected float32 (the default "
+            "of jax.random.normal)"
+        )
     return samples, next_key
 
 
@@ -207,10 +221,12 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
             "Split the key and return one half"
         )
     second, key3 = _noisy_call(noisy_batch, _copy_key(key2), 4, "noisy_batch(next_key, 4)")
-    third, _ = _noisy_call(noisy_batch, _copy_key(key3), 4, "a third call, with the key the "
-                           "second returned")  # fmt: skip
-    other, other_next = _noisy_call(noisy_batch, jax.random.key(other_seed), 4,
-                                    "noisy_batch(another_key, 4)")  # fmt: skip
+    third, _ = _noisy_call(
+        noisy_batch, _copy_key(key3), 4, "a third call, with the key the second returned"
+    )
+    other, other_next = _noisy_call(
+        noisy_batch, jax.random.key(other_seed), 4, "noisy_batch(another_key, 4)"
+    )
     if close(first, jax.random.normal(_copy_key(key2), (4,))):
         fail(
             "noisy_batch returns the key it drew the samples with: the caller's next draw "
@@ -233,11 +249,16 @@ def check_noisy_batch(noisy_batch: Callable) -> None:
             "inside the function): the third call repeats the second's samples. Return a "
             "half of jax.random.split(key)"
         )
-    for (a, b), (i, j) in (((first, second), (1, 2)), ((second, third), (2, 3)),
-                           ((first, third), (1, 3))):  # fmt: skip
+    for (a, b), (i, j) in (
+        ((first, second), (1, 2)),
+        ((second, third), (2, 3)),
+        ((first, third), (1, 3)),
+    ):
         if close(a, b):
-            fail(f"calls {i} and {j} give the same samples, each call with the key the one "
-                 "before returned: the returned key must be a new one at every call")  # fmt: skip
+            fail(
+                f"calls {i} and {j} give the same samples, each call with the key the one "
+                "before returned: the returned key must be a new one at every call"
+            )
     big, _ = run_answer(noisy_batch, jax.random.key(1), 20_000, call="noisy_batch(key, 20_000)")
     big = np.sort(np.asarray(big, np.float64))
     kurtosis = float(np.mean(big**4) / np.mean(big**2) ** 2)

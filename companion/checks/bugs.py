@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -43,6 +44,8 @@ def _am_i_under_a_jit(x) -> bool:
             return True
         tracer = getattr(tracer, "val", getattr(tracer, "primal", None))
     return False
+
+
 _runs = itertools.count(1)
 
 
@@ -58,8 +61,9 @@ class _CountingMLP(eqx.Module):
         return self.mlp(x)
 
 
-def _sgd_losses(model: eqx.Module, x, y, num_steps: int, decay: float, start: int = 0
-                ) -> np.ndarray:  # fmt: skip
+def _sgd_losses(
+    model: eqx.Module, x, y, num_steps: int, decay: float, start: int = 0
+) -> np.ndarray:
     """The losses of ``num_steps`` SGD steps with learning rate ``0.1 * decay**(step + start)``."""
 
     def loss_fn(model):
@@ -124,8 +128,7 @@ def check_decayed_training(train_decayed: Callable) -> None:
                 "train_decayed: the learning rate does not decay; keep the schedule "
                 f"{LEARNING_RATE} * {DECAY}**step and change only how it reaches the step"
             )
-        if close(losses, _sgd_losses(mlp, x, y, num_steps, DECAY, start=1), rtol=1e-4,
-                 atol=1e-6):  # fmt: skip
+        if close(losses, _sgd_losses(mlp, x, y, num_steps, DECAY, start=1), rtol=1e-4, atol=1e-6):
             fail(
                 f"train_decayed: the schedule is one step late, {LEARNING_RATE} * "
                 f"{DECAY}**(step + 1); the first step's rate is {LEARNING_RATE} * {DECAY}**0"
@@ -350,5 +353,7 @@ def check_collector(collect: Callable) -> None:
             "collect: terminated should be True exactly where next_obs is past the limits; "
             f"it disagrees at steps {np.flatnonzero(terminated != fell)[:5].tolist()}"
         )
-    passed(f"collect flags its {int(fell.sum())} terminations, not its {int(truncated.sum())} "
-           "truncations")  # fmt: skip
+    passed(
+        f"collect flags its {int(fell.sum())} terminations, not its {int(truncated.sum())} "
+        "truncations"
+    )

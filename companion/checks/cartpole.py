@@ -25,6 +25,7 @@ from companion.envs import cartpole
 
 # --- chapter 6 ----------------------------------------------------------------------------
 
+
 def _accelerations(physics: np.ndarray, force: float) -> tuple:
     """CartPole's ``(x_acc, theta_acc)`` (gymnasium's equations) in float64."""
     p = cartpole.DEFAULT_PARAMS
@@ -46,9 +47,7 @@ def _euler_variants(physics: np.ndarray, force: float) -> dict:
     new_x, new_theta = x + tau * new_x_dot, theta + tau * new_theta_dot
     return {
         "semi": np.array([new_x, new_x_dot, new_theta, new_theta_dot]),
-        "explicit": np.array(
-            [x + tau * x_dot, new_x_dot, theta + tau * theta_dot, new_theta_dot]
-        ),
+        "explicit": np.array([x + tau * x_dot, new_x_dot, theta + tau * theta_dot, new_theta_dot]),
         "old theta_dot": np.array([new_x, new_x_dot, theta + tau * theta_dot, new_theta_dot]),
         "old x_dot": np.array([x + tau * x_dot, new_x_dot, new_theta, new_theta_dot]),
         "reordered": np.array([new_x, new_theta, new_x_dot, new_theta_dot]),
@@ -60,22 +59,26 @@ def _euler_case(physics, action) -> Case:
     force_mag = cartpole.DEFAULT_PARAMS.force_mag
     right = _euler_variants(physics, force_mag if action else -force_mag)
     push = "pushing right" if action else "pushing left"
-    return Case(f"physics {np.round(physics, 4).tolist()}, {push} (action {action})",
-                {"physics": physics, "action": action}, right["semi"], {
-        "this is explicit Euler: update the velocities first, then the positions with "
-        "them": right["explicit"],
-        "x moves with the new x_dot but theta with the old theta_dot: move both positions "
-        "with the new velocities": right["old theta_dot"],
-        "theta moves with the new theta_dot but x with the old x_dot: move both positions "
-        "with the new velocities": right["old x_dot"],
-        "the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left": (
-            _euler_variants(physics, -force_mag if action else force_mag)["semi"]
-        ),
-        "action 0 gives no force (force = action * force_mag?): 0 pushes left, with "
-        "-force_mag": _euler_variants(physics, force_mag * action)["semi"],
-        "the result is ordered (x, theta, x_dot, theta_dot); the physics is (x, x_dot, theta, "
-        "theta_dot)": right["reordered"],
-    })  # fmt: skip
+    return Case(
+        f"physics {np.round(physics, 4).tolist()}, {push} (action {action})",
+        {"physics": physics, "action": action},
+        right["semi"],
+        {
+            "this is explicit Euler: update the velocities first, then the positions with "
+            "them": right["explicit"],
+            "x moves with the new x_dot but theta with the old theta_dot: move both positions "
+            "with the new velocities": right["old theta_dot"],
+            "theta moves with the new theta_dot but x with the old x_dot: move both positions "
+            "with the new velocities": right["old x_dot"],
+            "the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left": (
+                _euler_variants(physics, -force_mag if action else force_mag)["semi"]
+            ),
+            "action 0 gives no force (force = action * force_mag?): 0 pushes left, with "
+            "-force_mag": _euler_variants(physics, force_mag * action)["semi"],
+            "the result is ordered (x, theta, x_dot, theta_dot); the physics is (x, x_dot, theta, "
+            "theta_dot)": right["reordered"],
+        },
+    )
 
 
 @self_check
@@ -101,8 +104,12 @@ def check_semi_implicit_step(step: Callable) -> None:
         args = jnp.asarray(case.inputs["physics"]), jnp.int32(case.inputs["action"])
         got = check_shape(run_answer(step, *args, call=call), (4,), call)
         if jnp.issubdtype(got.dtype, jnp.floating):
-            _require_dtype(got, np.float32, "step", "the physics is float32; build the result "
-                           "with jnp.stack of float32 values")  # fmt: skip
+            _require_dtype(
+                got,
+                np.float32,
+                "step",
+                "the physics is float32; build the result with jnp.stack of float32 values",
+            )
         outputs.append(got)
     verdict("step", cases, outputs)
     _require_dtype(outputs[0], np.float32, "step", "the physics is float32")
@@ -124,9 +131,7 @@ def _probe_observations() -> np.ndarray:
     groups = [base[None]]
     for columns in ([0, 1], [2], [3]):
         other = np.repeat(base[None], 4, axis=0)
-        other[..., columns] = rng.uniform(-1, 1, (4, _PROBES, len(columns))) * _PROBE_SCALE[
-            columns
-        ]
+        other[..., columns] = rng.uniform(-1, 1, (4, _PROBES, len(columns))) * _PROBE_SCALE[columns]
         groups.append(other)
     falling = np.array([[0.0, 0.0, 0.1, 0.5], [0.0, 0.0, -0.1, -0.5]])
     return np.concatenate([g.reshape(-1, 4) for g in groups] + [falling]).astype(np.float32)
@@ -149,27 +154,43 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     require_function(policy, "policy")
     probes = _probe_observations()
     call = f"jax.vmap(policy)(obs) for {len(probes)} probe observations"
-    acts = check_shape(run_answer(jax.vmap(policy), jnp.asarray(probes), call=call),
-                       (len(probes),), call, hint="policy(obs) returns one action, shape ()")
-    _require_dtype(acts, np.int32, "the policy's action", "an action is an int32 index: "
-                   "(condition).astype(jnp.int32), or jnp.where(condition, 1, 0)")
+    acts = check_shape(
+        run_answer(jax.vmap(policy), jnp.asarray(probes), call=call),
+        (len(probes),),
+        call,
+        hint="policy(obs) returns one action, shape ()",
+    )
+    _require_dtype(
+        acts,
+        np.int32,
+        "the policy's action",
+        "an action is an int32 index: (condition).astype(jnp.int32), or jnp.where(condition, 1, 0)",
+    )
     if not np.isin(acts, (0, 1)).all():
-        fail(f"the policy returned the action(s) {sorted(set(acts.tolist()) - {0, 1})}; "
-             "CartPole's actions are 0 (push left) and 1 (push right)")  # fmt: skip
+        fail(
+            f"the policy returned the action(s) {sorted(set(acts.tolist()) - {0, 1})}; "
+            "CartPole's actions are 0 (push left) and 1 (push right)"
+        )
     grid = acts[:-2].reshape(13, _PROBES)
     base, moved, theta, theta_dot = grid[0], grid[1:5], grid[5:9], grid[9:]
     if (moved != base).any():
-        fail("the policy's action changes when only x or x_dot changes (obs[0], obs[1]): this "
-             "exercise asks for a policy of the pole alone, theta and theta_dot (obs[2], "
-             "obs[3])")  # fmt: skip
+        fail(
+            "the policy's action changes when only x or x_dot changes (obs[0], obs[1]): this "
+            "exercise asks for a policy of the pole alone, theta and theta_dot (obs[2], "
+            "obs[3])"
+        )
     if len(set(acts.tolist())) == 1:
         side = "left (0)" if acts[0] == 0 else "right (1)"
-        fail(f"the policy always pushes {side}, whatever the observation: push towards the side "
-             "the pole falls to")  # fmt: skip
+        fail(
+            f"the policy always pushes {side}, whatever the observation: push towards the side "
+            "the pole falls to"
+        )
     if acts[-2:].tolist() == [0, 1]:
-        fail("the policy pushes away from the side the pole falls to: with the pole falling "
-             "right (theta = 0.1, theta_dot = 0.5) it pushes left (0), and right when it falls "
-             "left; push right (1) when the pole falls right")  # fmt: skip
+        fail(
+            "the policy pushes away from the side the pole falls to: with the pole falling "
+            "right (theta = 0.1, theta_dot = 0.5) it pushes left (0), and right when it falls "
+            "left; push right (1) when the pole falls right"
+        )
     reads_theta, reads_theta_dot = (theta != base).any(), (theta_dot != base).any()
 
     p = cartpole.DEFAULT_PARAMS
@@ -191,20 +212,24 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
 
     keys = jax.random.split(jax.random.key(0), episodes)
     call = f"policy(obs) in {episodes} episodes of CartPole"
-    returns, pole, track = (np.asarray(x) for x in run_answer(
-        jax.jit(jax.vmap(episode)), keys, call=call, jit=False))  # fmt: skip
+    returns, pole, track = (
+        np.asarray(x) for x in run_answer(jax.jit(jax.vmap(episode)), keys, call=call, jit=False)
+    )
     mean = float(returns.mean())
     if mean < 475:
         hint = ""
         if not reads_theta_dot:
-            hint = (" The policy reads theta alone (its action never changes with theta_dot): "
-                    "a term in theta_dot, obs[3], damps the swing.")  # fmt: skip
+            hint = (
+                " The policy reads theta alone (its action never changes with theta_dot): "
+                "a term in theta_dot, obs[3], damps the swing."
+            )
         elif not reads_theta:
-            hint = (" The policy reads theta_dot alone (its action never changes with "
-                    "theta): add a term in theta, obs[2].")  # fmt: skip
+            hint = (
+                " The policy reads theta_dot alone (its action never changes with "
+                "theta): add a term in theta, obs[2]."
+            )
         fail(
             f"mean return {mean:.1f} over {episodes} episodes, below 475: the pole fell in "
-            f"{int(pole.sum())} of them and the cart left the track in {int(track.sum())}."
-            + hint
+            f"{int(pole.sum())} of them and the cart left the track in {int(track.sum())}." + hint
         )
     passed(f"the policy balances the pole: mean return {mean:.1f} over {episodes} episodes")

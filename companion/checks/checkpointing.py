@@ -83,10 +83,15 @@ def check_checkpointed_propagation(network_class: type) -> None:
     call = "network_class(key, width=4, hidden_sizes=(8,), iterations=6)"
     # both models traced, never compiled, and given the same arrays: their initialisation
     # (orthogonal matrices) is not what the exercise changes
-    copy = run_answer(lambda key: jax.eval_shape(lambda k: network_class(k, **sizes), key),
-                      jax.random.key(3), call=call, jit=False)  # fmt: skip
-    skeleton = jax.eval_shape(lambda key: ppo.PropagationActorCritic(key, **sizes),
-                              jax.random.key(3))  # fmt: skip
+    copy = run_answer(
+        lambda key: jax.eval_shape(lambda k: network_class(k, **sizes), key),
+        jax.random.key(3),
+        call=call,
+        jit=False,
+    )
+    skeleton = jax.eval_shape(
+        lambda key: ppo.PropagationActorCritic(key, **sizes), jax.random.key(3)
+    )
     shapes = [leaf.shape for leaf in jax.tree.leaves(skeleton)]
     traced = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731 (an array, traced)
     copy_shapes = [leaf.shape for leaf in jax.tree.leaves(eqx.filter(copy, traced))]
@@ -112,19 +117,31 @@ def check_checkpointed_propagation(network_class: type) -> None:
         (_, out), grads = eqx.filter_value_and_grad(loss, has_aux=True)(m)
         return out, jax.tree.leaves(grads)
 
-    got = run_answer(outputs_and_grads, model, images, call="the copy's outputs for three "
-                     "5 × 6 mazes (jax.vmap(model)(images)) and their gradient")  # fmt: skip
+    got = run_answer(
+        outputs_and_grads,
+        model,
+        images,
+        call="the copy's outputs for three "
+        "5 × 6 mazes (jax.vmap(model)(images)) and their gradient",
+    )
     if not _CHECKPOINT_REFERENCE:  # the same for every answer: computed once
         _CHECKPOINT_REFERENCE.append(eqx.filter_jit(outputs_and_grads)(reference, images))
     want = _CHECKPOINT_REFERENCE[0]
-    if not (isinstance(got[0], tuple) and len(got[0]) == 2 and all(
-            close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))):  # fmt: skip
-        fail("the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
-             "images with the same weights: jax.checkpoint changes what is stored for the "
-             "backward pass, never the outputs; change nothing else in the call")  # fmt: skip
+    if not (
+        isinstance(got[0], tuple)
+        and len(got[0]) == 2
+        and all(close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))
+    ):
+        fail(
+            "the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
+            "images with the same weights: jax.checkpoint changes what is stored for the "
+            "backward pass, never the outputs; change nothing else in the call"
+        )
     if not all(close(a, b, 1e-4, 1e-5) for a, b in zip(got[1], want[1])):
-        fail("the copy's gradients differ from the original's with the same weights: "
-             "jax.checkpoint recomputes the forward pass, the gradients stay the same")
+        fail(
+            "the copy's gradients differ from the original's with the same weights: "
+            "jax.checkpoint recomputes the forward pass, the gradients stay the same"
+        )
     inside, outside = _checkpoints(jax.make_jaxpr(model)(images[0]))
     if not inside and not outside:
         fail(
@@ -141,6 +158,8 @@ def check_checkpointed_propagation(network_class: type) -> None:
         )
     policies = {eqn.params.get("policy") for eqn in inside}
     if policies == {jax.checkpoint_policies.everything_saveable}:
-        fail("jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
-             "nothing. Leave the policy out, so that only the body's inputs are saved")
+        fail(
+            "jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
+            "nothing. Leave the policy out, so that only the body's inputs are saved"
+        )
     passed("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body")

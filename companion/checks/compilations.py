@@ -4,7 +4,8 @@ context manager that counts XLA compilations).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -75,8 +76,10 @@ def _enter(compilations: Callable) -> Any:
             else "write a generator function decorated with @contextlib.contextmanager, or a "
             "class with __enter__ and __exit__"
         )
-        fail(f"compilations() returned {type(manager).__name__}, not a context manager "
-             f"(`with compilations() as c:` needs one): {hint}")  # fmt: skip
+        fail(
+            f"compilations() returned {type(manager).__name__}, not a context manager "
+            f"(`with compilations() as c:` needs one): {hint}"
+        )
     return manager
 
 
@@ -95,8 +98,10 @@ def _run_block(
     except CheckFailed:  # from a nested block: already says what is wrong
         raise
     except Exception as exc:
-        fail(f"`with compilations() as c:` raised {type(exc).__name__} around {label}: "
-             f"{error_text(exc)}")  # fmt: skip
+        fail(
+            f"`with compilations() as c:` raised {type(exc).__name__} around {label}: "
+            f"{error_text(exc)}"
+        )
     block.events = _events[start:]
     block.length = _length(block.seen, label)
     block.after = len(_events)
@@ -106,8 +111,10 @@ def _run_block(
 
 def _length(seen: Any, label: str) -> int:
     if not isinstance(seen, list):
-        fail(f"compilations() should yield a list (`as c` gives it), got "
-             f"{type(seen).__name__} {seen!r:.60} around {label}")  # fmt: skip
+        fail(
+            f"compilations() should yield a list (`as c` gives it), got "
+            f"{type(seen).__name__} {seen!r:.60} around {label}"
+        )
     return len(seen)
 
 
@@ -173,43 +180,76 @@ def check_compilations(compilations: Callable) -> None:
 
     calls = "f(x, 0.5); f(x, 0.25); f(x, 0.125)"
     static_cold = jax.jit(_fresh(), static_argnums=1)
-    _run_block(compilations, "a static argument called cold with three new values",
-               f"f = jax.jit(scale, static_argnums=1), new to JAX; {calls}",
-               three_calls(static_cold), blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "a static argument called cold with three new values",
+        f"f = jax.jit(scale, static_argnums=1), new to JAX; {calls}",
+        three_calls(static_cold),
+        blocks,
+    )
     traced_cold = jax.jit(_fresh())
-    _run_block(compilations, "a traced argument called cold, three times",
-               f"f = jax.jit(scale), new to JAX; {calls}", three_calls(traced_cold),
-               blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "a traced argument called cold, three times",
+        f"f = jax.jit(scale), new to JAX; {calls}",
+        three_calls(traced_cold),
+        blocks,
+    )
     static_warm = jax.jit(_fresh(), static_argnums=1)
     jax.block_until_ready(static_warm(x, 0.5))
-    _run_block(compilations, "a static argument called warm (once before, with 0.5)",
-               f"f = jax.jit(scale, static_argnums=1); f(x, 0.5) before the block; {calls}",
-               three_calls(static_warm), blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "a static argument called warm (once before, with 0.5)",
+        f"f = jax.jit(scale, static_argnums=1); f(x, 0.5) before the block; {calls}",
+        three_calls(static_warm),
+        blocks,
+    )
     traced_warm = jax.jit(_fresh())
     jax.block_until_ready(traced_warm(x, 0.5))
-    _run_block(compilations, "a traced argument called warm (once before), three times",
-               f"f = jax.jit(scale); f(x, 0.5) before the block; {calls}",
-               three_calls(traced_warm), blocks)  # fmt: skip
-    _run_block(compilations, "a trace without a compilation (jax.make_jaxpr)",
-               "jax.make_jaxpr(scale)(x, 0.5)", lambda: jax.make_jaxpr(_fresh())(x, 0.5),
-               blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "a traced argument called warm (once before), three times",
+        f"f = jax.jit(scale); f(x, 0.5) before the block; {calls}",
+        three_calls(traced_warm),
+        blocks,
+    )
+    _run_block(
+        compilations,
+        "a trace without a compilation (jax.make_jaxpr)",
+        "jax.make_jaxpr(scale)(x, 0.5)",
+        lambda: jax.make_jaxpr(_fresh())(x, 0.5),
+        blocks,
+    )
     lowered = jax.jit(_fresh()).lower(x, 0.5)
-    _run_block(compilations, "a compilation without a trace (a lowered program's .compile())",
-               "lowered = jax.jit(scale).lower(x, 0.5) before the block; lowered.compile()",
-               lowered.compile, blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "a compilation without a trace (a lowered program's .compile())",
+        "lowered = jax.jit(scale).lower(x, 0.5) before the block; lowered.compile()",
+        lowered.compile,
+        blocks,
+    )
 
     def once():
         jax.block_until_ready(jax.jit(_fresh())(x, 0.5))
 
     def outer_body():
         once()
-        _run_block(compilations, "the inner of two nested blocks",
-                   "jax.jit(scale)(x, 0.5), scale new to JAX", once, blocks)  # fmt: skip
+        _run_block(
+            compilations,
+            "the inner of two nested blocks",
+            "jax.jit(scale)(x, 0.5), scale new to JAX",
+            once,
+            blocks,
+        )
         once()
 
-    _run_block(compilations, "the outer of two nested blocks",
-               "jax.jit(scale)(x, 0.5) for three functions new to JAX, the second one in an "
-               "inner block", outer_body, blocks)  # fmt: skip
+    _run_block(
+        compilations,
+        "the outer of two nested blocks",
+        "jax.jit(scale)(x, 0.5) for three functions new to JAX, the second one in an inner block",
+        outer_body,
+        blocks,
+    )
     jax.block_until_ready(jax.jit(_fresh())(x, 0.5))  # a compilation after every block
 
     shared = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :] if a.seen is b.seen]
@@ -235,8 +275,11 @@ def check_compilations(compilations: Callable) -> None:
         surplus = block.length - before if surplus is None else surplus
         # the compile events plus the traces and lowerings, filtered by prefix, by the word
         # "compile" (which the persistent compilation cache's events also hold), or not at all
-        every = [sum(e.startswith("/jax/core/compile/") for e, _ in block.events),
-                 sum("compile" in e for e, _ in block.events), len(block.events)]  # fmt: skip
+        every = [
+            sum(e.startswith("/jax/core/compile/") for e, _ in block.events),
+            sum("compile" in e for e, _ in block.events),
+            len(block.events),
+        ]
         mistakes = {
             _EVERY_EVENT: every,
             _TRACES: block.count(TRACE_EVENT),
@@ -245,8 +288,9 @@ def check_compilations(compilations: Callable) -> None:
             _BEFORE: before + surplus,
         }
         inputs = {"the block runs": block.code}
-        cases.append(Case(f"{block.label} (JAX compiled {compiles} time(s))", inputs, compiles,
-                          mistakes))  # fmt: skip
+        cases.append(
+            Case(f"{block.label} (JAX compiled {compiles} time(s))", inputs, compiles, mistakes)
+        )
         outputs.append(block.length)
     verdict("compilations", cases, outputs)
     grown = [b for b in blocks if len(b.seen) != b.length]
@@ -261,8 +305,10 @@ def check_compilations(compilations: Callable) -> None:
         )
     _check_a_raising_block(compilations, x)
     counts = [b.length for b in blocks]
-    passed(f"compilations counts as JAX does: static {counts[0]} cold, {counts[2]} warm; traced "
-           f"{counts[1]} cold, {counts[3]} warm")  # fmt: skip
+    passed(
+        f"compilations counts as JAX does: static {counts[0]} cold, {counts[2]} warm; traced "
+        f"{counts[1]} cold, {counts[3]} warm"
+    )
 
 
 class _RaisedInside(Exception):
@@ -281,8 +327,10 @@ def _check_a_raising_block(compilations: Callable, x) -> None:
     except _RaisedInside:
         escaped = True
     except Exception as exc:
-        fail(f"compilations() raised {type(exc).__name__} when its block raised an error: "
-             f"{error_text(exc)}")  # fmt: skip
+        fail(
+            f"compilations() raised {type(exc).__name__} when its block raised an error: "
+            f"{error_text(exc)}"
+        )
     compiles = sum(e == COMPILE_EVENT for e, _ in _events[start:])
     length = _length(seen, "a block that raises")
     if not escaped:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import os
 import traceback
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -110,13 +111,19 @@ def run_answer(
             "keep arrays as arrays (no int(), float() or bool() of one)"
         )
     except Exception as exc:
-        fail(f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}"
-             + (f". {hint}" if hint else ""))  # fmt: skip
+        fail(
+            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}"
+            + (f". {hint}" if hint else "")
+        )
 
 
 #: Lines of JAX's errors that speak of JAX's own traceback, not of the answer.
-_NOISE = ("----", "For simplicity, JAX has removed", "The stack trace below excludes",
-          "The preceding stack trace")
+_NOISE = (
+    "----",
+    "For simplicity, JAX has removed",
+    "The stack trace below excludes",
+    "The preceding stack trace",
+)
 
 
 def error_text(exc: BaseException, limit: int = 700) -> str:
@@ -143,8 +150,8 @@ def passed(what: str) -> None:
 def _broadcast(shape: tuple, expected: tuple) -> bool:
     """Whether ``shape`` is what an array of ``expected + (1,)`` broadcast against one of
     ``expected`` gives (values of shape (B, 1) against targets (B,) give (B, B))."""
-    return len(shape) == len(expected) + 1 and len(expected) > 0 and all(
-        d in expected for d in shape
+    return (
+        len(shape) == len(expected) + 1 and len(expected) > 0 and all(d in expected for d in shape)
     )
 
 
@@ -214,8 +221,9 @@ def _show(value: Any, prefix: str, short: bool = False) -> str:
     elif arr.dtype.kind == "f":
         arr = np.round(arr.astype(np.float64), 4)
     threshold, edge = (12, 3) if short else (60, 3)
-    text = np.array2string(arr, separator=", ", max_line_width=88, threshold=threshold,
-                           edgeitems=edge, prefix=prefix)  # fmt: skip
+    text = np.array2string(
+        arr, separator=", ", max_line_width=88, threshold=threshold, edgeitems=edge, prefix=prefix
+    )
     return prefix + text
 
 
@@ -237,6 +245,7 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
     right = [close(out, case.expected, rtol, atol) for case, out in zip(cases, outputs)]
     if all(right):
         return True
+
     def matches(out, case, message):
         wrong = case.mistakes.get(message, case.expected)
         alternatives = wrong if isinstance(wrong, list) else [wrong]
@@ -253,8 +262,10 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
         wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol)
         first = tuple(int(j) for j in np.argwhere(wrong)[0])
         index = first[0] if len(first) == 1 else first
-        where = (f": first at index {index}, it gives {_show(got[first], '')}, expected "
-                 f"{_show(expected[first], '')}")  # fmt: skip
+        where = (
+            f": first at index {index}, it gives {_show(got[first], '')}, expected "
+            f"{_show(expected[first], '')}"
+        )
     lines = [f"{name} differs from the reference on {case.label}{where}", "The inputs:"]
     lines += [_show(value, f"  {key} = ", short=True) for key, value in case.inputs.items()]
     lines += [_show(got, "it gives ", short=True), _show(expected, "expected ", short=True)]
@@ -316,8 +327,10 @@ def unrolled(fn: Callable, *args_by_length: tuple) -> tuple | None:
             eqns = program_equations(jax.make_jaxpr(fn)(*args))
         except Exception:  # run_answer reports the error when the answer runs
             return None
-        if any(eqn.primitive.name == "scan" and eqn.params.get("unroll", 1) not in (1, False)
-               for eqn in eqns):  # fmt: skip
+        if any(
+            eqn.primitive.name == "scan" and eqn.params.get("unroll", 1) not in (1, False)
+            for eqn in eqns
+        ):
             return (len(eqns), -1)
         sizes.append(len(eqns))
     return tuple(sizes) if sizes[1] > sizes[0] else None

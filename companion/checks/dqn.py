@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -32,8 +32,13 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
     one_hot = np.eye(q_online.shape[-1])[q_online.argmax(-1)]
     return Case(
         label,
-        {"reward": reward, "terminated": terminated, "q_next_online": q_online,
-         "q_next_target": q_target, "gamma": gamma},
+        {
+            "reward": reward,
+            "terminated": terminated,
+            "q_next_online": q_online,
+            "q_next_target": q_target,
+            "gamma": gamma,
+        },
         reward + keep * chosen,
         {
             "this is the plain DQN target: choose the action with the ONLINE network's "
@@ -49,13 +54,14 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
             "action's value (jnp.take_along_axis) or sum the product": reward
             + keep * (q_target * one_hot).max(-1),
             "gamma multiplies the whole target, the reward too: the target is r + gamma * "
-            "(1 - terminated) * Q_target(s', a*), with r undiscounted": gamma * (
-                reward + (1.0 - np.asarray(terminated)) * chosen),
+            "(1 - terminated) * Q_target(s', a*), with r undiscounted": gamma
+            * (reward + (1.0 - np.asarray(terminated)) * chosen),
             "the reward is dropped at a termination: (1 - terminated) multiplies only the "
             "bootstrap, the target after a termination is the reward": (
-                (1.0 - np.asarray(terminated)) * (reward + gamma * chosen)),
+                (1.0 - np.asarray(terminated)) * (reward + gamma * chosen)
+            ),
         },
-    )  # fmt: skip
+    )
 
 
 @self_check
@@ -75,25 +81,36 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
     """
     cases = [
         _double_dqn_case(
-            [1.0, 1.0, 1.0], [False, False, True],
-            [[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]], [[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]],
-            0.5, "a batch of 3 with 2 actions, gamma 0.5",
+            [1.0, 1.0, 1.0],
+            [False, False, True],
+            [[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]],
+            [[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]],
+            0.5,
+            "a batch of 3 with 2 actions, gamma 0.5",
         ),
         _double_dqn_case(
-            [0.0, -1.0, 1.0, 0.5], [False, False, False, True],
+            [0.0, -1.0, 1.0, 0.5],
+            [False, False, False, True],
             [[-1.0, -3.0, -2.0], [2.0, 2.0, 0.0], [0.5, -0.5, 1.5], [1.0, 0.0, 0.0]],
             [[-4.0, -0.5, -1.0], [-2.0, 3.0, 1.0], [-3.0, -2.0, -6.0], [2.0, 5.0, 1.0]],
-            0.99, "a batch of 4 with 3 actions, negative values and a tie, gamma 0.99",
+            0.99,
+            "a batch of 4 with 3 actions, negative values and a tie, gamma 0.99",
         ),
         _double_dqn_case(
-            [-1.0, 2.0], [False, False], [[-300.0, -450.0], [-820.0, -610.0]],
-            [[-520.0, -130.0], [-240.0, -990.0]], 0.9, "large negative values, gamma 0.9",
+            [-1.0, 2.0],
+            [False, False],
+            [[-300.0, -450.0], [-820.0, -610.0]],
+            [[-520.0, -130.0], [-240.0, -990.0]],
+            0.9,
+            "large negative values, gamma 0.9",
         ),
-    ]  # fmt: skip
+    ]
     outputs = []
     for case in cases:
-        args = [jnp.asarray(case.inputs[k], jnp.float32 if k != "terminated" else bool)
-                for k in ("reward", "terminated", "q_next_online", "q_next_target")]  # fmt: skip
+        args = [
+            jnp.asarray(case.inputs[k], jnp.float32 if k != "terminated" else bool)
+            for k in ("reward", "terminated", "q_next_online", "q_next_target")
+        ]
         call = f"double_dqn_target(...) for {case.label}"
         got = run_answer(double_dqn_target, *args, case.inputs["gamma"], call=call)
         outputs.append(check_shape(got, args[0].shape, call, hint="One target per transition."))
@@ -175,11 +192,12 @@ def _n_step_case(terminated, truncated, gamma, seed, label) -> Case:
     reward = rng.uniform(-0.5, 1.5, terminated.shape).astype(np.float32)
     q_next = rng.uniform(-5.0, 15.0, terminated.shape + (2,)).astype(np.float32)
     args = (reward, terminated, truncated, q_next, gamma)
-    mistakes = {message: _n_step_reference(*args, names) for names, message in
-                _N_STEP_MISTAKES.items()}  # fmt: skip
-    mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = (
-        reward[:, 0] + gamma * (1 - terminated[:, 0]) * q_next[:, 0].max(-1)
-    )
+    mistakes = {
+        message: _n_step_reference(*args, names) for names, message in _N_STEP_MISTAKES.items()
+    }
+    mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = reward[
+        :, 0
+    ] + gamma * (1 - terminated[:, 0]) * q_next[:, 0].max(-1)
     inputs = dict(zip(("reward", "terminated", "truncated", "q_next_target", "gamma"), args))
     return Case(label, inputs, _n_step_reference(*args), mistakes)
 
@@ -220,14 +238,22 @@ def check_n_step_target(n_step_target: Callable) -> None:
         reward, terminated, truncated, q_next, gamma = case.inputs.values()
         call = f"n_step_target(...) for {case.label}"
         got = run_answer(
-            n_step_target, *map(jnp.asarray, (reward, terminated, truncated, q_next)), gamma,
-            call=call, hint=f"Shapes: reward, terminated, truncated {reward.shape}; "
+            n_step_target,
+            *map(jnp.asarray, (reward, terminated, truncated, q_next)),
+            gamma,
+            call=call,
+            hint=f"Shapes: reward, terminated, truncated {reward.shape}; "
             f"q_next_target {q_next.shape}",
-        )  # fmt: skip
+        )
         outputs.append(
-            check_shape(got, reward.shape[:1], call, hint="One target per window: take the "
-                        "max over the action axis (the last one), not over the window's steps.")
-        )  # fmt: skip
+            check_shape(
+                got,
+                reward.shape[:1],
+                call,
+                hint="One target per window: take the "
+                "max over the action axis (the last one), not over the window's steps.",
+            )
+        )
     verdict("n_step_target", cases, outputs, rtol=1e-4, atol=1e-5)
     passed("n_step_target stops at terminations and truncations and bootstraps correctly")
 
@@ -357,9 +383,9 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
     q = np.zeros((num_seeds, iterations), np.float32)
     spread = {6: [6.0, -1.0, -2.0, -3.0], 10: [15.0, -1.0, -2.0, -3.0, -4.0, -5.0, 2.0, -2.0]}
     for s in range(num_seeds):
-        q[s, warmup:start - 1] = np.sort(rng.uniform(5.0, late[s], start - 1 - warmup))
-        q[s, start - 1:start + 2] = late[s]
-        q[s, start + 2:] = late[s] + np.asarray(spread[iterations // 4])
+        q[s, warmup : start - 1] = np.sort(rng.uniform(5.0, late[s], start - 1 - warmup))
+        q[s, start - 1 : start + 2] = late[s]
+        q[s, start + 2 :] = late[s] + np.asarray(spread[iterations // 4])
     bound = 1.0 / (1.0 - gamma)
     quarter, q64 = slice(start, None), q.astype(np.float64)
     learned = np.where(q64 != 0, q64, np.nan)
@@ -375,7 +401,8 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
             "this is the mean over the first quarter of training; the question is about "
             "its last quarter": q64[:, : iterations // 4].mean(1) - bound,
             "this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)": (
-                q64[:, quarter].mean(1)),
+                q64[:, quarter].mean(1)
+            ),
             "the difference is reversed: the overshoot is Q minus the bound 1 / (1 - gamma), "
             "positive above it": bound - q64[:, quarter].mean(1),
             "the bound is 1 / (1 - gamma), the discounted sum of a reward of 1 from now on, "
@@ -383,13 +410,15 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
             "the overshoot is clipped at 0: report the signed difference, negative where "
             "the values stay below the bound": np.maximum(q64[:, quarter].mean(1) - bound, 0),
             "this is the largest value of the last quarter; average it": (
-                q64[:, quarter].max(1) - bound),
+                q64[:, quarter].max(1) - bound
+            ),
             "this is the last iteration's value alone; average the last quarter": (
-                q64[:, -1] - bound),
+                q64[:, -1] - bound
+            ),
             "the bound is the number 100, which is 1 / (1 - gamma) for gamma 0.99 only: "
             "compute it from gamma": q64[:, quarter].mean(1) - 100.0,
         },
-    )  # fmt: skip
+    )
 
 
 @self_check
@@ -417,10 +446,22 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
         q, steps, gamma = case.inputs.values()
         call = f"q_overshoot(q_mean, env_steps, {gamma}) for {case.label}"
         got = run_answer(
-            q_overshoot, q.copy(), steps.copy(), gamma, call=call, jit=False,
+            q_overshoot,
+            q.copy(),
+            steps.copy(),
+            gamma,
+            call=call,
+            jit=False,
             hint=f"q_mean float32 and env_steps int32 {q.shape}, NumPy arrays; gamma a float",
-        )  # fmt: skip
-        outputs.append(check_shape(got, q.shape[:1], call, hint="One value per seed: average "
-                                   "over the iterations (axis 1), not over the seeds."))
+        )
+        outputs.append(
+            check_shape(
+                got,
+                q.shape[:1],
+                call,
+                hint="One value per seed: average "
+                "over the iterations (axis 1), not over the seeds.",
+            )
+        )
     verdict("q_overshoot", cases, outputs, rtol=1e-4, atol=1e-4)
     passed("q_overshoot: each seed's last-quarter mean Q, minus 1 / (1 - gamma)")

@@ -50,21 +50,25 @@ def _maze_timesteps(kinds: np.ndarray, walled_starts: np.ndarray, seed: int):
 
     def observation(agent, mask, step_count):
         return Observation(
-            agent_position=Position(row=jnp.asarray(agent[..., 0], jnp.int32),
-                                    col=jnp.asarray(agent[..., 1], jnp.int32)),
-            target_position=Position(row=jnp.asarray(target[..., 0], jnp.int32),
-                                     col=jnp.asarray(target[..., 1], jnp.int32)),
+            agent_position=Position(
+                row=jnp.asarray(agent[..., 0], jnp.int32), col=jnp.asarray(agent[..., 1], jnp.int32)
+            ),
+            target_position=Position(
+                row=jnp.asarray(target[..., 0], jnp.int32),
+                col=jnp.asarray(target[..., 1], jnp.int32),
+            ),
             walls=jnp.zeros(shape + (size, size), bool),
             action_mask=jnp.asarray(mask),
             step_count=jnp.asarray(step_count, jnp.int32),
-        )  # fmt: skip
+        )
 
     steps = np.broadcast_to(np.arange(1, shape[0] + 1)[:, None], shape)
     end_agent = np.where((kinds == _TARGET)[..., None], target, elsewhere())
     next_obs = observation(end_agent, masks(kinds == _WALLED), steps)
     start_agent = np.where(ended[..., None], elsewhere(), end_agent)
-    start_mask = np.where(ended[..., None], masks(ended & walled_starts),
-                          np.asarray(next_obs.action_mask))  # fmt: skip
+    start_mask = np.where(
+        ended[..., None], masks(ended & walled_starts), np.asarray(next_obs.action_mask)
+    )
     obs = observation(start_agent, start_mask, np.where(ended, 0, steps))
     return TimeStep(
         step_type=jnp.asarray(np.where(ended, StepType.LAST, StepType.MID), jnp.int8),
@@ -86,48 +90,68 @@ def _count_endings_case(kinds, walled_starts, label: str) -> Case:
         return np.array([term, n_last - term if trunc is None else trunc])
 
     right = counts(target + walled)
-    return Case(label, {_KINDS: kinds, "next episode starts walled in": walled_starts}, right, {
-        "a walled-in ending is counted as a truncation, and a time-out followed by a walled-in "
-        "start as a termination: the action mask comes from timestep.observation, which after a "
-        "LAST step is already the next episode's; use timestep.extras['next_obs'].action_mask":
-            counts(target + stale_walled),
-        "an ending at the target is counted as a truncation: the positions come from "
-        "timestep.observation, which after a LAST step is already the next episode's; read "
-        "them from timestep.extras['next_obs'], or test reward > 0": counts(walled),
-        "every ending but the walled-in starts of the next episodes is counted as a "
-        "truncation: the whole observation is timestep.observation, already the next "
-        "episode's after a LAST step; use timestep.extras['next_obs']": counts(stale_walled),
-        "no walled-in ending is counted as a termination: the test for no legal move is "
-        "missing, or never fires (jnp.any(mask) without axis=-1 reduces all the masks to one "
-        "value)": counts(target),
-        "every ending is counted as a termination (jumanji's discount is 0 at a time-out "
-        "too): a time-out is a truncation": counts(n_last, 0),
-        "the counts come back in the wrong order: return (terminated, truncated)": right[::-1],
-        "truncated counts every step that did not terminate, the steps within an episode "
-        "too: a truncation is a LAST step, last & ~terminated": counts(
-            target + walled, kinds.size - target - walled),
-        "truncated counts every ending, the terminations too: truncated is last & "
-        "~terminated": counts(target + walled, n_last),
-    })  # fmt: skip
+    return Case(
+        label,
+        {_KINDS: kinds, "next episode starts walled in": walled_starts},
+        right,
+        {
+            "a walled-in ending is counted as a truncation, and a time-out followed by a walled-in "
+            "start as a termination: the action mask comes from timestep.observation, which after a "
+            "LAST step is already the next episode's; use timestep.extras['next_obs'].action_mask": counts(
+                target + stale_walled
+            ),
+            "an ending at the target is counted as a truncation: the positions come from "
+            "timestep.observation, which after a LAST step is already the next episode's; read "
+            "them from timestep.extras['next_obs'], or test reward > 0": counts(walled),
+            "every ending but the walled-in starts of the next episodes is counted as a "
+            "truncation: the whole observation is timestep.observation, already the next "
+            "episode's after a LAST step; use timestep.extras['next_obs']": counts(stale_walled),
+            "no walled-in ending is counted as a termination: the test for no legal move is "
+            "missing, or never fires (jnp.any(mask) without axis=-1 reduces all the masks to one "
+            "value)": counts(target),
+            "every ending is counted as a termination (jumanji's discount is 0 at a time-out "
+            "too): a time-out is a truncation": counts(n_last, 0),
+            "the counts come back in the wrong order: return (terminated, truncated)": right[::-1],
+            "truncated counts every step that did not terminate, the steps within an episode "
+            "too: a truncation is a LAST step, last & ~terminated": counts(
+                target + walled, kinds.size - target - walled
+            ),
+            "truncated counts every ending, the terminations too: truncated is last & "
+            "~terminated": counts(target + walled, n_last),
+        },
+    )
 
 
 def _count_endings_cases() -> list:
     """``[(seed, Case)]``: the rollouts of :func:`check_count_endings`; ``kinds`` says what
     each step was (0 within an episode, 1 the target, 2 walled in, 3 the time limit)."""
     m, t, w, c = _MID, _TARGET, _WALLED, _CLOCK
-    first = np.array([[m, m, m], [m, w, m], [t, m, m], [m, m, m], [m, m, m], [m, c, m],
-                      [m, m, m], [c, m, m]])  # fmt: skip
+    first = np.array(
+        [[m, m, m], [m, w, m], [t, m, m], [m, m, m], [m, m, m], [m, c, m], [m, m, m], [c, m, m]]
+    )
     second = np.array([[w, m, t, c], [m, t, m, m], [t, m, m, c], [m, w, m, m], [c, m, t, c]])
     one_step = np.array([[t, w, c, m, c]])
     walled_starts = np.zeros_like(one_step, bool)
     walled_starts[0, 2] = True  # after the time-out, an episode that starts walled in
     return [
-        (5, _count_endings_case(first, np.zeros_like(first, bool),
-                                "8 steps of 3 environments, one of which never ends")),
+        (
+            5,
+            _count_endings_case(
+                first,
+                np.zeros_like(first, bool),
+                "8 steps of 3 environments, one of which never ends",
+            ),
+        ),
         (6, _count_endings_case(second, np.zeros_like(second, bool), "5 steps of 4 environments")),
-        (7, _count_endings_case(one_step, walled_starts, "1 step of 5 environments, a "
-                                "time-out followed by a start walled in")),
-    ]  # fmt: skip
+        (
+            7,
+            _count_endings_case(
+                one_step,
+                walled_starts,
+                "1 step of 5 environments, a time-out followed by a start walled in",
+            ),
+        ),
+    ]
 
 
 @self_check
@@ -153,24 +177,40 @@ def check_count_endings(count_endings: Callable) -> None:
     cases = _count_endings_cases()
     outputs = []
     for seed, case in cases:
-        timesteps = _maze_timesteps(case.inputs[_KINDS],
-                                    case.inputs["next episode starts walled in"], seed)
+        timesteps = _maze_timesteps(
+            case.inputs[_KINDS], case.inputs["next episode starts walled in"], seed
+        )
         call = f"count_endings(timesteps) for {case.label}"
-        got = run_answer(count_endings, timesteps, call=call,
-                         hint="timesteps are stacked (T, N); the flags come from reward, "
-                         "last() and extras['next_obs'].action_mask")  # fmt: skip
+        got = run_answer(
+            count_endings,
+            timesteps,
+            call=call,
+            hint="timesteps are stacked (T, N); the flags come from reward, "
+            "last() and extras['next_obs'].action_mask",
+        )
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            fail(f"count_endings should return a pair (n_terminated, n_truncated), got "
-                 f"{type(got).__name__} of shape {np.shape(got)}")  # fmt: skip
-        pair = [check_shape(g, (), f"{name} of {call}", hint="One count for the whole "
-                            "rollout: sum over the steps and the environments.")
-                for g, name in zip(got, ("n_terminated", "n_truncated"))]  # fmt: skip
+            fail(
+                f"count_endings should return a pair (n_terminated, n_truncated), got "
+                f"{type(got).__name__} of shape {np.shape(got)}"
+            )
+        pair = [
+            check_shape(
+                g,
+                (),
+                f"{name} of {call}",
+                hint="One count for the whole rollout: sum over the steps and the environments.",
+            )
+            for g, name in zip(got, ("n_terminated", "n_truncated"))
+        ]
         for count, name in zip(pair, ("n_terminated", "n_truncated")):
             if count.dtype.kind not in "iu":
-                _require_dtype(count, np.int32, name, "a count is a whole number; jnp.sum of "
-                               "the bool flags gives int32")  # fmt: skip
+                _require_dtype(
+                    count,
+                    np.int32,
+                    name,
+                    "a count is a whole number; jnp.sum of the bool flags gives int32",
+                )
         outputs.append(np.array([int(p) for p in pair]))
-    shown = [case._replace(label=f"{case.label}, (n_terminated, n_truncated)")
-             for _, case in cases]  # fmt: skip
+    shown = [case._replace(label=f"{case.label}, (n_terminated, n_truncated)") for _, case in cases]
     verdict("count_endings", shown, outputs)
     passed("count_endings counts terminations and truncations from extras['next_obs']")

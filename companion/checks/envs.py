@@ -38,31 +38,41 @@ def _require_dtype(arr: np.ndarray, dtype: Any, what: str, how: str) -> None:
 
 # --- chapter 3 ----------------------------------------------------------------------------
 
+
 def _legal_fraction_case(masks: np.ndarray) -> Case:
     expected = masks.mean(axis=0)
     n = masks.shape[0]
-    return Case(f"{n} masks", {"action_masks": masks}, expected, {
-        "legal_fraction averages over the actions (axis 1); average over the masks (axis 0)":
-            masks.mean(axis=1),
-        "legal_fraction counts the masks; divide by their number for a fraction": (
-            masks.sum(axis=0)
-        ),
-        "legal_fraction divides with //, which rounds down to a whole number; / gives the "
-        "fraction": masks.sum(axis=0) // n,
-        "legal_fraction gives the fraction of masks in which each action is ILLEGAL": (
-            1.0 - expected
-        ),
-    })  # fmt: skip
+    return Case(
+        f"{n} masks",
+        {"action_masks": masks},
+        expected,
+        {
+            "legal_fraction averages over the actions (axis 1); average over the masks (axis 0)": masks.mean(
+                axis=1
+            ),
+            "legal_fraction counts the masks; divide by their number for a fraction": (
+                masks.sum(axis=0)
+            ),
+            "legal_fraction divides with //, which rounds down to a whole number; / gives the "
+            "fraction": masks.sum(axis=0) // n,
+            "legal_fraction gives the fraction of masks in which each action is ILLEGAL": (
+                1.0 - expected
+            ),
+        },
+    )
 
 
 def _legal_fraction_cases() -> list:
     rng = np.random.default_rng(3)
-    return [_legal_fraction_case(masks) for masks in (
-        np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool),
-        rng.uniform(size=(7, 4)) < 0.4,
-        # four masks: averaged over the wrong axis they still give 4 numbers
-        np.array([[1, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]], bool),
-    )]  # fmt: skip
+    return [
+        _legal_fraction_case(masks)
+        for masks in (
+            np.array([[1, 0, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [1, 0, 1, 0]], bool),
+            rng.uniform(size=(7, 4)) < 0.4,
+            # four masks: averaged over the wrong axis they still give 4 numbers
+            np.array([[1, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]], bool),
+        )
+    ]
 
 
 @self_check
@@ -83,27 +93,43 @@ def check_legal_fraction(legal_fraction: Callable) -> None:
         got = run_answer(legal_fraction, jnp.asarray(masks), call=call)
         shape = np.shape(got)
         if shape == masks.shape[:1] and shape != (4,) and close(got, masks.mean(axis=1)):
-            fail("legal_fraction averages over the actions (axis 1), one number per mask; "
-                 "average over the masks (axis 0)")  # fmt: skip
+            fail(
+                "legal_fraction averages over the actions (axis 1), one number per mask; "
+                "average over the masks (axis 0)"
+            )
         if shape == (1, 4) and close(np.asarray(got)[0], case.expected):
-            fail("legal_fraction returns shape (1, 4): keepdims=True keeps the averaged axis; "
-                 "leave it out for shape (4,)")  # fmt: skip
-        arr = check_shape(got, (4,), call, hint="One fraction per action: average over the "
-                          "masks (axis 0).")  # fmt: skip
+            fail(
+                "legal_fraction returns shape (1, 4): keepdims=True keeps the averaged axis; "
+                "leave it out for shape (4,)"
+            )
+        arr = check_shape(
+            got, (4,), call, hint="One fraction per action: average over the masks (axis 0)."
+        )
         if jnp.issubdtype(arr.dtype, jnp.floating) and arr.dtype != np.float32:
-            _require_dtype(arr, np.float32, f"legal_fraction for {case.label}",
-                           "jnp.mean of the bool masks gives float32")  # fmt: skip
+            _require_dtype(
+                arr,
+                np.float32,
+                f"legal_fraction for {case.label}",
+                "jnp.mean of the bool masks gives float32",
+            )
         outputs.append(arr)
     verdict("legal_fraction", cases, outputs)
-    _require_dtype(outputs[0], np.float32, "legal_fraction",
-                   "a fraction is a float; jnp.mean of the bool masks gives float32")  # fmt: skip
+    _require_dtype(
+        outputs[0],
+        np.float32,
+        "legal_fraction",
+        "a fraction is a float; jnp.mean of the bool masks gives float32",
+    )
     passed("legal_fraction gives the fraction of masks in which each action is legal")
 
 
 #: (mask, seed) with up legal: the policy must go up. Then masks with up blocked.
 _UP_LEGAL = (([True, True, False, True], 0), ([True, False, False, False], 1))
-_UP_BLOCKED = (([False, True, False, True], 2), ([False, True, True, True], 3),
-               ([False, False, True, True], 4))  # fmt: skip
+_UP_BLOCKED = (
+    ([False, True, False, True], 2),
+    ([False, True, True, True], 3),
+    ([False, False, True, True], 4),
+)
 _DRAWS = 600
 
 
@@ -126,11 +152,16 @@ def check_up_first_policy(policy: Callable) -> None:
         call = f"jax.vmap(policy, in_axes=(0, None))(keys, {mask})"
         run = jax.vmap(policy, in_axes=(0, None))
         actions = run_answer(run, keys, jnp.asarray(mask), call=call)
-        actions = check_shape(actions, (_DRAWS,), call, hint="policy(key, mask) returns one "
-                              "action, shape ()")  # fmt: skip
-        _require_dtype(actions, np.int32, "the policy's action",
-                       "an action is an int32 index (jax.random.categorical and "
-                       "jax.random.choice give int32; jnp.where(mask[0], 0, action) keeps it)")
+        actions = check_shape(
+            actions, (_DRAWS,), call, hint="policy(key, mask) returns one action, shape ()"
+        )
+        _require_dtype(
+            actions,
+            np.int32,
+            "the policy's action",
+            "an action is an int32 index (jax.random.categorical and "
+            "jax.random.choice give int32; jnp.where(mask[0], 0, action) keeps it)",
+        )
         illegal = sorted(set(actions.tolist()) - set(np.flatnonzero(mask).tolist()))
         if illegal:
             fail(f"with mask {mask} the policy chose illegal action(s) {illegal}")
@@ -139,8 +170,10 @@ def check_up_first_policy(policy: Callable) -> None:
     for mask, seed in _UP_LEGAL:
         actions = draw(seed, mask)
         if not np.all(actions == 0):
-            fail(f"with mask {mask} up is legal and the policy should always go up (0); it "
-                 f"chose {sorted(set(actions.tolist()))}")  # fmt: skip
+            fail(
+                f"with mask {mask} up is legal and the policy should always go up (0); it "
+                f"chose {sorted(set(actions.tolist()))}"
+            )
     blocked = [(mask, draw(seed, mask)) for mask, seed in _UP_BLOCKED]
     constant = [(mask, acts) for mask, acts in blocked if len(set(acts.tolist())) == 1]
     if len(constant) == len(blocked):
@@ -172,6 +205,7 @@ def check_up_first_policy(policy: Callable) -> None:
 
 # --- chapter 4 ----------------------------------------------------------------------------
 
+
 def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
     """The right ``(terminated, truncated)`` of one case, stacked as int ``(2, T, N)``, and
     what each named mistake returns there."""
@@ -183,12 +217,16 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
     no_move = ~m.any(-1)
     term = l & ((r > 0) | no_move)
     right = pair(term)
-    late = [np.roll(right, 1, axis=1), pair(np.roll(term, 1, 0), right[1]),
-            pair(term, np.roll(right[1], 1, 0))]  # fmt: skip
+    late = [
+        np.roll(right, 1, axis=1),
+        pair(np.roll(term, 1, 0), right[1]),
+        pair(term, np.roll(right[1], 1, 0)),
+    ]
     precedence = (l & (r > 0)) | no_move
     return right, {
         "every LAST step is called a termination; the time limit is a truncation": pair(
-            l, np.zeros_like(l)),
+            l, np.zeros_like(l)
+        ),
         "no step is called a termination, though some end at the target or walled in (are "
         "the two conditions joined with & instead of |?)": pair(np.zeros_like(l)),
         "truncated is True at every LAST step, terminations included: truncated is "
@@ -198,8 +236,7 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
         "the pair comes back in the wrong order: return (terminated, truncated)": right[::-1],
         "a walled-in agent (no legal move in next_mask) is not called a termination: the test "
         "for no legal move is missing, or never fires (jnp.any(next_mask) without axis=-1 "
-        "reduces all the masks to one value)": [pair(l & (r > 0)),
-                                                pair(l & ((r > 0) | ~m.any()))],
+        "reduces all the masks to one value)": [pair(l & (r > 0)), pair(l & ((r > 0) | ~m.any()))],
         "reaching the target (reward 1) is not called a termination; only a walled-in agent "
         "is": pair(l & no_move),
         "a LAST step with walls next to the agent is called a termination: the agent is walled "
@@ -208,8 +245,10 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
         "a flag is one step late: it belongs to the step whose timestep is LAST": late,
         "`last & a | b` reads as `(last & a) | b`, so a walled-in mask flags steps that are "
         "not LAST: put the | in parentheses, last & ((reward > 0) | no_move)": [
-            pair(precedence), pair(precedence, l & ~precedence)],
-    }  # fmt: skip
+            pair(precedence),
+            pair(precedence, l & ~precedence),
+        ],
+    }
 
 
 def _classify_cases() -> list:
@@ -267,34 +306,48 @@ def check_termination_and_truncation(classify: Callable) -> None:
     outputs = []
     for (r, l, m), case in cases:
         call = f"classify(reward, last, next_mask) for {case.label}"
-        got = run_answer(classify, *map(jnp.asarray, (r, l, m)), call=call,
-                         hint="reward and last are (T, N), next_mask (T, N, 4): a reduction "
-                         "of next_mask over its last axis (the actions) gives (T, N)")  # fmt: skip
+        got = run_answer(
+            classify,
+            *map(jnp.asarray, (r, l, m)),
+            call=call,
+            hint="reward and last are (T, N), next_mask (T, N, 4): a reduction "
+            "of next_mask over its last axis (the actions) gives (T, N)",
+        )
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            fail(f"classify should return a pair (terminated, truncated), got "
-                 f"{type(got).__name__} of shape {np.shape(got)}")  # fmt: skip
-        flags = [check_shape(g, r.shape, f"{name} of {call}", hint="One flag per step and "
-                             "environment.") for g, name in zip(got, ("terminated", "truncated"))]
+            fail(
+                f"classify should return a pair (terminated, truncated), got "
+                f"{type(got).__name__} of shape {np.shape(got)}"
+            )
+        flags = [
+            check_shape(g, r.shape, f"{name} of {call}", hint="One flag per step and environment.")
+            for g, name in zip(got, ("terminated", "truncated"))
+        ]
         for flag, name in zip(flags, ("terminated", "truncated")):
             _require_dtype(flag, bool, name, "flags are bool (compare, or combine with & | ~)")
         outputs.append(np.stack(flags).astype(np.int32))
-    shown = [case._replace(label=f"{case.label}, (terminated, truncated) stacked")
-             for _, case in cases]  # fmt: skip
+    shown = [
+        case._replace(label=f"{case.label}, (terminated, truncated) stacked") for _, case in cases
+    ]
     try:
         verdict("classify", shown, outputs)
     except CheckFailed as failure:
         if "differs from the reference" not in str(failure):
             raise
-        for ((reward, last, mask), case), out in zip(cases, outputs):
+        for ((_reward, last, _mask), case), out in zip(cases, outputs):
             flagged = np.argwhere(out.any(axis=0) & ~last)
             if len(flagged):
                 t, n = (int(i) for i in flagged[0])
                 name = "terminated" if out[0, t, n] else "truncated"
-                fail(f"classify: a step that is not LAST is flagged: {name} is True at step "
-                     f"{t} of environment {n} ({case.label}); only a LAST step ends an "
-                     "episode, so combine the conditions with last & (...)")  # fmt: skip
-        i = next(i for i, ((_, case), out) in enumerate(zip(cases, outputs))
-                 if not close(out, case.expected))  # fmt: skip
+                fail(
+                    f"classify: a step that is not LAST is flagged: {name} is True at step "
+                    f"{t} of environment {n} ({case.label}); only a LAST step ends an "
+                    "episode, so combine the conditions with last & (...)"
+                )
+        i = next(
+            i
+            for i, ((_, case), out) in enumerate(zip(cases, outputs))
+            if not close(out, case.expected)
+        )
         ((reward, last, mask), case), out = cases[i], outputs[i]
         flag, t, n = (int(i) for i in np.argwhere(out != case.expected)[0])
         if reward[t, n] > 0:
@@ -304,7 +357,9 @@ def check_termination_and_truncation(classify: Callable) -> None:
         else:
             kind = "a time limit (LAST, reward 0, a legal move left in next_mask)"
         name = ("terminated", "truncated")[flag]
-        fail(f"classify differs from the reference on {case.label}: at step {t} of "
-             f"environment {n}, {kind}, {name} is {bool(out[flag, t, n])}, expected "
-             f"{bool(case.expected[flag, t, n])}")  # fmt: skip
+        fail(
+            f"classify differs from the reference on {case.label}: at step {t} of "
+            f"environment {n}, {kind}, {name} is {bool(out[flag, t, n])}, expected "
+            f"{bool(case.expected[flag, t, n])}"
+        )
     passed("terminations (target, no legal move) and truncations (time limit) are told apart")

@@ -60,26 +60,31 @@ def _action_values_case(mdp: MazeMDP, v: np.ndarray, gamma: float, label: str) -
     legal = np.asarray(mdp.legal)
     future = v[np.asarray(mdp.next_state)]
     go_on = 1.0 - terminal
-    return Case(label, {"v": v, "gamma": gamma}, expected, {
-        "a move onto the target bootstraps from V(s'); the episode ends there, so "
-        "multiply the future by (1 - mdp.terminal)": reward + gamma * future,
-        "gamma discounts the reward too; the first reward is not discounted": gamma * expected,
-        "gamma multiplies the whole backup, the reward too: only the future is discounted, "
-        "r + gamma * (1 - d) * V(s')": gamma * (reward + go_on * future),
-        "the future is V of the current state; it is V(s') = v[mdp.next_state]": reward
-        + gamma * go_on * v[:, None],
-        "the reward r(s, a) is left out": expected - reward,
-        "the future is not discounted: r + gamma * (1 - d) * V(s')": reward + go_on * future,
-        "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
-        "removes only the future": go_on * (reward + gamma * future),
-        "the future is kept only where the episode ends: multiply it by (1 - d), not by d":
-            reward + gamma * terminal * future,
-        "the reward is mdp.terminal (1 onto the target, 0 elsewhere), as in the chapter's "
-        "maze; the check's maze has other rewards: use mdp.reward": terminal + gamma * go_on
-        * future,
-        "illegal actions are set to 0: the tables define them too (an illegal move stays "
-        "put), so compute every entry": np.where(legal, expected, 0.0),
-    })  # fmt: skip
+    return Case(
+        label,
+        {"v": v, "gamma": gamma},
+        expected,
+        {
+            "a move onto the target bootstraps from V(s'); the episode ends there, so "
+            "multiply the future by (1 - mdp.terminal)": reward + gamma * future,
+            "gamma discounts the reward too; the first reward is not discounted": gamma * expected,
+            "gamma multiplies the whole backup, the reward too: only the future is discounted, "
+            "r + gamma * (1 - d) * V(s')": gamma * (reward + go_on * future),
+            "the future is V of the current state; it is V(s') = v[mdp.next_state]": reward
+            + gamma * go_on * v[:, None],
+            "the reward r(s, a) is left out": expected - reward,
+            "the future is not discounted: r + gamma * (1 - d) * V(s')": reward + go_on * future,
+            "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
+            "removes only the future": go_on * (reward + gamma * future),
+            "the future is kept only where the episode ends: multiply it by (1 - d), not by d": reward
+            + gamma * terminal * future,
+            "the reward is mdp.terminal (1 onto the target, 0 elsewhere), as in the chapter's "
+            "maze; the check's maze has other rewards: use mdp.reward": terminal
+            + gamma * go_on * future,
+            "illegal actions are set to 0: the tables define them too (an illegal move stays "
+            "put), so compute every entry": np.where(legal, expected, 0.0),
+        },
+    )
 
 
 @self_check
@@ -102,9 +107,13 @@ def check_action_values(answer: Callable) -> None:
     num_states = mdp.legal.shape[0]
     cases = [
         _action_values_case(mdp, np.linspace(0.1, 0.9, num_states), 0.8, "v > 0, gamma 0.8"),
-        _action_values_case(mdp, np.random.default_rng(5).uniform(-1, 1, num_states), 0.5,
-                            "v of both signs, gamma 0.5"),
-    ]  # fmt: skip
+        _action_values_case(
+            mdp,
+            np.random.default_rng(5).uniform(-1, 1, num_states),
+            0.5,
+            "v of both signs, gamma 0.5",
+        ),
+    ]
     outputs = []
     for case in cases:
         call = f"action_values(mdp, v, gamma) with {case.label}"
@@ -131,32 +140,40 @@ def _reinforce_case(rewards, baselines, gamma) -> Case:
     from_start = np.cumsum((rewards * discount)[::-1])[::-1]  # sum_{k>=t} gamma^k r_k
     next_baselines = [np.append(baselines[1:], 0.0), np.roll(baselines, -1)]
     label = f"T = {len(rewards)}, gamma {gamma}"
-    return Case(label, {"rewards": rewards, "baselines": baselines, "gamma": gamma}, right, {
-        "the return accumulates forwards in time; G_t sums the rewards from t on "
-        "(scan with reverse=True)": [discount * (f - baselines) for f in forwards],
-        "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
-        * (gamma * g - baselines),
-        "the baseline is not subtracted": discount * g,
-        "the baseline is added; subtract it": discount * (g + baselines),
-        "the baseline is the next step's; b(s_t) belongs to the same step as the "
-        "action": [discount * (g - b) for b in next_baselines],
-        "the factor gamma^t is missing (the gradient of J has it)": g - baselines,
-        "gamma^t multiplies only the return; it multiplies G_t - b(s_t)": discount * g
-        - baselines,
-        "the power of gamma is one step off: the first step's weight has gamma^0 = 1": (
-            gamma * discount * (g - baselines)
-        ),
-        "the weights are multiplied by gamma, not by gamma^t (gamma ** jnp.arange(T))": gamma
-        * (g - baselines),
-        "the powers of gamma run backwards: gamma^t is 1 at the first step, t = 0":
-            discount[::-1] * (g - baselines),
-        "the weights come out in reverse time order: a scan with reverse=True already returns "
-        "G_t in time order, do not flip it": right[::-1],
-        "every step gets the whole episode's return G_0; G_t sums the rewards from t on":
-            discount * (g[0] - baselines),
-        "G_t is discounted from the episode's start (gamma^k r_k) and then by gamma^t again: "
-        "G_t = sum over k >= t of gamma^(k - t) r_k": discount * (from_start - baselines),
-    })  # fmt: skip
+    return Case(
+        label,
+        {"rewards": rewards, "baselines": baselines, "gamma": gamma},
+        right,
+        {
+            "the return accumulates forwards in time; G_t sums the rewards from t on "
+            "(scan with reverse=True)": [discount * (f - baselines) for f in forwards],
+            "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
+            * (gamma * g - baselines),
+            "the baseline is not subtracted": discount * g,
+            "the baseline is added; subtract it": discount * (g + baselines),
+            "the baseline is the next step's; b(s_t) belongs to the same step as the action": [
+                discount * (g - b) for b in next_baselines
+            ],
+            "the factor gamma^t is missing (the gradient of J has it)": g - baselines,
+            "gamma^t multiplies only the return; it multiplies G_t - b(s_t)": discount * g
+            - baselines,
+            "the power of gamma is one step off: the first step's weight has gamma^0 = 1": (
+                gamma * discount * (g - baselines)
+            ),
+            "the weights are multiplied by gamma, not by gamma^t (gamma ** jnp.arange(T))": gamma
+            * (g - baselines),
+            "the powers of gamma run backwards: gamma^t is 1 at the first step, t = 0": discount[
+                ::-1
+            ]
+            * (g - baselines),
+            "the weights come out in reverse time order: a scan with reverse=True already returns "
+            "G_t in time order, do not flip it": right[::-1],
+            "every step gets the whole episode's return G_0; G_t sums the rewards from t on": discount
+            * (g[0] - baselines),
+            "G_t is discounted from the episode's start (gamma^k r_k) and then by gamma^t again: "
+            "G_t = sum over k >= t of gamma^(k - t) r_k": discount * (from_start - baselines),
+        },
+    )
 
 
 @self_check
@@ -231,23 +248,28 @@ def _q_learning_models(mdp: MazeMDP, gamma: float) -> tuple:
         "taken next": fixed(lambda q: r + gamma * go_on * np.sum(behaviour[nxt] * q[nxt], -1)),
         "the values are gamma * Q*: gamma multiplies the whole TD target, the reward too; "
         "only the future is discounted, r + gamma * (1 - d) * max Q(s')": fixed(
-            lambda q: gamma * (r + go_on * best(q))),
+            lambda q: gamma * (r + go_on * best(q))
+        ),
         "the future is not discounted: r + gamma * (1 - d) * max Q(s')": fixed(
-            lambda q: r + go_on * best(q)),
+            lambda q: r + go_on * best(q)
+        ),
         "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
         "removes only the future": fixed(lambda q: go_on * (r + gamma * best(q))),
         "the max runs over every action of the next state, the illegal ones too, whose values "
         "stay 0 (never taken): where all legal values are below 0 the target uses 0; take "
         "the max over the legal actions only": fixed(
-            lambda q: r + gamma * go_on * np.max(np.where(legal, q, 0.0)[nxt], axis=-1)),
+            lambda q: r + gamma * go_on * np.max(np.where(legal, q, 0.0)[nxt], axis=-1)
+        ),
         "the max is over the current state's actions; the target's future is the next state's, "
-        "q[s_tp1]": fixed(lambda q: r + gamma * go_on * np.max(
-            np.where(legal, q, -np.inf), axis=1, keepdims=True)),
+        "q[s_tp1]": fixed(
+            lambda q: r + gamma * go_on * np.max(np.where(legal, q, -np.inf), axis=1, keepdims=True)
+        ),
         "the TD target is capped at 1: a clamp hides the values above 1 but the check's maze "
         "pays more (2 at the target); the fix is the missing (1 - d)": [
             fixed(lambda q: np.minimum(1.0, r + gamma * best(q))),
-            fixed(lambda q: np.minimum(1.0, r + gamma * go_on * best(q)))],
-    }  # fmt: skip
+            fixed(lambda q: np.minimum(1.0, r + gamma * go_on * best(q))),
+        ],
+    }
 
 
 @self_check
@@ -286,9 +308,15 @@ def check_q_learning(q_learning: Callable) -> None:
         for model in values if isinstance(values, list) else [values]:
             if close(on_legal, model, rtol=0.0, atol=1e-2):
                 top, best = on_legal[legal].max(), q_star[legal].max()
-                above = (f"values up to {top:.3g}, above the {best:.3g} that the best path of "
-                         "this maze is worth: " if top > best + 1e-2 else "")  # fmt: skip
+                above = (
+                    f"values up to {top:.3g}, above the {best:.3g} that the best path of "
+                    "this maze is worth: "
+                    if top > best + 1e-2
+                    else ""
+                )
                 fail(f"q_learning: {above}{message}")
-    fail(f"q_learning: max |Q - Q*| = {error:.3g} over the legal actions, expected < 1e-3; the "
-         f"largest value is {on_legal[legal].max():.3g}, Q*'s {q_star[legal].max():.3g}, "
-         f"and the smallest {on_legal[legal].min():.3g}, Q*'s {q_star[legal].min():.3g}")
+    fail(
+        f"q_learning: max |Q - Q*| = {error:.3g} over the legal actions, expected < 1e-3; the "
+        f"largest value is {on_legal[legal].max():.3g}, Q*'s {q_star[legal].max():.3g}, "
+        f"and the smallest {on_legal[legal].min():.3g}, Q*'s {q_star[legal].min():.3g}"
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -97,15 +97,20 @@ def _bfs(walls: np.ndarray, target: tuple[int, int]) -> np.ndarray:
         r, c = queue.popleft()
         for dr, dc in MOVES:
             nr, nc = r + dr, c + dc
-            if (0 <= nr < walls.shape[0] and 0 <= nc < walls.shape[1] and not walls[nr, nc]
-                    and dist[nr, nc] < 0):  # fmt: skip
+            if (
+                0 <= nr < walls.shape[0]
+                and 0 <= nc < walls.shape[1]
+                and not walls[nr, nc]
+                and dist[nr, nc] < 0
+            ):
                 dist[nr, nc] = dist[r, c] + 1
                 queue.append((nr, nc))
     return dist
 
 
-def _settle_model(v_0, can_move, cost, bound, keep=True, mask=True, opposite=False,
-                  until="any", wrap=False):  # fmt: skip
+def _settle_model(
+    v_0, can_move, cost, bound, keep=True, mask=True, opposite=False, until="any", wrap=False
+):
     """The values and the count of a settle loop with one mistake planted: the backup without
     ``max(v, ...)`` (``keep``), without ``can_move`` (``mask``), with each mask paired with the
     opposite neighbour, or a loop that goes on while ``all`` cells change; stopped after
@@ -129,20 +134,30 @@ def _settle_model(v_0, can_move, cost, bound, keep=True, mask=True, opposite=Fal
 
 
 #: What the check says for each mistake it models.
-_COUNT_LAST = ("the count includes the last backup, which changed nothing: count only the "
-               "backups that changed something (n + changed)")  # fmt: skip
-_STOPS_EARLY = ("the loop stops after one backup while cells are still changing: its condition "
-                "turns False too early (jnp.all where jnp.any belongs; or a difference of two "
-                "-inf cells, -inf - (-inf) = nan, where v_next != v belongs)")  # fmt: skip
+_COUNT_LAST = (
+    "the count includes the last backup, which changed nothing: count only the "
+    "backups that changed something (n + changed)"
+)
+_STOPS_EARLY = (
+    "the loop stops after one backup while cells are still changing: its condition "
+    "turns False too early (jnp.all where jnp.any belongs; or a difference of two "
+    "-inf cells, -inf - (-inf) = nan, where v_next != v belongs)"
+)
 _NO_COST = "the backup subtracts 1, not cost: a move costs cost, v(s') - cost"
-_NO_MASK = ("moves go through walls and off the grid: mask each direction with can_move[d] "
-            "(jnp.where(can_move[d], shifted, -jnp.inf))")  # fmt: skip
-_OPPOSITE = ("each direction's mask is paired with the neighbour in the opposite direction: "
-             "can_move[d] allows the move to ppo.neighbour(v, d) (jnp.roll(v, 1, axis=0) is "
-             "the neighbour above, direction 0)")  # fmt: skip
-_NO_KEEP = ("the backup forgets what a cell already has, so the values never settle (the check "
-            "stopped the loop): v_{i+1} = max(v_i, max over moves of v_i(s') - cost) keeps v_i, "
-            "and the target stays at 0")  # fmt: skip
+_NO_MASK = (
+    "moves go through walls and off the grid: mask each direction with can_move[d] "
+    "(jnp.where(can_move[d], shifted, -jnp.inf))"
+)
+_OPPOSITE = (
+    "each direction's mask is paired with the neighbour in the opposite direction: "
+    "can_move[d] allows the move to ppo.neighbour(v, d) (jnp.roll(v, 1, axis=0) is "
+    "the neighbour above, direction 0)"
+)
+_NO_KEEP = (
+    "the backup forgets what a cell already has, so the values never settle (the check "
+    "stopped the loop): v_{i+1} = max(v_i, max over moves of v_i(s') - cost) keeps v_i, "
+    "and the target stays at 0"
+)
 
 
 def _settle_case(label: str, rows: list[str], cost: float):
@@ -220,8 +235,9 @@ def check_settle(settle: Callable) -> None:
             settles), else the first maze and cell that differ; or wrong types, shapes, dtypes.
     """
     require_function(settle, "settle")
-    entries = [_settle_case(label, rows, cost)
-               for (label, rows), cost in zip(_MAZES.items(), _COSTS)]  # fmt: skip
+    entries = [
+        _settle_case(label, rows, cost) for (label, rows), cost in zip(_MAZES.items(), _COSTS)
+    ]
     if _program_lacks(settle, entries[0][1], "while"):
         fail(
             "settle runs a fixed number of backups (there is no while_loop in its program; a "
@@ -234,10 +250,12 @@ def check_settle(settle: Callable) -> None:
         iterations: list = []
         with _bounded_while_loops(bound, iterations):
             got = run_answer(  # a new function each time: traced here, in the bounded loop
-                lambda *a: settle(*a), *args, call=call,
+                lambda *a: settle(*a),
+                *args,
+                call=call,
                 hint=f"v_0 float32 {args[0].shape}, can_move bool {args[1].shape}, cost a "
                 "float32 scalar",
-            )  # fmt: skip
+            )
             jax.effects_barrier()
         if not (isinstance(got, tuple) and len(got) == 2):
             fail(f"{call} should return a pair (values, count), got {type(got).__name__}")
@@ -247,20 +265,33 @@ def check_settle(settle: Callable) -> None:
         except Exception:
             fail(f"the values of {call} should be an array, got {type(values).__name__}")
         if values.shape != args[0].shape:
-            fail(f"the values of {call} have shape {values.shape}, expected {args[0].shape}, "
-                 "the grid's")  # fmt: skip
+            fail(
+                f"the values of {call} have shape {values.shape}, expected {args[0].shape}, "
+                "the grid's"
+            )
         if values.dtype != np.float32:
             fail(f"the values of {call} have dtype {values.dtype}, expected float32, as v_0")
         if np.any(np.isnan(values)) or np.any(values == np.inf):
-            fail(f"the values of {call} contain nan or +inf: a cell's value is -inf until the "
-                 "target is in reach, and -inf - cost is -inf")  # fmt: skip
-        count = check_shape(count, (), f"the count of {call}", hint="One number: the backups "
-                            "that changed something.")  # fmt: skip
+            fail(
+                f"the values of {call} contain nan or +inf: a cell's value is -inf until the "
+                "target is in reach, and -inf - cost is -inf"
+            )
+        count = check_shape(
+            count,
+            (),
+            f"the count of {call}",
+            hint="One number: the backups that changed something.",
+        )
         if count.dtype != np.int32:
-            fail(f"the count of {call} has dtype {count.dtype}, expected int32 (jnp.int32(0) "
-                 "as the initial count, changed.astype(jnp.int32) added)")  # fmt: skip
-        cases.append(case._replace(inputs={**case.inputs, "bound": bound,
-                                           "ran": iterations[0] if iterations else None}))
+            fail(
+                f"the count of {call} has dtype {count.dtype}, expected int32 (jnp.int32(0) "
+                "as the initial count, changed.astype(jnp.int32) added)"
+            )
+        cases.append(
+            case._replace(
+                inputs={**case.inputs, "bound": bound, "ran": iterations[0] if iterations else None}
+            )
+        )
         outputs.append((values, int(count)))
     if all(_pair_close(out, case.expected) for case, out in zip(cases, outputs)):
         for case in cases:
@@ -275,15 +306,19 @@ def check_settle(settle: Callable) -> None:
         passed("settle gives -cost x the BFS distance and counts the changing backups, on 4 mazes")
         return
     for message in dict.fromkeys(m for case in cases for m in case.mistakes):
-        if all(any(_pair_close(out, alt) for alt in case.mistakes.get(message, [case.expected]))
-               for case, out in zip(cases, outputs)):  # fmt: skip
+        if all(
+            any(_pair_close(out, alt) for alt in case.mistakes.get(message, [case.expected]))
+            for case, out in zip(cases, outputs)
+        ):
             fail(f"settle: {message}.")
     for case, (values, count) in zip(cases, outputs):
         expected_v, expected_n = case.expected
         if case.inputs["ran"] is not None and case.inputs["ran"] >= case.inputs["bound"]:
-            fail(f"settle never settles on {case.label}: the check stopped its loop after "
-                 f"{case.inputs['bound']} backups, where {expected_n + 1} settle the values "
-                 "and show it")  # fmt: skip
+            fail(
+                f"settle never settles on {case.label}: the check stopped its loop after "
+                f"{case.inputs['bound']} backups, where {expected_n + 1} settle the values "
+                "and show it"
+            )
         if not close(values, expected_v):
             walls = case.inputs["walls"].astype(bool)
             wrong = np.argwhere(~np.isclose(values, expected_v))[0]
@@ -320,15 +355,18 @@ def _reach_case(success, shortest, iterations, label) -> Case:
     expected = _reach_rates(success, shortest, iterations + 1)
     mistakes = {
         "the split is at K = iterations moves: the policy also reads the agent's neighbours, "
-        "so a target iterations + 1 moves away is within reach":
-            _reach_rates(success, shortest, iterations),
-        "the reach is fixed at 9 moves (8 backups + 1); it is iterations + 1":
-            _reach_rates(success, shortest, 9),
+        "so a target iterations + 1 moves away is within reach": _reach_rates(
+            success, shortest, iterations
+        ),
+        "the reach is fixed at 9 moves (8 backups + 1); it is iterations + 1": _reach_rates(
+            success, shortest, 9
+        ),
         "the two rates are swapped: the rate within reach comes first": expected[::-1],
-        "each part's successes are divided by all the episodes, not by the part's own":
-            _reach_rates(success, shortest, iterations + 1, divide_by_all=True),
+        "each part's successes are divided by all the episodes, not by the part's own": _reach_rates(
+            success, shortest, iterations + 1, divide_by_all=True
+        ),
         "these are failure rates: return the share of episodes that succeeded": 1 - expected,
-    }  # fmt: skip
+    }
     inputs = {"success": success, "shortest": shortest, "iterations": iterations}
     return Case(label, inputs, expected, mistakes)
 
@@ -351,25 +389,35 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
     """
     require_function(success_by_reach, "success_by_reach")
     cases = [
-        _reach_case([1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0],
-                    [3, 8, 9, 9, 10, 10, 11, 15, 7, 2, 9, 12], 8,
-                    "12 episodes and 8 backups (reach 9 moves)"),
-        _reach_case([1, 1, 0, 1, 0, 1, 0, 0, 1, 1],
-                    [2, 3, 4, 4, 5, 6, 9, 4, 1, 12], 3,
-                    "10 episodes and 3 backups (reach 4 moves)"),
-    ]  # fmt: skip
+        _reach_case(
+            [1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0],
+            [3, 8, 9, 9, 10, 10, 11, 15, 7, 2, 9, 12],
+            8,
+            "12 episodes and 8 backups (reach 9 moves)",
+        ),
+        _reach_case(
+            [1, 1, 0, 1, 0, 1, 0, 0, 1, 1],
+            [2, 3, 4, 4, 5, 6, 9, 4, 1, 12],
+            3,
+            "10 episodes and 3 backups (reach 4 moves)",
+        ),
+    ]
     outputs = []
     for case in cases:
         call = f"success_by_reach(success, shortest, {case.inputs['iterations']})"
         got = run_answer(
-            success_by_reach, jnp.asarray(case.inputs["success"]),
-            jnp.asarray(case.inputs["shortest"]), case.inputs["iterations"], call=call,
+            success_by_reach,
+            jnp.asarray(case.inputs["success"]),
+            jnp.asarray(case.inputs["shortest"]),
+            case.inputs["iterations"],
+            call=call,
             hint="success bool (E,), shortest int32 (E,), iterations an int",
-        )  # fmt: skip
+        )
         got = check_shape(got, (2,), call, hint="Two rates: within reach, then beyond.")
         if got.dtype != np.float32:
-            fail(f"{call} has dtype {got.dtype}, expected float32 (the mean of a bool array "
-                 "is one)")  # fmt: skip
+            fail(
+                f"{call} has dtype {got.dtype}, expected float32 (the mean of a bool array is one)"
+            )
         outputs.append(got)
     verdict("success_by_reach", cases, outputs)
     passed("success_by_reach splits at iterations + 1 moves, each part's success rate")

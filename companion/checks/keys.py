@@ -3,7 +3,7 @@ fresh PRNG key (:func:`check_rollout_keys`)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -49,6 +49,7 @@ def _sampled_and_carried(jaxpr) -> bool:
     """Whether a ``scan`` in ``jaxpr`` samples with a key (``random_bits``) that it also
     carries to the next step, where it is split or sampled again: a key used twice that
     ``jax.debug_key_reuse`` does not follow through the loop."""
+
     def sampled(jaxpr) -> set:
         """The variables of ``jaxpr`` that reach a random_bits, directly or through a call."""
         out = set()
@@ -163,8 +164,14 @@ def check_rollout_keys(rollout: Callable) -> None:
             "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
         )
     with jax.debug_key_reuse(False):
-        other = run_answer(run, *args[:5], jax.random.key(4), num_steps, jit=False,
-                           call=call.replace("key, 32", "another key, 32"))[2]  # fmt: skip
+        other = run_answer(
+            run,
+            *args[:5],
+            jax.random.key(4),
+            num_steps,
+            jit=False,
+            call=call.replace("key, 32", "another key, 32"),
+        )[2]
     if np.array_equal(np.asarray(other.action), action):
         fail("rollout ignores its key: another key gave the same actions")
     # environments side by side: independent samples agree as often as sum_a p_i(a) p_j(a)
@@ -215,9 +222,13 @@ def check_rollout_keys(rollout: Callable) -> None:
     # independent samples of one distribution there, which agree with probability sum_a p(a)^2
     clock = np.asarray(transitions.step_count)
     image = np.asarray(transitions.image).reshape(num_steps, num_envs, -1)
-    pairs = [(t1, t2, n) for n in range(num_envs) for t1 in range(num_steps)
-             for t2 in range(t1 + 1, num_steps) if clock[t1, n] == clock[t2, n]
-             and np.array_equal(image[t1, n], image[t2, n])]  # fmt: skip
+    pairs = [
+        (t1, t2, n)
+        for n in range(num_envs)
+        for t1 in range(num_steps)
+        for t2 in range(t1 + 1, num_steps)
+        if clock[t1, n] == clock[t2, n] and np.array_equal(image[t1, n], image[t2, n])
+    ]
     if pairs:
         t1, t2, n = np.asarray(pairs).T
         p_match = np.sum(probs[t1, n] ** 2, axis=-1)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -38,8 +39,17 @@ def _example_mlp(key, sizes=(3, 8, 2)):
     return params, x
 
 
-def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle=False,
-                 order=1, transpose=False, first=None):
+def _mlp_variant(
+    params,
+    x,
+    hidden=jnp.tanh,
+    output=None,
+    bias=True,
+    skip_middle=False,
+    order=1,
+    transpose=False,
+    first=None,
+):
     """The MLP forward pass; the keyword arguments plant one mistake each."""
     layers = [params[0], params[-1]] if skip_middle and len(params) > 2 else params
     layers = layers[::order][:first]
@@ -52,8 +62,13 @@ def _mlp_variant(params, x, hidden=jnp.tanh, output=None, bias=True, skip_middle
 
 #: The cases of check_mlp_apply: layer sizes and a label. The first has square layers, so
 #: that an answer applying them in another order or transposed runs and can be named.
-_MLP_SIZES = (((4, 4, 4, 4), "three square layers"), ((3, 8, 8, 2), "three layers"),
-              ((3, 8, 2), "two layers"), ((3, 2), "one layer"), ((3, 8, 8, 8, 2), "four layers"))
+_MLP_SIZES = (
+    ((4, 4, 4, 4), "three square layers"),
+    ((3, 8, 8, 2), "three layers"),
+    ((3, 8, 2), "two layers"),
+    ((3, 2), "one layer"),
+    ((3, 8, 8, 8, 2), "four layers"),
+)
 
 
 def _mlp_case(params, x, label) -> Case:
@@ -81,8 +96,10 @@ def _mlp_case(params, x, label) -> Case:
     return Case(label, inputs, expected, mistakes)
 
 
-_REVERSED = ("the layers are applied in reverse order, the last (W, b) first: params[0] is "
-             "the first layer, applied to x")  # fmt: skip
+_REVERSED = (
+    "the layers are applied in reverse order, the last (W, b) first: params[0] is "
+    "the first layer, applied to x"
+)
 _TRANSPOSED = "each W is (in, out): a layer is x @ W + b, not x @ W.T + b"
 _FIRST_TWO = "only the first two (W, b) pairs are applied: loop over every pair of params"
 
@@ -111,26 +128,42 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
         case = _mlp_case(params, x, label)
         try:
             got = run_answer(mlp_apply, params, x, call=call)
-            got = check_shape(got, x.shape[:1] + params[-1][0].shape[1:], call,
-                              hint="The output has one row per example and one column per "
-                              "output unit.")  # fmt: skip
+            got = check_shape(
+                got,
+                x.shape[:1] + params[-1][0].shape[1:],
+                call,
+                hint="The output has one row per example and one column per output unit.",
+            )
         except CheckFailed as failure:
             text = str(failure)
-            earlier = [m for m in (_REVERSED, _TRANSPOSED, _FIRST_TWO) if outputs and all(
-                close(out, c.mistakes.get(m, c.expected), 1e-5, 1e-5)
-                for c, out in zip(cases, outputs))]  # fmt: skip
-            if earlier and not all(close(o, c.expected, 1e-5, 1e-5)
-                                   for c, o in zip(cases, outputs)):  # fmt: skip
-                fail(f"mlp_apply: {earlier[0]} (so its result on {cases[0].label} shows). "
-                     f"Then {text}")  # fmt: skip
+            earlier = [
+                m
+                for m in (_REVERSED, _TRANSPOSED, _FIRST_TWO)
+                if outputs
+                and all(
+                    close(out, c.mistakes.get(m, c.expected), 1e-5, 1e-5)
+                    for c, out in zip(cases, outputs)
+                )
+            ]
+            if earlier and not all(
+                close(o, c.expected, 1e-5, 1e-5) for c, o in zip(cases, outputs)
+            ):
+                fail(
+                    f"mlp_apply: {earlier[0]} (so its result on {cases[0].label} shows). "
+                    f"Then {text}"
+                )
             if "raised" not in text:
                 raise
             if "unpack" in text or "IndexError" in text:
-                hint = (f"params here holds {len(params)} (W, b) pairs, and may hold any "
-                        "number of (W, b) pairs: loop over them")  # fmt: skip
+                hint = (
+                    f"params here holds {len(params)} (W, b) pairs, and may hold any "
+                    "number of (W, b) pairs: loop over them"
+                )
             else:
-                hint = (f"Shapes: x {tuple(x.shape)}, {shapes}: each layer is x @ W + b, with "
-                        "x (batch, in) and W (in, out), the layers in the order of params")
+                hint = (
+                    f"Shapes: x {tuple(x.shape)}, {shapes}: each layer is x @ W + b, with "
+                    "x (batch, in) and W (in, out), the layers in the order of params"
+                )
             fail(f"{text}. {hint}")
         outputs.append(got)
         cases.append(case)
@@ -170,14 +203,18 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
         )
     static = {f.name for f in dataclasses.fields(module) if f.metadata.get("static", False)}
     if "weight" in static:
-        fail("weight is a static field (eqx.field(static=True)): static fields are not "
-             "trained; only the constant may be static")  # fmt: skip
+        fail(
+            "weight is a static field (eqx.field(static=True)): static fields are not "
+            "trained; only the constant may be static"
+        )
     grads = eqx.filter_grad(lambda m: m(x))(module)
     if grads.weight is None:
         if weight.dtype.kind in "iub":
-            fail(f"module.weight has dtype {weight.dtype}: eqx.filter_grad trains only "
-                 "floating-point arrays and gives None for it; make it float32 "
-                 "(jax.random.normal, say)")  # fmt: skip
+            fail(
+                f"module.weight has dtype {weight.dtype}: eqx.filter_grad trains only "
+                "floating-point arrays and gives None for it; make it float32 "
+                "(jax.random.normal, say)"
+            )
         fail(
             f"eqx.filter_grad gives None for weight ({type(module.weight).__name__}): the "
             "weight must be an array of floats (jnp), not a tuple, a list or a static field"
@@ -247,8 +284,9 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     y = jax.random.normal(key_y, (6, 3))
     call = "per_example_grad_norms(model, x, y)"
     try:
-        got = run_answer(per_example_grad_norms, model, x, y, call=call,
-                         hint="The model takes one example (3,)")  # fmt: skip
+        got = run_answer(
+            per_example_grad_norms, model, x, y, call=call, hint="The model takes one example (3,)"
+        )
     except CheckFailed as failure:
         if "not a valid JAX type" in str(failure):
             fail(

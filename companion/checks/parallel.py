@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -36,28 +36,42 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
     for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
         right = 2 * (n - 1) / n * 4 * params
         call = f"allreduce_bytes({params}, {n})"
-        got = run_answer(allreduce_bytes, params, n, call=call, jit=False,
-                         hint="num_params and num_devices are ints")  # fmt: skip
+        got = run_answer(
+            allreduce_bytes,
+            params,
+            n,
+            call=call,
+            jit=False,
+            hint="num_params and num_devices are ints",
+        )
         try:
             outputs.append(float(got))
         except (TypeError, ValueError):
             fail(f"{call} should return a number of bytes, got {got!r:.60}")
-        cases.append(Case(f"num_params {params} and num_devices {n}",
-                          {"num_params": params, "num_devices": n}, right, {
-            "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
-            "all-gather, each sending (n - 1) / n of the gradients": right / 2,
-            "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
-            "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
-            "gradients per phase": [8.0 * params, right],
-            "multiplies by n - 1 instead of (n - 1) / n, which is also what all n devices "
-            "send together: each device sends chunks of 1/n of the gradients, not whole "
-            "copies, and the question is what each device sends": 8.0 * params * (n - 1),
-            "counts bits: a float32 is 4 bytes (32 bits)": 8 * right,
-        }))  # fmt: skip
+        cases.append(
+            Case(
+                f"num_params {params} and num_devices {n}",
+                {"num_params": params, "num_devices": n},
+                right,
+                {
+                    "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
+                    "all-gather, each sending (n - 1) / n of the gradients": right / 2,
+                    "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
+                    "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
+                    "gradients per phase": [8.0 * params, right],
+                    "multiplies by n - 1 instead of (n - 1) / n, which is also what all n devices "
+                    "send together: each device sends chunks of 1/n of the gradients, not whole "
+                    "copies, and the question is what each device sends": 8.0 * params * (n - 1),
+                    "counts bits: a float32 is 4 bytes (32 bits)": 8 * right,
+                },
+            )
+        )
     right = [abs(out - case.expected) <= 0.5 for case, out in zip(cases, outputs)]
     if right == [True, True, True, False]:
-        fail(f"allreduce_bytes(10, 1) = {outputs[-1]!r}: one device has nothing to exchange; "
-             "(n - 1) / n is 0")  # fmt: skip
+        fail(
+            f"allreduce_bytes(10, 1) = {outputs[-1]!r}: one device has nothing to exchange; "
+            "(n - 1) / n is 0"
+        )
     verdict("allreduce_bytes", cases, outputs, rtol=1e-6, atol=0.5)
     passed("allreduce_bytes gives a ring all-reduce's bytes per device")
 
@@ -99,26 +113,41 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     for d in sizes:
         call = f"mean_gradient(w, x, y, mesh of {d})"
         got = run_answer(
-            mean_gradient, w, x, y, make_mesh(d), call=call,
+            mean_gradient,
+            w,
+            x,
+            y,
+            make_mesh(d),
+            call=call,
             hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
             "(P(), P(axis), P(axis))",
-        )  # fmt: skip
+        )
         if d > 1 and np.shape(got) == (3 * d,):
-            fail(f"{call} has shape {(3 * d,)}: the devices' gradients are stacked (out_specs "
-                 "P(axis)); after pmean every device holds the same gradient, so out_specs is "
-                 "P(), replicated")  # fmt: skip
+            fail(
+                f"{call} has shape {(3 * d,)}: the devices' gradients are stacked (out_specs "
+                "P(axis)); after pmean every device holds the same gradient, so out_specs is "
+                "P(), replicated"
+            )
         outputs.append(check_shape(got, (3,), f"{call}: the gradient", hint="Like w."))
-        cases.append(Case(f"a mesh of {d} devices", {"w": w, "x": x, "y": y}, right, {
-            "the parts' gradients are summed, not averaged: the result is (number of devices) "
-            "times the gradient (psum instead of pmean; or shard_map's check_vma is on, under "
-            "which jax.grad of a replicated w already sums over the devices: pass "
-            "check_vma=False)": d * right,
-            "the gradient of the first device's rows only: the devices' gradients never "
-            "meet; average them with jax.lax.pmean(grads, axis)":
-                _mse_grad(w, x[: 16 // d], y[: 16 // d]),
-            "each device's loss is a sum over its rows, not a mean: the result is the rows "
-            "per device times the gradient": (16 // d) * right,
-        }))  # fmt: skip
+        cases.append(
+            Case(
+                f"a mesh of {d} devices",
+                {"w": w, "x": x, "y": y},
+                right,
+                {
+                    "the parts' gradients are summed, not averaged: the result is (number of devices) "
+                    "times the gradient (psum instead of pmean; or shard_map's check_vma is on, under "
+                    "which jax.grad of a replicated w already sums over the devices: pass "
+                    "check_vma=False)": d * right,
+                    "the gradient of the first device's rows only: the devices' gradients never "
+                    "meet; average them with jax.lax.pmean(grads, axis)": _mse_grad(
+                        w, x[: 16 // d], y[: 16 // d]
+                    ),
+                    "each device's loss is a sum over its rows, not a mean: the result is the rows "
+                    "per device times the gradient": (16 // d) * right,
+                },
+            )
+        )
     verdict("mean_gradient", cases, outputs, rtol=1e-5, atol=1e-5)
     passed(f"mean_gradient equals the whole batch's gradient on meshes of {sizes} devices")
 
@@ -145,16 +174,32 @@ def _pays_reference(ratios: dict, above: float, mode: str = "") -> int | None:
 #: The check's measurements: ratios of data-parallel steps per second over one device's,
 #: by number of environments, given out of order; ``above``.
 _PAYS_CASES = (
-    ("ratios that rise past 1", {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
-     [1024, 64, 16384, 256, 4096], 1.0),
-    ("ratios that pass 1 once, fall back, then stay above it",
-     {64: 0.8, 128: 1.05, 256: 0.97, 512: 1.3, 1024: 1.6}, [512, 64, 1024, 128, 256], 1.0),
-    ("ratios with one exactly 1.0", {32: 0.6, 64: 1.0, 128: 1.2, 256: 1.5},
-     [256, 32, 128, 64], 1.0),
-    ("the first ratios with above = 1.2", {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9,
-                                           16384: 3.1}, [64, 256, 1024, 4096, 16384], 1.2),
+    (
+        "ratios that rise past 1",
+        {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
+        [1024, 64, 16384, 256, 4096],
+        1.0,
+    ),
+    (
+        "ratios that pass 1 once, fall back, then stay above it",
+        {64: 0.8, 128: 1.05, 256: 0.97, 512: 1.3, 1024: 1.6},
+        [512, 64, 1024, 128, 256],
+        1.0,
+    ),
+    (
+        "ratios with one exactly 1.0",
+        {32: 0.6, 64: 1.0, 128: 1.2, 256: 1.5},
+        [256, 32, 128, 64],
+        1.0,
+    ),
+    (
+        "the first ratios with above = 1.2",
+        {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
+        [64, 256, 1024, 4096, 16384],
+        1.2,
+    ),
     ("ratios that never pass 1", {64: 0.4, 256: 0.6, 1024: 0.9}, [256, 1024, 64], 1.0),
-)  # fmt: skip
+)
 
 
 @self_check
@@ -182,8 +227,9 @@ def check_pays_from(pays_from: Callable) -> None:
         expected = _pays_reference(ratios, above)
         if expected is None and got in (0, -1):
             fail(f"{call} = {got!r}, where no num_envs pays: return None")
-        if got is not None and (isinstance(got, (bool, np.bool_, str))
-                                or not isinstance(got, (int, float, np.number))):  # fmt: skip
+        if got is not None and (
+            isinstance(got, (bool, np.bool_, str)) or not isinstance(got, (int, float, np.number))
+        ):
             fail(f"{call} = {got!r:.60}, expected a number of environments, an int")
 
         def code(value):  # None as -1 for the comparisons (sizes are positive)
@@ -195,19 +241,26 @@ def check_pays_from(pays_from: Callable) -> None:
             "too": _pays_reference(ratios, above, "first"),
             "it returns the largest num_envs that pays: the question is the smallest from "
             "which every larger one pays": _pays_reference(ratios, above, "last"),
-            "the sizes are taken in the dict's order, not sorted: sorted(ratios)":
-                _pays_reference(ratios, above, "unsorted"),
-            "a ratio equal to above counts as paying: it pays only when faster, ratio > above":
-                _pays_reference(ratios, above, "at_least"),
-            "above is ignored (1.0 throughout): compare with the above passed in":
-                _pays_reference(ratios, 1.0),
-            "it returns a ratio, not the number of environments it belongs to":
-                None if expected is None else ratios[expected],
-        }  # fmt: skip
-        inputs = {"num_envs": sorted(ratios), "ratios": [ratios[n] for n in sorted(ratios)],
-                  "above": above, "None is shown as": -1}  # fmt: skip
-        cases.append(Case(label, inputs, code(expected),
-                          {m: code(v) for m, v in mistakes.items()}))  # fmt: skip
+            "the sizes are taken in the dict's order, not sorted: sorted(ratios)": _pays_reference(
+                ratios, above, "unsorted"
+            ),
+            "a ratio equal to above counts as paying: it pays only when faster, ratio > above": _pays_reference(
+                ratios, above, "at_least"
+            ),
+            "above is ignored (1.0 throughout): compare with the above passed in": _pays_reference(
+                ratios, 1.0
+            ),
+            "it returns a ratio, not the number of environments it belongs to": None
+            if expected is None
+            else ratios[expected],
+        }
+        inputs = {
+            "num_envs": sorted(ratios),
+            "ratios": [ratios[n] for n in sorted(ratios)],
+            "above": above,
+            "None is shown as": -1,
+        }
+        cases.append(Case(label, inputs, code(expected), {m: code(v) for m, v in mistakes.items()}))
         outputs.append(code(got))
     verdict("pays_from", cases, outputs, rtol=0, atol=1e-9)
     passed("pays_from finds the smallest num_envs from which data parallelism pays")

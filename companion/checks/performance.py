@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,7 @@ def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
     finals, counts, dones = [], [], []
     num_envs = actions.shape[1]
     for e in range(num_envs):
-        state = jax.tree.map(lambda leaf: leaf[e], make_states())
+        state = jax.tree.map(lambda leaf, e=e: leaf[e], make_states())
         state, done = _loop_reference(state, actions[:, e], step_fn, flag)
         finals.append(np.asarray(state.physics))
         counts.append(int(state.step_count))
@@ -50,8 +50,11 @@ def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
 
 def _first_difference(got, expected, what, axes=("step", "environment")) -> str:
     """Where ``got`` first differs from ``expected``: `` at step t, environment e``."""
-    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6) if got.dtype.kind == "f" else (
-        got != expected)  # fmt: skip
+    wrong = (
+        ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
+        if got.dtype.kind == "f"
+        else (got != expected)
+    )
     index = tuple(int(i) for i in np.argwhere(wrong)[0])
     where = ", ".join(f"{name} {i}" for name, i in zip(axes, index))
     return f"{what} first differs at {where}: it gives {got[index]}, expected {expected[index]}"
@@ -85,19 +88,24 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     if sizes is not None:
         fail(
             "batched_rollout unrolls its loop into the program"
-            + (" (scan's unroll)" if sizes[1] < 0 else f" ({sizes[0]} operations for 20 "
-               f"steps, {sizes[1]} for 40)")
+            + (
+                " (scan's unroll)"
+                if sizes[1] < 0
+                else f" ({sizes[0]} operations for 20 steps, {sizes[1]} for 40)"
+            )
             + ": a Python loop (even under an inner jax.jit) copies the step once per time "
             "step; use jax.lax.scan"
-        )  # fmt: skip
+        )
     call = "batched_rollout(states, actions)"
     traces: list = []
     with _short_episodes(traces):  # a time limit of 30 steps, so that episodes truncate
         got = run_answer(
-            batched_rollout, make_states(), actions, call=call,
-            hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time "
-            "first",
-        )  # fmt: skip
+            batched_rollout,
+            make_states(),
+            actions,
+            call=call,
+            hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time first",
+        )
     limit = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS if traces else 500)
     reference_step = functools.partial(cartpole.step_autoreset, params=limit)
     if not (isinstance(got, tuple) and len(got) == 2):
@@ -115,10 +123,14 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     dones = check_shape(dones, (num_steps, num_envs), "done_t", hint="One flag per step and env.")
     if dones.dtype != bool:
         fail(f"done_t has dtype {dones.dtype}, expected bool: return timestep.done as it is")
-    ref_physics, ref_counts, ref_dones = _batched_loop_reference(make_states, actions,
-                                                                 reference_step)  # fmt: skip
-    if close(physics, ref_physics) and np.array_equal(counts, ref_counts) and np.array_equal(
-            dones, ref_dones):  # fmt: skip
+    ref_physics, ref_counts, ref_dones = _batched_loop_reference(
+        make_states, actions, reference_step
+    )
+    if (
+        close(physics, ref_physics)
+        and np.array_equal(counts, ref_counts)
+        and np.array_equal(dones, ref_dones)
+    ):
         passed("batched_rollout matches stepping each environment alone, in one loop body")
         return
     no_reset = _batched_loop_reference(
@@ -130,8 +142,9 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
         fail(
             "the final states differ from stepping each environment on its own with "
             "step_autoreset (actions[t, e] is the action of environment e at step t): "
-            + _first_difference(physics, ref_physics, "final_states.physics",
-                                ("environment", "component"))  # fmt: skip
+            + _first_difference(
+                physics, ref_physics, "final_states.physics", ("environment", "component")
+            )
         )
     if not np.array_equal(dones, ref_dones):
         terminated = _batched_loop_reference(make_states, actions, reference_step, "terminated")
@@ -140,8 +153,10 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
                 "done_t is timestep.terminated: it misses the truncations (here the time "
                 "limit is 30 steps); done = terminated | truncated, timestep.done"
             )
-        late = [np.concatenate([fill, ref_dones[:-1]]) for fill in
-                (np.zeros_like(ref_dones[:1]), ref_dones[-1:])]  # fmt: skip
+        late = [
+            np.concatenate([fill, ref_dones[:-1]])
+            for fill in (np.zeros_like(ref_dones[:1]), ref_dones[-1:])
+        ]
         if any(np.array_equal(dones, x) for x in late):
             fail(
                 "done_t is not the flag of the step just taken: it is one step late (each "
@@ -150,8 +165,7 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
             )
         fail(
             "the final states are right but done_t is not: return timestep.done of every "
-            "step as the scanned output, in order. "
-            + _first_difference(dones, ref_dones, "done_t")
+            "step as the scanned output, in order. " + _first_difference(dones, ref_dones, "done_t")
         )
     fail(
         "the final physics and flags are right but final_states.step_count is not: return the "
@@ -194,8 +208,10 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()
-    four = ("4 bytes a step are missing: one float32 or int32 field (log_prob, value, reward, "
-            "next_value, action, step_count) or the action mask (4 bools)")  # fmt: skip
+    four = (
+        "4 bytes a step are missing: one float32 or int32 field (log_prob, value, reward, "
+        "next_value, action, step_count) or the action mask (4 bools)"
+    )
     mistakes = {
         per + 900: "the image is stored as bool, 1 byte a cell and channel, not float32",
         per + 18: "a bool takes 1 byte, not 4 (action_mask, terminated, done)",
@@ -206,7 +222,8 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
         per + 1196: "no next image is stored: next_value (4 bytes) replaces it",
         per - 4: four,
         per - 8: four.replace("4 bytes a step are", "8 bytes a step are").replace(
-            "one float32 or int32 field", "two float32 or int32 fields"),
+            "one float32 or int32 field", "two float32 or int32 fields"
+        ),
         per - 1: "1 byte a step is missing: terminated and done are both stored, bool",
         per + 16: "the floats are float32 (4 bytes), not float64",
         per + 8: "action and step_count are int32 (4 bytes), not int64",
@@ -224,12 +241,13 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
         except (TypeError, ValueError):
             fail(f"{call} should return a number of bytes, got {raw!r}")
         if got != raw:
-            fail(f"{call} = {raw!r}: a whole number of bytes was expected ({per:,} bytes per "
-                 "step and environment)")  # fmt: skip
+            fail(
+                f"{call} = {raw!r}: a whole number of bytes was expected ({per:,} bytes per "
+                "step and environment)"
+            )
         answers.append((call, got, num_steps, num_envs))
     if all(got == per * t * n for _, got, t, n in answers):
-        passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays "
-               "hold")  # fmt: skip
+        passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays hold")
         return
     # a mistake is named only when it gives the answer's bytes for every shape
     for per_step, message in mistakes.items():
@@ -262,23 +280,45 @@ def _bend_reference(sweep: dict, slope: float, order=None, past=False, linear=Fa
 
 def _sweep(steps_per_s: dict, order: list) -> dict:
     """A sweep as ``benchmarks/scaling.py`` writes it (keys are strings), in ``order``."""
-    return {str(n): {"steps_per_s": float(steps_per_s[n]), "env_steps": 1000 * n,
-                     "median_s": 1000 * n / steps_per_s[n]} for n in order}  # fmt: skip
+    return {
+        str(n): {
+            "steps_per_s": float(steps_per_s[n]),
+            "env_steps": 1000 * n,
+            "median_s": 1000 * n / steps_per_s[n],
+        }
+        for n in order
+    }
 
 
 #: The check's sweeps: the committed DQN and PPO curves (rounded), a curve whose bend comes
 #: before its peak, and one that never bends; given out of order, as a dict may be.
 _BEND_CASES = (
-    ("DQN's committed curve", {1: 4185, 8: 25840, 64: 172763, 512: 977194, 4096: 1815688},
-     [64, 1, 4096, 8, 512], 0.5),
-    ("PPO's committed curve", {1: 10316, 8: 14675, 64: 9572, 512: 6483, 4096: 6066},
-     [8, 512, 1, 4096, 64], 0.5),
-    ("a curve that bends before its peak", {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
-     [4, 32, 1, 16, 2, 8], 0.5),
-    ("the same curve with slope 0.25", {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
-     [1, 2, 4, 8, 16, 32], 0.25),
+    (
+        "DQN's committed curve",
+        {1: 4185, 8: 25840, 64: 172763, 512: 977194, 4096: 1815688},
+        [64, 1, 4096, 8, 512],
+        0.5,
+    ),
+    (
+        "PPO's committed curve",
+        {1: 10316, 8: 14675, 64: 9572, 512: 6483, 4096: 6066},
+        [8, 512, 1, 4096, 64],
+        0.5,
+    ),
+    (
+        "a curve that bends before its peak",
+        {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
+        [4, 32, 1, 16, 2, 8],
+        0.5,
+    ),
+    (
+        "the same curve with slope 0.25",
+        {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
+        [1, 2, 4, 8, 16, 32],
+        0.25,
+    ),
     ("a curve that never bends", {1: 5, 10: 50, 100: 480}, [100, 10, 1], 0.5),
-)  # fmt: skip
+)
 
 
 @self_check
@@ -303,8 +343,14 @@ def check_bend(bend: Callable) -> None:
     for label, rates, order, slope in _BEND_CASES:
         sweep = _sweep(rates, order)
         call = f"bend(sweep, slope={slope}) on {label}"
-        got = run_answer(bend, sweep, slope, call=call, jit=False,
-                         hint="sweep's keys are strings ('1', '8', ...)")  # fmt: skip
+        got = run_answer(
+            bend,
+            sweep,
+            slope,
+            call=call,
+            jit=False,
+            hint="sweep's keys are strings ('1', '8', ...)",
+        )
         if isinstance(got, str):
             fail(f"{call} returns {got!r}, a str: return the size as an int, int(size)")
         if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
@@ -318,16 +364,22 @@ def check_bend(bend: Callable) -> None:
             "it returns the size after the bend, where the flat segment ends: the bend is "
             "where that segment starts": _bend_reference(sweep, slope, past=True),
             "it returns the size with the most steps per second: the curve bends where its "
-            "growth slows, which can be before its peak":
-                int(max(sweep, key=lambda k: sweep[k]["steps_per_s"])),
+            "growth slows, which can be before its peak": int(
+                max(sweep, key=lambda k: sweep[k]["steps_per_s"])
+            ),
             "the slope is taken as the gain over the size's growth (gain / growth); on a "
-            "log-log plot it is log(gain) / log(growth)":
-                _bend_reference(sweep, slope, linear=True),
-            "slope is ignored (0.5 throughout): compare with the slope passed in":
-                _bend_reference(sweep, 0.5),
-        }  # fmt: skip
-        inputs = {"sizes": sorted(rates), "steps_per_s": [rates[n] for n in sorted(rates)],
-                  "slope": slope}  # fmt: skip
+            "log-log plot it is log(gain) / log(growth)": _bend_reference(
+                sweep, slope, linear=True
+            ),
+            "slope is ignored (0.5 throughout): compare with the slope passed in": _bend_reference(
+                sweep, 0.5
+            ),
+        }
+        inputs = {
+            "sizes": sorted(rates),
+            "steps_per_s": [rates[n] for n in sorted(rates)],
+            "slope": slope,
+        }
         cases.append(Case(label, inputs, _bend_reference(sweep, slope), mistakes))
     verdict("bend", cases, outputs, rtol=0, atol=0)
     passed("bend finds where each curve's log-log slope first falls below the slope given")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -22,8 +22,9 @@ from companion.checks.core import (
 )
 
 
-def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only=True, pick=min,
-                         floor_sign=1.0):
+def _dual_clip_reference(
+    ratio, adv, eps, c, low=None, dual="max", negative_only=True, pick=min, floor_sign=1.0
+):
     low = 1.0 - eps if low is None else low
     ratio, adv = np.asarray(ratio, np.float64), np.asarray(adv, np.float64)
     unclipped, clipped = ratio * adv, np.clip(ratio, low, 1.0 + eps) * adv
@@ -36,37 +37,42 @@ def _dual_clip_reference(ratio, adv, eps, c, low=None, dual="max", negative_only
 def _dual_clip_case(ratio, adv, eps, c) -> Case:
     ratio, adv = np.asarray(ratio, np.float32), np.asarray(adv, np.float32)
     expected = _dual_clip_reference(ratio, adv, eps, c)
-    return Case(f"ratio and advantage of shape {ratio.shape}",
-                {"ratio": ratio, "advantage": adv, "clip_eps": eps, "dual_clip": c}, expected, {
-        "the sign is flipped: return the objective to maximise, not the loss (-objective)": (
-            -expected
-        ),
-        "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
-            _dual_clip_reference(ratio, adv, eps, c, low=eps)
-        ),
-        "it takes the max of ratio * A and the clipped term; PPO takes the min": (
-            _dual_clip_reference(ratio, adv, eps, c, pick=max)
-        ),
-        "this is PPO's clipped objective without the dual clip: where A < 0, take "
-        "max(objective, dual_clip * A)": _dual_clip_reference(ratio, adv, eps, np.inf),
-        "the dual clip is applied to positive advantages too; it bounds only A < 0": (
-            _dual_clip_reference(ratio, adv, eps, c, negative_only=False)
-        ),
-        "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
-            _dual_clip_reference(ratio, adv, eps, c, dual="min")
-        ),
-        "the dual clip's floor has the wrong sign: where A < 0 it is dual_clip * A, a "
-        "negative number, not -dual_clip * A (or dual_clip * |A|)": (
-            _dual_clip_reference(ratio, adv, eps, c, floor_sign=-1.0)
-        ),
-        "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": (
-            _dual_clip_reference(ratio, adv, np.inf, c)
-        ),
-        "nothing is clipped, and no dual clip either: this is ratio * A": ratio * adv,
-        "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
-        "not min(ratio, dual_clip) * A": np.minimum(
-            np.minimum(ratio, c) * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv),
-    })  # fmt: skip
+    return Case(
+        f"ratio and advantage of shape {ratio.shape}",
+        {"ratio": ratio, "advantage": adv, "clip_eps": eps, "dual_clip": c},
+        expected,
+        {
+            "the sign is flipped: return the objective to maximise, not the loss (-objective)": (
+                -expected
+            ),
+            "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
+                _dual_clip_reference(ratio, adv, eps, c, low=eps)
+            ),
+            "it takes the max of ratio * A and the clipped term; PPO takes the min": (
+                _dual_clip_reference(ratio, adv, eps, c, pick=max)
+            ),
+            "this is PPO's clipped objective without the dual clip: where A < 0, take "
+            "max(objective, dual_clip * A)": _dual_clip_reference(ratio, adv, eps, np.inf),
+            "the dual clip is applied to positive advantages too; it bounds only A < 0": (
+                _dual_clip_reference(ratio, adv, eps, c, negative_only=False)
+            ),
+            "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
+                _dual_clip_reference(ratio, adv, eps, c, dual="min")
+            ),
+            "the dual clip's floor has the wrong sign: where A < 0 it is dual_clip * A, a "
+            "negative number, not -dual_clip * A (or dual_clip * |A|)": (
+                _dual_clip_reference(ratio, adv, eps, c, floor_sign=-1.0)
+            ),
+            "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": (
+                _dual_clip_reference(ratio, adv, np.inf, c)
+            ),
+            "nothing is clipped, and no dual clip either: this is ratio * A": ratio * adv,
+            "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
+            "not min(ratio, dual_clip) * A": np.minimum(
+                np.minimum(ratio, c) * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv
+            ),
+        },
+    )
 
 
 @self_check
@@ -90,19 +96,26 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
         _dual_clip_case(ratio, adv, 0.2, 3.0),
         _dual_clip_case(rng.uniform(0.0, 6.0, (2, 3, 5)), rng.normal(size=(2, 3, 5)), 0.1, 2.0),
         # a dual clip below 1 + eps, and ratios below eps with A < 0
-        _dual_clip_case([[0.1, 0.15, 1.15, 3.0], [0.05, 0.9, 1.3, 2.0]],
-                        [[-1.0, -2.0, -1.0, -0.5], [-3.0, 1.0, -1.0, 2.0]], 0.2, 1.1),
+        _dual_clip_case(
+            [[0.1, 0.15, 1.15, 3.0], [0.05, 0.9, 1.3, 2.0]],
+            [[-1.0, -2.0, -1.0, -0.5], [-3.0, 1.0, -1.0, 2.0]],
+            0.2,
+            1.1,
+        ),
     ]
     outputs = []
     for case in cases:
         shape = case.inputs["ratio"].shape
         call = f"dual_clip_objective(ratio, advantage, clip_eps, dual_clip) for {case.label}"
         got = run_answer(
-            dual_clip_objective, jnp.asarray(case.inputs["ratio"]),
-            jnp.asarray(case.inputs["advantage"]), case.inputs["clip_eps"],
-            case.inputs["dual_clip"], call=call,
+            dual_clip_objective,
+            jnp.asarray(case.inputs["ratio"]),
+            jnp.asarray(case.inputs["advantage"]),
+            case.inputs["clip_eps"],
+            case.inputs["dual_clip"],
+            call=call,
             hint=f"ratio and advantage are float32 {shape}; the answer is elementwise",
-        )  # fmt: skip
+        )
         outputs.append(check_shape(got, shape, call, hint="Elementwise."))
         if outputs[-1].dtype != np.float32:
             fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like ratio)")
@@ -127,8 +140,9 @@ def _epsilon_case(logits, mask, eps) -> Case:
     mistakes = {
         "illegal actions get logit 1.0, so they keep probability (the misplaced "
         "parenthesis bug): use -inf": mix(_softmax(np.where(mask, logits, 1.0), -1)),
-        "illegal actions get logit 0.0, which still has probability exp(0) / Z: "
-        "use -inf": mix(_softmax(np.where(mask, logits, 0.0), -1)),
+        "illegal actions get logit 0.0, which still has probability exp(0) / Z: use -inf": mix(
+            _softmax(np.where(mask, logits, 0.0), -1)
+        ),
         "epsilon is spread over all actions, illegal ones too: spread it over the "
         "legal actions of each row only": mix(_softmax(masked, -1), 1 / 4),
         "epsilon is divided by the number of actions; divide it by the number of "
@@ -148,11 +162,15 @@ def _epsilon_case(logits, mask, eps) -> Case:
         ),
     }
     if logits.ndim > 1:
-        mistakes["the softmax runs over axis 0, not over the actions: normalise over "
-                 "axis=-1"] = mix(_softmax(masked, 0))  # fmt: skip
-    return Case(f"logits of shape {logits.shape} and epsilon {eps}",
-                {"logits": logits, "mask": mask, "epsilon": eps},
-                mix(_softmax(masked, -1)), mistakes)  # fmt: skip
+        mistakes["the softmax runs over axis 0, not over the actions: normalise over axis=-1"] = (
+            mix(_softmax(masked, 0))
+        )
+    return Case(
+        f"logits of shape {logits.shape} and epsilon {eps}",
+        {"logits": logits, "mask": mask, "epsilon": eps},
+        mix(_softmax(masked, -1)),
+        mistakes,
+    )
 
 
 def _epsilon_verdict(cases: list, outputs: list) -> None:
@@ -164,8 +182,10 @@ def _epsilon_verdict(cases: list, outputs: list) -> None:
             raise
         for case, got in zip(cases, outputs):
             if np.any(got[~case.inputs["mask"]] != 0):
-                fail("epsilon_masked_probs gives illegal actions probability > 0; they must "
-                     "get exactly 0")  # fmt: skip
+                fail(
+                    "epsilon_masked_probs gives illegal actions probability > 0; they must "
+                    "get exactly 0"
+                )
             if not np.allclose(got.sum(-1), 1, atol=1e-5):
                 fail(
                     f"epsilon_masked_probs: for {case.label} the rows (last axis) sum to "
@@ -206,9 +226,13 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
         logits, mask, eps = case.inputs.values()
         call = f"epsilon_masked_probs(logits, mask, epsilon) for {case.label}"
         got = run_answer(
-            epsilon_masked_probs, jnp.asarray(logits), jnp.asarray(mask), eps, call=call,
+            epsilon_masked_probs,
+            jnp.asarray(logits),
+            jnp.asarray(mask),
+            eps,
+            call=call,
             hint="logits float32 (..., 4), mask bool (..., 4): actions last",
-        )  # fmt: skip
+        )
         outputs.append(check_shape(got, logits.shape, call))
         if outputs[-1].dtype != np.float32:
             fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like logits)")
@@ -233,8 +257,11 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
         return (1 - eps) * jax.nn.softmax(jnp.where(mask, x, -jnp.inf)) + eps * mask / count
 
     call = "jax.grad of log epsilon_masked_probs(logits, mask, 0.1)[first legal action]"
-    grad = run_answer(jax.grad(functools.partial(log_p_first_legal, epsilon_masked_probs)),
-                      jnp.asarray(logits), call=call)  # fmt: skip
+    grad = run_answer(
+        jax.grad(functools.partial(log_p_first_legal, epsilon_masked_probs)),
+        jnp.asarray(logits),
+        call=call,
+    )
     if not np.all(np.isfinite(np.asarray(grad))):
         fail(
             "epsilon_masked_probs: the gradient of log p(a legal action) is not finite; mask "
@@ -264,14 +291,16 @@ def _last_measured(rows, k, skip_from_end=0):
 def _late_success_case(rows, k, label) -> Case:
     x = np.asarray(rows, np.float32)
     x64 = x.astype(np.float64)
-    before_first_nan = [row[: np.argmax(np.isnan(row))] if np.isnan(row).any() else row
-                        for row in x64]  # fmt: skip
+    before_first_nan = [
+        row[: np.argmax(np.isnan(row))] if np.isnan(row).any() else row for row in x64
+    ]
     with np.errstate(all="ignore"):
         mistakes = {
             "this averages the last k updates, skipping their nan: the last updates are nan "
             "(their episodes were still running when training stopped), so fewer than k "
             "values are left. Take the last k values that are not nan": np.nanmean(
-                x64[:, -k:], axis=1),
+                x64[:, -k:], axis=1
+            ),
             "this averages every measured update of the run; take the last k measured "
             "values": np.nanmean(x64, axis=1),
             "this stops at the first nan, but a nan also marks an update in which no episode "
@@ -283,8 +312,7 @@ def _late_success_case(rows, k, label) -> Case:
             "the very last one included": _last_measured(x64, k, skip_from_end=1),
             "this averages k + 1 values: take the last k": _last_measured(x64, k + 1),
             "this averages k - 1 values: take the last k": _last_measured(x64, k - 1),
-            "this is the last measured value alone; average the last k": _last_measured(
-                x64, 1),
+            "this is the last measured value alone; average the last k": _last_measured(x64, 1),
         }
     return Case(label, {"success_by_start": x, "k": k}, _last_measured(x64, k), mistakes)
 
@@ -306,24 +334,36 @@ def check_late_success(late_success: Callable) -> None:
     """
     nan = np.nan
     cases = [
-        _late_success_case([
-            [0.0, 0.1, 0.0, 0.2, 0.3, 0.5, 0.4, 0.6, 0.7, 0.9, 0.8, 0.9, nan, nan],
-            [0.0, nan, nan, 0.1, 0.1, 0.2, 0.2, 0.1, 0.3, nan, 0.2, 0.6, 0.5, nan],
-            [0.1, 0.0, 0.2, 0.4, 0.6, 0.9, 1.0, 1.0, 0.8, 1.0, nan, 0.7, 0.9, nan],
-        ], 4, "3 seeds of 14 updates, k = 4"),
-        _late_success_case([
-            [0.0, 0.0, 0.25, nan, 0.5, 0.5, 0.75, 1.0, nan],
-            [0.0, 0.0, nan, 0.0, 0.25, 0.0, nan, 0.5, nan],
-        ], 3, "2 seeds of 9 updates, k = 3"),
-    ]  # fmt: skip
+        _late_success_case(
+            [
+                [0.0, 0.1, 0.0, 0.2, 0.3, 0.5, 0.4, 0.6, 0.7, 0.9, 0.8, 0.9, nan, nan],
+                [0.0, nan, nan, 0.1, 0.1, 0.2, 0.2, 0.1, 0.3, nan, 0.2, 0.6, 0.5, nan],
+                [0.1, 0.0, 0.2, 0.4, 0.6, 0.9, 1.0, 1.0, 0.8, 1.0, nan, 0.7, 0.9, nan],
+            ],
+            4,
+            "3 seeds of 14 updates, k = 4",
+        ),
+        _late_success_case(
+            [
+                [0.0, 0.0, 0.25, nan, 0.5, 0.5, 0.75, 1.0, nan],
+                [0.0, 0.0, nan, 0.0, 0.25, 0.0, nan, 0.5, nan],
+            ],
+            3,
+            "2 seeds of 9 updates, k = 3",
+        ),
+    ]
     outputs = []
     for case in cases:
         rows, k = case.inputs.values()
         call = f"late_success(success_by_start, {k}) for {case.label}"
         got = run_answer(
-            late_success, rows.copy(), k, call=call, jit=False,
+            late_success,
+            rows.copy(),
+            k,
+            call=call,
+            jit=False,
             hint=f"success_by_start: a NumPy float32 array {rows.shape} with nan; k an int",
-        )  # fmt: skip
+        )
         try:
             values = np.asarray(got, np.float64)
         except (TypeError, ValueError):
@@ -335,7 +375,13 @@ def check_late_success(late_success: Callable) -> None:
                 "episodes were still running, and any update in which no episode started). "
                 "Skip the nan values (np.isnan) and average the last k of the others"
             )
-        outputs.append(check_shape(got, rows.shape[:1], call, hint="One value per seed: a "
-                                   "row is a seed, its columns the updates."))  # fmt: skip
+        outputs.append(
+            check_shape(
+                got,
+                rows.shape[:1],
+                call,
+                hint="One value per seed: a row is a seed, its columns the updates.",
+            )
+        )
     verdict("late_success", cases, outputs, rtol=1e-5, atol=1e-6)
     passed("late_success: the mean of each seed's last k measured values, nan skipped")

@@ -3,8 +3,7 @@ a loss for ``make_train``'s ``loss_fn`` hook."""
 
 from __future__ import annotations
 
-
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -77,10 +76,8 @@ _GAE_MISTAKES = {
     ("last_zero",): "the last step does not bootstrap: the rollout's end is not an "
     "episode's end, use value_last for V(s_T)",
     ("lam_one",): "lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}",
-    ("lam_zero",): "with lam = 0 you get the one-step TD error; lam must weight the later "
-    "terms",
-    ("no_gamma",): "gamma is missing from the recursion: A_t = delta_t + gamma * lam * "
-    "A_{t+1}",
+    ("lam_zero",): "with lam = 0 you get the one-step TD error; lam must weight the later terms",
+    ("no_gamma",): "gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}",
     ("forwards",): "the advantages accumulate forwards in time; run the recursion backwards",
     ("plus_value",): "this is advantage + value, the critic's targets (the lambda-returns): "
     "return the advantages alone",
@@ -103,11 +100,16 @@ def _gae_case(T, N, ends, gamma, lam, seed) -> Case:
         (terminated if kind == "term" else truncated)[t, n] = True
     value_final = np.where(truncated, rng.uniform(-0.9, 0.9, (T, N)), 0.0).astype(np.float32)
     arrays = (reward, value, value_last, value_final, terminated, truncated)
-    mistakes = {message: _gae_from_values_reference(*arrays, gamma, lam, names)
-                for names, message in _GAE_MISTAKES.items()}  # fmt: skip
-    return Case(f"{T} steps of {N} environments, gamma {gamma}, lam {lam}",
-                {**dict(zip(_GAE_NAMES, arrays)), "gamma": gamma, "lam": lam},
-                _gae_from_values_reference(*arrays, gamma, lam), mistakes)  # fmt: skip
+    mistakes = {
+        message: _gae_from_values_reference(*arrays, gamma, lam, names)
+        for names, message in _GAE_MISTAKES.items()
+    }
+    return Case(
+        f"{T} steps of {N} environments, gamma {gamma}, lam {lam}",
+        {**dict(zip(_GAE_NAMES, arrays)), "gamma": gamma, "lam": lam},
+        _gae_from_values_reference(*arrays, gamma, lam),
+        mistakes,
+    )
 
 
 @self_check
@@ -131,24 +133,51 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
     cases = [
         # env 0: a termination at t=1 and a truncation at t=4; env 1: a truncation at t=2
         # and a termination at t=5; env 2: truncations at t=0 and at the last step, t=6
-        _gae_case(7, 3, {(1, 0): "term", (4, 0): "trunc", (2, 1): "trunc", (5, 1): "term",
-                         (0, 2): "trunc", (6, 2): "trunc"}, 0.9, 0.8, 20),
+        _gae_case(
+            7,
+            3,
+            {
+                (1, 0): "term",
+                (4, 0): "trunc",
+                (2, 1): "trunc",
+                (5, 1): "term",
+                (0, 2): "trunc",
+                (6, 2): "trunc",
+            },
+            0.9,
+            0.8,
+            20,
+        ),
         # a termination at the last step, back-to-back episode ends, an env with none
-        _gae_case(5, 4, {(4, 0): "term", (1, 1): "term", (2, 1): "trunc", (3, 1): "term",
-                         (2, 3): "trunc"}, 0.5, 0.95, 21),
-    ]  # fmt: skip
+        _gae_case(
+            5,
+            4,
+            {(4, 0): "term", (1, 1): "term", (2, 1): "trunc", (3, 1): "term", (2, 3): "trunc"},
+            0.5,
+            0.95,
+            21,
+        ),
+    ]
     outputs = []
     for case in cases:
         arrays = [jnp.asarray(case.inputs[k]) for k in _GAE_NAMES]
         call = f"gae_from_values(...) for {case.label}"
         got = run_answer(
-            gae_from_values, *arrays, case.inputs["gamma"], case.inputs["lam"], call=call,
+            gae_from_values,
+            *arrays,
+            case.inputs["gamma"],
+            case.inputs["lam"],
+            call=call,
             hint=f"Arguments: reward, value {arrays[0].shape}, value_last {arrays[2].shape}, "
             f"value_final {arrays[0].shape}, terminated, truncated bool, gamma, lam",
-        )  # fmt: skip
+        )
         outputs.append(
-            check_shape(got, arrays[0].shape, call, hint="One advantage per step and "
-                        "environment, time first.")  # fmt: skip
+            check_shape(
+                got,
+                arrays[0].shape,
+                call,
+                hint="One advantage per step and environment, time first.",
+            )
         )
         if outputs[-1].dtype != np.float32:
             fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like reward)")
@@ -239,11 +268,14 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
         kwargs = {**dict(zip(names, coefs)), "normalise_advantages": normalise}
         call = "loss_fn(model, batch, " + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")"
         out = run_answer(
-            lambda model, batch, kwargs=kwargs: loss_fn(model, batch, **kwargs), model, batch,
-            call=call, hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword "
+            lambda model, batch, kwargs=kwargs: loss_fn(model, batch, **kwargs),
+            model,
+            batch,
+            call=call,
+            hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword "
             "arguments clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then "
             "calls it inside jit",
-        )  # fmt: skip
+        )
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
             fail(
                 f"{call} should return (loss, metrics), like ppo.ppo_loss: make_train needs "
@@ -253,40 +285,62 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
         loss = float(check_shape(loss, (), f"the loss of {call}", hint="A scalar."))
         for name, value in metrics.items():
             check_shape(value, (), f"metrics[{name!r}]", hint="make_train averages scalars.")
-        refs = [float(_loss_with_fill(model, batch, coefs, normalise, 1.0, masked))
-                for masked in (False, True)]  # fmt: skip
+        refs = [
+            float(_loss_with_fill(model, batch, coefs, normalise, 1.0, masked))
+            for masked in (False, True)
+        ]
         expected = next((r for r in refs if close(loss, r, 1e-4, 1e-6)), refs[0])
-        cases.append(Case(call, kwargs, expected, {
-            "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
-            "them with 1.0": float(ppo.ppo_loss(model, batch, *coefs, normalise)[0]),
-            "illegal logits get 0.0; the bug to reproduce fills them with 1.0": float(
-                _loss_with_fill(model, batch, coefs, normalise, 0.0)),
-            "normalise_advantages is ignored: the advantages are always standardised; do "
-            "it only when it is True (the fixed-maze configuration sets it False)": float(
-                _loss_with_fill(model, batch, coefs, True, 1.0)),
-            "normalise_advantages is ignored: the advantages are never standardised; do it "
-            "when it is True": float(_loss_with_fill(model, batch, coefs, False, 1.0)),
-            "normalise_advantages works the wrong way round: standardise the advantages "
-            "when it is True": float(_loss_with_fill(model, batch, coefs, not normalise, 1.0)),
-            "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
-            "make_train passes": float(_loss_with_fill(model, batch, (0.2, 0.5, 0.01),
-                                                       normalise, 1.0)),
-        }))  # fmt: skip
+        cases.append(
+            Case(
+                call,
+                kwargs,
+                expected,
+                {
+                    "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
+                    "them with 1.0": float(ppo.ppo_loss(model, batch, *coefs, normalise)[0]),
+                    "illegal logits get 0.0; the bug to reproduce fills them with 1.0": float(
+                        _loss_with_fill(model, batch, coefs, normalise, 0.0)
+                    ),
+                    "normalise_advantages is ignored: the advantages are always standardised; do "
+                    "it only when it is True (the fixed-maze configuration sets it False)": float(
+                        _loss_with_fill(model, batch, coefs, True, 1.0)
+                    ),
+                    "normalise_advantages is ignored: the advantages are never standardised; do it "
+                    "when it is True": float(_loss_with_fill(model, batch, coefs, False, 1.0)),
+                    "normalise_advantages works the wrong way round: standardise the advantages "
+                    "when it is True": float(
+                        _loss_with_fill(model, batch, coefs, not normalise, 1.0)
+                    ),
+                    "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
+                    "make_train passes": float(
+                        _loss_with_fill(model, batch, (0.2, 0.5, 0.01), normalise, 1.0)
+                    ),
+                },
+            )
+        )
         outputs.append(loss)
     verdict("loss_fn", cases, outputs, rtol=1e-4)
     kwargs = {"clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.01, "normalise_advantages": True}
-    got = run_answer(lambda m: _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], m), model,
-                     call="jax.grad of loss_fn(model, batch, ...)[0]", jit=False)  # fmt: skip
+    got = run_answer(
+        lambda m: _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], m),
+        model,
+        call="jax.grad of loss_fn(model, batch, ...)[0]",
+        jit=False,
+    )
     if not np.all(np.isfinite(got)):
         fail("loss_fn: its gradient with respect to the model is not finite")
     coefs = (0.2, 0.5, 0.01)
-    refs = [_flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e), model)
-            for e in (False, True)]  # fmt: skip
+    refs = [
+        _flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e), model)
+        for e in (False, True)
+    ]
     if any(close(got, ref, 1e-4, 1e-6) for ref in refs):
         passed("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
         return
-    cut = [_flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e, True), model)
-           for e in (False, True)]  # fmt: skip
+    cut = [
+        _flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e, True), model)
+        for e in (False, True)
+    ]
     if any(close(got, ref, 1e-4, 1e-6) for ref in cut):
         fail(
             "loss_fn has the right value, but no policy gradient flows through the ratio: a "

@@ -5,7 +5,8 @@ of a loss whose samples talk to each other); exercise 2's is in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -53,22 +54,45 @@ def _f32(values) -> jax.Array:
 
 #: (label, loss, values, targets): a per-sample loss gives no cross-talk, whatever the shapes.
 _CROSS_TALK_CASES = [
-    ("a per-sample loss, jnp.mean(0.5 * (v - t) ** 2), values (5,)", _mse,
-     _f32([0.5, -1.0, 2.0, 0.0, 1.5]), _f32([1.0, 0.5, -0.5, 2.0, 1.0])),
-    ("the broadcast loss: the same with values (5, 1) against targets (5,)", _mse,
-     _f32([[0.5], [-1.0], [2.0], [0.0], [1.5]]), _f32([1.0, 0.5, -0.5, 2.0, 1.0])),
-    ("a per-sample loss that reshapes (4, 1) values, "
-     "jnp.mean(0.5 * (v.reshape(t.shape) - t) ** 2)", _reshaped_mse,
-     _f32([[0.0], [1.0], [2.0], [3.0]]), _f32([1.0, 2.0, 3.0, 4.0])),
-    ("a per-sample loss plus a penalty on the values' spread, "
-     "jnp.mean(0.5 * (v - t) ** 2) + 0.5 * jnp.var(v)", _mse_with_spread_penalty,
-     _f32([0.0, 1.0, 2.0, 3.0]), _f32([1.0, 2.0, 3.0, 4.0])),
-    ("targets centred within groups of three samples (cross-talk inside a group only)",
-     _mse_targets_centred_in_threes,
-     _f32([0.0, 1.0, -1.0, 2.0, 0.5, 1.5]), _f32([1.0, 3.0, 2.0, 0.0, -1.0, 4.0])),
-    ("a loss weighted by jax.nn.softmax(t), computed from the targets without stop_gradient",
-     _softmax_weighted_mse, _f32([-1.0, 3.0, 0.5, 1.0]), _f32([0.0, 1.0, 0.5, 2.0])),
-]  # fmt: skip
+    (
+        "a per-sample loss, jnp.mean(0.5 * (v - t) ** 2), values (5,)",
+        _mse,
+        _f32([0.5, -1.0, 2.0, 0.0, 1.5]),
+        _f32([1.0, 0.5, -0.5, 2.0, 1.0]),
+    ),
+    (
+        "the broadcast loss: the same with values (5, 1) against targets (5,)",
+        _mse,
+        _f32([[0.5], [-1.0], [2.0], [0.0], [1.5]]),
+        _f32([1.0, 0.5, -0.5, 2.0, 1.0]),
+    ),
+    (
+        "a per-sample loss that reshapes (4, 1) values, "
+        "jnp.mean(0.5 * (v.reshape(t.shape) - t) ** 2)",
+        _reshaped_mse,
+        _f32([[0.0], [1.0], [2.0], [3.0]]),
+        _f32([1.0, 2.0, 3.0, 4.0]),
+    ),
+    (
+        "a per-sample loss plus a penalty on the values' spread, "
+        "jnp.mean(0.5 * (v - t) ** 2) + 0.5 * jnp.var(v)",
+        _mse_with_spread_penalty,
+        _f32([0.0, 1.0, 2.0, 3.0]),
+        _f32([1.0, 2.0, 3.0, 4.0]),
+    ),
+    (
+        "targets centred within groups of three samples (cross-talk inside a group only)",
+        _mse_targets_centred_in_threes,
+        _f32([0.0, 1.0, -1.0, 2.0, 0.5, 1.5]),
+        _f32([1.0, 3.0, 2.0, 0.0, -1.0, 4.0]),
+    ),
+    (
+        "a loss weighted by jax.nn.softmax(t), computed from the targets without stop_gradient",
+        _softmax_weighted_mse,
+        _f32([-1.0, 3.0, 0.5, 1.0]),
+        _f32([0.0, 1.0, 0.5, 2.0]),
+    ),
+]
 
 _INCLUDES_DIAGONAL = (
     "it includes the diagonal i = j, where a per-sample loss is not 0 either "
@@ -193,18 +217,32 @@ def check_cross_talk(cross_talk: Callable) -> None:
     """
     require_function(cross_talk, "cross_talk")
     outputs = []
-    for label, loss, values, targets in _CROSS_TALK_CASES:
-        call = (f"cross_talk({loss.__name__.lstrip('_')}, values {tuple(values.shape)}, "
-                f"targets {tuple(targets.shape)})")  # fmt: skip
+    for _label, loss, values, targets in _CROSS_TALK_CASES:
+        call = (
+            f"cross_talk({loss.__name__.lstrip('_')}, values {tuple(values.shape)}, "
+            f"targets {tuple(targets.shape)})"
+        )
         columns = values.ndim == 2
-        hint = ("Here values have shape (B, 1) against targets (B,): the Jacobian d/dt (dL/dv) "
-                "then has shape (B, 1, B)") if columns else ""  # fmt: skip
+        hint = (
+            (
+                "Here values have shape (B, 1) against targets (B,): the Jacobian d/dt (dL/dv) "
+                "then has shape (B, 1, B)"
+            )
+            if columns
+            else ""
+        )
         got = run_answer(cross_talk, loss, values, targets, call=call, jit=False, hint=hint)
-        arr = check_shape(got, (), f"the result of {call}",
-                          hint="Return one float, the largest over all pairs i != j.")  # fmt: skip
+        arr = check_shape(
+            got,
+            (),
+            f"the result of {call}",
+            hint="Return one float, the largest over all pairs i != j.",
+        )
         if arr.dtype == bool:
-            fail(f"{call} returned a bool ({arr}): return the largest |∂²L/∂v_i∂t_j| "
-                 "itself, a float, so that it says how much cross-talk there is")  # fmt: skip
+            fail(
+                f"{call} returned a bool ({arr}): return the largest |∂²L/∂v_i∂t_j| "
+                "itself, a float, so that it says how much cross-talk there is"
+            )
         if arr.dtype.kind not in "fiu":
             fail(f"{call} should return a float, got {type(got).__name__} {got!r:.60}")
         outputs.append(float(arr))

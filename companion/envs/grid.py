@@ -7,7 +7,8 @@ A grid is a bool array ``(rows, cols)``, True for a wall; a cell is ``(row, col)
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

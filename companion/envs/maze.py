@@ -6,7 +6,8 @@ States and observations hold ``walls`` bool ``(rows, cols)``, ``agent_position``
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

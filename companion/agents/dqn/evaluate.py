@@ -13,6 +13,7 @@ from companion._validate import positive_int, prng_key
 from companion.agents.dqn.networks import make_q_network
 from companion.envs import cartpole
 
+
 def greedy_returns(
     params: Any,
     key: jax.Array,

@@ -6,7 +6,8 @@ have checked them already (DQN's trainer checks its config once).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

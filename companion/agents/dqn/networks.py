@@ -37,7 +37,7 @@ def make_q_network(
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _q_network(num_actions: int, hidden_sizes: tuple, layer_norm: bool) -> hk.Transformed:
     def forward(obs):
         if not layer_norm:

@@ -5,7 +5,8 @@ The structure follows PureJaxRL's DQN (Lu et al., 2022).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import haiku as hk
 import jax
@@ -278,6 +279,7 @@ def make_train(
         runner, metrics = env_step(runner, epsilon, act_key)
         loss = q_mean = td_abs = jnp.float32(0.0)
         if learn:  # updates_per_iteration gradient steps, a scan (not unrolled)
+
             def gradient_step(carry, _):
                 learner, key = carry
                 key, sample_key = jax.random.split(key)

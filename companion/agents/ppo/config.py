@@ -7,7 +7,8 @@ and ``VALUE_ITERATION_MAZE_CONFIG`` / ``VALUE_ITERATION_NETWORK``.
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import optax
 

@@ -15,6 +15,7 @@ from companion.envs import maze as maze_lib
 from companion.envs.autoreset import _env_reset
 from companion.envs.maze import reached_target
 
+
 class Evaluation(NamedTuple):
     """Episodes run by :func:`evaluate`; leading axis ``num_episodes`` (N).
 

@@ -283,8 +283,9 @@ def _make_model(network, key: jax.Array, grid_shape: tuple):
         return ActorCritic(key, grid_shape, 4, channels=channels, hidden_sizes=hidden)
     if isinstance(network, PropagationNet):
         return PropagationActorCritic(key, 4, network.width, hidden, network.iterations)
-    return ValueIterationActorCritic(key, network.width, hidden_sizes=hidden,
-                                     iterations=network.iterations)  # fmt: skip
+    return ValueIterationActorCritic(
+        key, network.width, hidden_sizes=hidden, iterations=network.iterations
+    )
 
 
 def model_skeleton(network, grid_shape: tuple = (10, 10)):

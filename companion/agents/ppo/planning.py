@@ -10,7 +10,6 @@ import numpy as np
 from companion._validate import positive_int, positive_ints
 from companion.agents.ppo.layers import _check_image, neighbour, orthogonal_linear
 
-
 #: The value of a cell that no source has reached yet (a finite stand-in for minus infinity,
 #: so that sums and gradients stay finite).
 UNREACHED = -1e4
@@ -143,4 +142,3 @@ class ValueIterationActorCritic(eqx.Module):
         for layer in self.dense:
             z = jax.nn.relu(layer(z))
         return logits, self.value_head(z)
-

@@ -15,10 +15,11 @@ import jax
 import jax.numpy as jnp
 
 from companion._validate import maze_env, positive_int, prng_key
+from companion.agents.ppo.policy import log_prob, masked_logits
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import ResetPool, _pooled_autoreset_step
 from companion.envs.maze import reached_target
-from companion.agents.ppo.policy import log_prob, masked_logits
+
 from jumanji.wrappers import AutoResetWrapper  # noqa: E402  (after maze: it sets up jumanji)
 
 __all__ = ["Transition", "next_values", "reached_target", "rollout"]
@@ -152,9 +153,7 @@ def next_values(
         ValueError: if ``transitions.value`` is not ``(T, N)`` or ``last_obs`` not N observations.
     """
     if not isinstance(transitions, Transition):
-        raise TypeError(
-            f"transitions: expected a ppo.Transition, got {type(transitions).__name__}"
-        )
+        raise TypeError(f"transitions: expected a ppo.Transition, got {type(transitions).__name__}")
     if jnp.ndim(transitions.value) != 2:
         raise ValueError(
             f"transitions: expected leaves (T, N, ...), got value of shape "
@@ -165,8 +164,7 @@ def next_values(
     if walls is None or len(walls) != 3 or walls[0] != num_envs:
         raise ValueError(
             f"last_obs: expected {num_envs} Maze observations (walls of shape ({num_envs}, "
-            "rows, cols)), got "
-            + (f"walls of shape {walls}" if walls else type(last_obs).__name__)
+            "rows, cols)), got " + (f"walls of shape {walls}" if walls else type(last_obs).__name__)
         )
     maze_env(env)
     return _next_values(model, transitions, next_obs, last_obs, env)

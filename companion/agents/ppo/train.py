@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -237,8 +238,9 @@ def make_trainer(
         metrics["success_by_start"] = success_by_start(runner)
         return runner, metrics
 
-    return Trainer(init=init_jit, run=run_jit, train=train, model=model_of, config=config,
-                   network=network)
+    return Trainer(
+        init=init_jit, run=run_jit, train=train, model=model_of, config=config, network=network
+    )
 
 
 def collect_batch(
@@ -267,9 +269,14 @@ def collect_batch(
         model, env, pool, env_state, timestep, rollout_key, config.num_steps
     )
     advantage, target = gae(
-        traj.reward, traj.value, traj.next_value, traj.terminated, traj.done,
-        config.gamma, config.gae_lambda,
-    )  # fmt: skip
+        traj.reward,
+        traj.value,
+        traj.next_value,
+        traj.terminated,
+        traj.done,
+        config.gamma,
+        config.gae_lambda,
+    )
     names = ("image", "action_mask", "action", "log_prob", "value")
     batch = Batch(**{f: getattr(traj, f) for f in names}, advantage=advantage, target=target)
     flat = jax.tree.map(lambda x: x.reshape((config.batch_size,) + x.shape[2:]), batch)
