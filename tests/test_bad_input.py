@@ -52,6 +52,7 @@ from companion.checks import parallel as parallel_checks
 from companion.checks import performance as perf_checks
 from companion.checks import ppo as ppo_checks
 from companion.checks import ppo_rollout as ppo_rollout_checks
+from companion.checks import replay_windows as replay_window_checks
 from companion.checks import silent_bugs as silent_bug_checks
 from companion.debug import checked
 from companion.envs import autoreset, cartpole, jumanji_import, maze
@@ -1009,8 +1010,8 @@ CHECKS = {
         "check_double_dqn_target",
         "check_n_step_target",
         "check_q_overshoot",
-        "check_sample_windows",
     ],
+    replay_window_checks: ["check_sample_windows"],
     env_checks: [
         "check_legal_fraction",
         "check_up_first_policy",

@@ -27,7 +27,7 @@ _LAZY = {
     "check_double_dqn_target": "dqn",
     "check_n_step_target": "dqn",
     "check_q_overshoot": "dqn",
-    "check_sample_windows": "dqn",
+    "check_sample_windows": "replay_windows",
     "check_count_endings": "endings",
     "check_legal_fraction": "envs",
     "check_termination_and_truncation": "envs",

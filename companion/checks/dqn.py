@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -13,12 +12,10 @@ from companion.checks.core import (
     check_shape,
     fail,
     passed,
-    require_function,
     run_answer,
     self_check,
     verdict,
 )
-from companion.replay import replay_add, replay_init
 
 
 def _gather(q, action):
@@ -256,121 +253,6 @@ def check_n_step_target(n_step_target: Callable) -> None:
         )
     verdict("n_step_target", cases, outputs, rtol=1e-4, atol=1e-5)
     passed("n_step_target stops at terminations and truncations and bootstraps correctly")
-
-
-def _time_buffer(num_added: int, capacity: int):
-    """A buffer filled by one environment: slot of step t (1, 2, ...) holds t in every field."""
-    example = {"t": jnp.int32(0), "obs": jnp.zeros(2)}
-    buffer = replay_init(example, capacity)
-    for t in range(1, num_added + 1):
-        buffer = replay_add(buffer, {"t": jnp.int32(t), "obs": jnp.full(2, float(t))})
-    return buffer
-
-
-@self_check
-def check_sample_windows(sample_windows: Callable) -> None:
-    """Check ``sample_windows(buffer, key, batch_size, n)``: uniform n-step windows.
-
-    ``buffer``: :class:`companion.replay.ReplayBuffer` filled in time order by one environment.
-    Returns a pytree like one transition, leaves ``(batch_size, n, ...)``: n consecutive steps per
-    row, starts uniform (with replacement) over windows in filled slots, not across ``position``.
-
-    Runs the answer under ``jax.jit``: ``batch_size`` and ``n`` static, the buffer's arrays
-    (``position`` and ``size`` too) traced.
-
-    Raises:
-        CheckFailed: naming the mistake (empty slots, crossing ``position``, indices clamped at
-            the last slot, steps repeated or out of order, mixed slots, the last window never
-            drawn, not uniform, shape or dtype, key ignored).
-    """
-    require_function(sample_windows, "sample_windows")
-    batch_size, n = 4000, 3
-    # 7 steps in 10 slots: windows start at steps 1..5. 23 steps in 10 slots: the ring holds
-    # steps 14..23, position 3, and windows start at steps 14..21.
-    for added, first, last in ((7, 1, 5), (23, 14, 21)):
-        buffer = _time_buffer(added, 10)
-        call = f"sample_windows(buffer, key, {batch_size}, {n})"
-        got = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
-        if not isinstance(got, dict) or set(got) != {"t", "obs"}:
-            fail(
-                "sample_windows should return a transition like the stored ones (here a dict "
-                "with 't' and 'obs'), each leaf with leading axes (batch_size, n)"
-            )
-        where = f"{call} on a buffer holding steps {max(1, added - 9)}..{added}"
-        steps = check_shape(
-            got["t"],
-            (batch_size, n),
-            f"{where}: ['t']",
-            hint="Leaves are (batch_size, n, ...): one row per window, its steps along axis 1.",
-        )
-        check_shape(got["obs"], (batch_size, n, 2), f"{where}: ['obs']")
-        for name, stored in buffer.data.items():
-            if np.asarray(got[name]).dtype != stored.dtype:
-                fail(
-                    f"{where}: [{name!r}] has dtype {np.asarray(got[name]).dtype}, but the "
-                    f"buffer stores {stored.dtype}: index the stored arrays, keep their dtypes"
-                )
-        if np.any(steps == 0):
-            fail(
-                f"{where}, some windows reach into empty slots; a window must "
-                "lie in the buffer.size filled slots"
-            )
-        if not np.array_equal(np.asarray(got["obs"])[..., 0], steps):
-            fail(
-                "sample_windows takes the fields of a transition from different slots: index "
-                "every leaf with the same (batch_size, n) indices"
-            )
-        diffs = np.diff(steps, axis=1)
-        if np.any(diffs == 0):
-            example = steps[np.argmax(np.any(diffs == 0, axis=1))].tolist()
-            in_last_slot = int(np.asarray(buffer.data["t"])[buffer.capacity - 1])
-            repeated = steps[:, 1:][diffs == 0]
-            if np.all(repeated == in_last_slot):  # the step of the last slot, and only it
-                fail(
-                    f"{where}, some windows repeat a step (for example {example}): the step "
-                    f"in the last slot, {in_last_slot}, which is what an index past the last "
-                    "slot gives (JAX clamps it). Wrap the slot indices round the ring with "
-                    "% capacity"
-                )
-            fail(
-                f"{where}, some windows repeat a step (for example {example}): the n slots "
-                "of a window are start, start + 1, ..., start + n - 1 (jnp.arange(n) along "
-                "the window's axis)"
-            )
-        if np.all(diffs == -1):
-            fail("sample_windows returns the steps of each window in reverse time order")
-        if not np.all(diffs == 1):
-            fail(
-                f"{where}, some windows are not consecutive steps "
-                f"(for example {steps[np.argmax(np.any(diffs != 1, axis=1))].tolist()}): a "
-                "window must not cross the write position, where the newest transition is "
-                "followed by the oldest. Count starts from the oldest slot, "
-                "(position - size) % capacity"
-            )
-        counts = np.bincount(steps[:, 0] - first, minlength=last - first + 1)
-        if counts.size > last - first + 1:
-            fail(f"{where}, a window starts after step {last}")
-        if counts[-1] == 0:
-            fail(
-                f"sample_windows never draws the last window (steps {last}..{last + n - 1}): "
-                "there are size - n + 1 windows, and randint's maxval is excluded"
-            )
-        if counts.min() == 0:
-            missing = first + int(np.argmin(counts))
-            fail(f"sample_windows never draws the window that starts at step {missing}")
-        expected = batch_size / counts.size
-        if np.max(np.abs(counts - expected)) > 0.25 * expected:
-            fail(f"sample_windows is not uniform over the windows: counts {counts.tolist()}")
-    again = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
-    if not np.array_equal(np.asarray(again["t"]), steps):
-        fail(
-            "sample_windows is not a pure function of its key: the same key must give the "
-            "same batch"
-        )
-    other = run_answer(sample_windows, buffer, jax.random.key(1), batch_size, n, call=call)
-    if np.array_equal(np.asarray(other["t"]), steps):
-        fail("sample_windows ignores its key: different keys should give different batches")
-    passed("sample_windows draws n consecutive steps uniformly, never across the write position")
 
 
 def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) -> Case:
