@@ -859,3 +859,64 @@ def test_widget_time_limit_and_bad_grid(model):
         playground_widget.maze_playground(agent="greedy")
     with pytest.raises(ValueError, match="delay_s: expected a number of seconds >= 0"):
         playground_widget.maze_playground(model, delay_s=-1)
+
+
+def _theme_stylesheet() -> Path:
+    import pydata_sphinx_theme
+
+    root = Path(pydata_sphinx_theme.__file__).parent
+    (css,) = root.glob("theme/pydata_sphinx_theme/static/styles/pydata-sphinx-theme.css")
+    return css
+
+
+CONTRAST_PROBE = """
+<script>
+window.addEventListener('load', function () { setTimeout(function () {
+  function rgb(s) { var m = s.match(/[\\d.]+/g).map(Number); return m.slice(0, 3); }
+  function lum(c) { return c.map(function (v) { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce(function (a, v, i) { return a + v * [0.2126, 0.7152, 0.0722][i]; }, 0); }
+  var worst = 100, count = 0;
+  document.querySelectorAll('#playground-app .pg-button, #playground-app .pg-select')
+    .forEach(function (e) { var s = getComputedStyle(e);
+      var a = lum(rgb(s.color)), b = lum(rgb(s.backgroundColor));
+      worst = Math.min(worst, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)); count++; });
+  document.body.setAttribute('data-contrast', worst.toFixed(2) + '/' + count);
+}, 500); });
+</script>
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the page was not run")
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_control_is_legible_in_the_themes_light_and_dark_modes(tmp_path, theme):
+    """The page inside the book's theme (pydata-sphinx-theme's stylesheet, its mode set as
+    the theme sets it): every button and menu's text against its own background has a
+    contrast ratio of at least 4.5 (WCAG AA), in both modes."""
+    page = standalone_page(tmp_path)
+    shutil.copy(_theme_stylesheet(), tmp_path / "theme.css")
+    text = page.read_text()
+    text = text.replace("<html>", f'<html data-theme="{theme}">')
+    text = text.replace("</head>", '<link rel="stylesheet" href="../theme.css"></head>')
+    page.write_text(text.replace("</body>", CONTRAST_PROBE + "</body>"))
+    dom = subprocess.run(
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    (found,) = re.findall(r'data-contrast="([\d.]+)/(\d+)"', dom) or [("0", "0")]
+    worst, count = float(found[0]), int(found[1])
+    assert count >= 5, f"{theme}: {count} controls found"
+    assert worst >= 4.5, f"{theme}: the least legible control has a contrast of {worst}"
