@@ -43,9 +43,16 @@ def _compiled(name, fn, *args):
     return _COMPILED[name]
 
 
-def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 1000,
-                config: ppo.PPOConfig = PPO_CONFIG, target: float = 0.99,
-                eval_every: int = PPO_EVAL_EVERY_UPDATES) -> dict:  # fmt: skip
+def measure_ppo(
+    env,
+    task: str,
+    seed: int,
+    eval_key: jax.Array,
+    episodes: int = 1000,
+    config: ppo.PPOConfig = PPO_CONFIG,
+    target: float = 0.99,
+    eval_every: int = PPO_EVAL_EVERY_UPDATES,
+) -> dict:
     """Train the book's PPO on ``env`` and evaluate it every ``eval_every`` updates.
 
     Args:
@@ -71,10 +78,14 @@ def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 
         eval_key, key = jax.random.split(eval_key)
         result = ppo.evaluate(trainer.model(runner), env, key, episodes)
         updates = chunk * eval_every
-        evals.append({
-            "updates": updates, "env_steps": updates * config.batch_size,
-            "train_s": compile_s + run_s, "success": float(np.mean(result.success)),
-        })  # fmt: skip
+        evals.append(
+            {
+                "updates": updates,
+                "env_steps": updates * config.batch_size,
+                "train_s": compile_s + run_s,
+                "success": float(np.mean(result.success)),
+            }
+        )
     hit = [e for e in evals if e["success"] >= target]
     steps = chunks * eval_every * config.batch_size
     return {
@@ -92,9 +103,15 @@ def measure_ppo(env, task: str, seed: int, eval_key: jax.Array, episodes: int = 
     }
 
 
-def measure_dqn(seed: int, eval_key: jax.Array, episodes: int = 100,
-                config: dqn.DQNConfig = DQN_CONFIG, target: float = 475.0,
-                post_solved_length: float = 200.0, network=DQN_NETWORK) -> dict:  # fmt: skip
+def measure_dqn(
+    seed: int,
+    eval_key: jax.Array,
+    episodes: int = 100,
+    config: dqn.DQNConfig = DQN_CONFIG,
+    target: float = 475.0,
+    post_solved_length: float = 200.0,
+    network=DQN_NETWORK,
+) -> dict:
     """Train the book's DQN in one run, with its greedy evaluations after every block.
 
     ``dqn.make_train(config, network, DQN_ENV)`` with ``eval_episodes = episodes``: the

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from measure import result_header
 
 from companion.agents import dqn
-from measure import result_header
 from companion.envs import cartpole
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -144,11 +144,9 @@ def main(argv=None) -> dict:
     (runner, _), compile_s, run_s = _compile_and_run(
         train, jax.random.split(jax.random.key(42), num_seeds)
     )
-    returns = jax.jit(
-        jax.vmap(
-            lambda p, k: dqn.greedy_returns(p, k, 100, NETWORK)
-        )
-    )(runner.best_params, jax.random.split(jax.random.key(7), num_seeds))
+    returns = jax.jit(jax.vmap(lambda p, k: dqn.greedy_returns(p, k, 100, NETWORK)))(
+        runner.best_params, jax.random.split(jax.random.key(7), num_seeds)
+    )
     means = np.asarray(returns).mean(axis=1)
     result["book_all_seeds"] = {
         "num_seeds": num_seeds,

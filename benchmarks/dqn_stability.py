@@ -37,10 +37,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from measure import result_header
 
 from companion.agents import dqn
 from companion.envs import cartpole
-from measure import result_header
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NETWORK = dqn.make_q_network(2, (64, 64), layer_norm=True)  # the chapter's Q-network
@@ -60,7 +60,7 @@ CONFIGS = (
     ("constant learning rate", {"lr_final_fraction": 1.0}, True),
     ("Polyak τ = 0.005 every step", {"target_update_period": 1, "target_tau": 0.005}, True),
     ("buffer 10,000", {"buffer_capacity": 10_000}, True),
-)  # fmt: skip
+)
 
 
 def measure(config: dqn.DQNConfig, network, keys: list[int], episodes: int) -> dict:
@@ -79,8 +79,10 @@ def measure(config: dqn.DQNConfig, network, keys: list[int], episodes: int) -> d
     best = np.asarray(evaluate(runner.best_params, eval_keys)).mean(axis=1)
     evals = np.asarray(metrics["eval_return"])  # (keys, blocks)
     eval_steps = np.asarray(metrics["eval_env_steps"])  # (keys, blocks)
-    first = [int(s[np.argmax(e >= SOLVED)]) if (e >= SOLVED).any() else None
-             for e, s in zip(evals, eval_steps)]  # fmt: skip
+    first = [
+        int(s[np.argmax(e >= SOLVED)]) if (e >= SOLVED).any() else None
+        for e, s in zip(evals, eval_steps)
+    ]
     # the values' scale, per block of training (the warm-up left out)
     warm = config.warmup_iterations
     blocks = (config.num_blocks, config.block_iterations)
@@ -104,9 +106,20 @@ def measure(config: dqn.DQNConfig, network, keys: list[int], episodes: int) -> d
 
 def summarise(parts: list[dict], config: dqn.DQNConfig) -> dict:
     """One configuration's row from its sets of keys."""
-    row = {k: sum((p[k] for p in parts), []) for k in (
-        "keys", "final_returns", "best_returns", "steps_to_475", "eval_returns", "q_max",
-        "td_abs_max", "q_mean_by_block", "td_abs_max_by_block")}  # fmt: skip
+    row = {
+        k: sum((p[k] for p in parts), [])
+        for k in (
+            "keys",
+            "final_returns",
+            "best_returns",
+            "steps_to_475",
+            "eval_returns",
+            "q_max",
+            "td_abs_max",
+            "q_mean_by_block",
+            "td_abs_max_by_block",
+        )
+    }
     final, best = np.asarray(row["final_returns"]), np.asarray(row["best_returns"])
     evals = np.asarray(row["eval_returns"])
     quarter = max(1, evals.shape[1] // 4)
@@ -114,8 +127,10 @@ def summarise(parts: list[dict], config: dqn.DQNConfig) -> dict:
     return {
         "keys": row["keys"],
         "final_solved": int((final >= SOLVED).sum()),
-        "final_solved_by_keys": {f"{p['keys'][0]}-{p['keys'][-1]}": int(
-            (np.asarray(p["final_returns"]) >= SOLVED).sum()) for p in parts},  # fmt: skip
+        "final_solved_by_keys": {
+            f"{p['keys'][0]}-{p['keys'][-1]}": int((np.asarray(p["final_returns"]) >= SOLVED).sum())
+            for p in parts
+        },
         "best_solved": int((best >= SOLVED).sum()),
         "last_quarter_eval_mean": float(evals[:, -quarter:].mean()),
         "reached_in_training": len(reached),
@@ -128,8 +143,17 @@ def summarise(parts: list[dict], config: dqn.DQNConfig) -> dict:
         "run_s": [round(p["run_s"], 2) for p in parts],
         "block_env_steps": config.block_iterations * config.num_envs,
         "eval_env_steps": parts[0]["eval_env_steps"],
-        **{k: row[k] for k in ("final_returns", "best_returns", "steps_to_475", "q_max",
-                               "td_abs_max", "eval_returns")},  # fmt: skip
+        **{
+            k: row[k]
+            for k in (
+                "final_returns",
+                "best_returns",
+                "steps_to_475",
+                "q_max",
+                "td_abs_max",
+                "eval_returns",
+            )
+        },
     }
 
 
@@ -142,9 +166,15 @@ def main(argv=None) -> dict:
     key_sets, episodes = KEY_SETS, EVAL_EPISODES
     if args.quick:
         base = base._replace(
-            num_envs=2, total_steps=1_200, learning_starts=200, batch_size=32,
-            eval_every=100, eval_episodes=2, epsilon_decay_steps=500, buffer_capacity=1_200,
-        )  # fmt: skip
+            num_envs=2,
+            total_steps=1_200,
+            learning_starts=200,
+            batch_size=32,
+            eval_every=100,
+            eval_episodes=2,
+            epsilon_decay_steps=500,
+            buffer_capacity=1_200,
+        )
         key_sets, episodes = ((0, 2),), 2
     started = time.perf_counter()
     result = {

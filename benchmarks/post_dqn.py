@@ -122,8 +122,9 @@ def post_cartpole_step(state: cartpole.CartPoleState, action, fixed: bool = Fals
         reward = (~terminated).astype(jnp.int32)
     done = terminated | truncated
     key, reset_key = jax.random.split(state.key)
-    fresh = jax.random.uniform(reset_key, (4,), jnp.float32, -params.reset_bound,
-                               params.reset_bound)  # fmt: skip
+    fresh = jax.random.uniform(
+        reset_key, (4,), jnp.float32, -params.reset_bound, params.reset_bound
+    )
     new_state = cartpole.CartPoleState(
         physics=jnp.where(done, fresh, physics),
         step_count=jnp.where(done, 0, step_count).astype(jnp.int32),
@@ -209,9 +210,19 @@ def make_post_dqn(config: PostDQNConfig = PostDQNConfig()):
         params = network.init(k_online, obs)
         env_state, obs = cartpole.reset(k_env)
         zero = jnp.zeros((), jnp.int32)
-        return Runner(params, network.init(k_target, obs[None]), optimizer.init(params),
-                      replay_init(example, config.buffer_size), env_state, obs, zero, zero,
-                      zero, jnp.int32(-1), key)  # fmt: skip
+        return Runner(
+            params,
+            network.init(k_target, obs[None]),
+            optimizer.init(params),
+            replay_init(example, config.buffer_size),
+            env_state,
+            obs,
+            zero,
+            zero,
+            zero,
+            jnp.int32(-1),
+            key,
+        )
 
     def env_step(runner: Runner, action):
         env_state, ts = post_cartpole_step(runner.env_state, action, config.env_fixed)
@@ -249,10 +260,14 @@ def make_post_dqn(config: PostDQNConfig = PostDQNConfig()):
         length = runner.episode_length + 1
         solved = (runner.solved_step < 0) & (length > config.solved_length)
         runner = runner._replace(
-            params=params, target_params=target, opt_state=opt_state, t=t,
-            episode_length=jnp.where(done, 0, length), longest=jnp.maximum(runner.longest, length),
+            params=params,
+            target_params=target,
+            opt_state=opt_state,
+            t=t,
+            episode_length=jnp.where(done, 0, length),
+            longest=jnp.maximum(runner.longest, length),
             solved_step=jnp.where(solved, t, runner.solved_step),
-        )  # fmt: skip
+        )
         return runner, {"loss": loss, "epsilon": eps, "episode_ended": done}
 
     def run(runner: Runner, num_steps: int):
@@ -266,8 +281,9 @@ _EVALUATORS: dict = {}
 _COMPILED: dict = {}
 
 
-def greedy_mean_return(params, key: jax.Array, num_episodes: int,
-                       config: PostDQNConfig = PostDQNConfig()) -> float:  # fmt: skip
+def greedy_mean_return(
+    params, key: jax.Array, num_episodes: int, config: PostDQNConfig = PostDQNConfig()
+) -> float:
     """Mean return of ``num_episodes`` greedy episodes of CartPole-v1 (reward 1 per step,
     truncation at 500), by :func:`companion.agents.dqn.greedy_returns`; compiled once
     per ``(num_episodes, hidden_sizes)``."""
@@ -348,8 +364,14 @@ def train(
             best_params, best_score = runner.params, select
         target = greedy_mean_return(runner.params, k_target, target_episodes, config)
         steps = (c + 1) * eval_every
-        evals.append({"env_steps": steps, "select_return": select, "target_return": target,
-                      "train_s": compile_s + run_s})  # fmt: skip
+        evals.append(
+            {
+                "env_steps": steps,
+                "select_return": select,
+                "target_return": target,
+                "train_s": compile_s + run_s,
+            }
+        )
         if time_to_target is None and target >= target_return:
             steps_to_target, time_to_target = steps, compile_s + run_s
     solved_step = int(runner.solved_step)
@@ -360,17 +382,21 @@ def train(
         into_chunk = (solved_step - c * eval_every) / eval_every
         solved_s = compile_s + done_before + chunk_s[c] * into_chunk
     train_s = sum(chunk_s)
-    return runner.params, best_params, {
-        "compile_s": compile_s,
-        "compile_reused": reused,
-        "run_s": run_s,
-        "env_steps": config.total_steps,
-        "steps_per_s": config.total_steps / train_s,
-        "evals": evals,
-        "steps_to_target": steps_to_target,
-        "time_to_target_s": time_to_target,
-        "post_solved_step": solved_step if solved_step >= 0 else None,
-        "post_solved_s": solved_s,
-        "longest_episode": int(runner.longest),
-        "best_select_return": float(best_score),
-    }
+    return (
+        runner.params,
+        best_params,
+        {
+            "compile_s": compile_s,
+            "compile_reused": reused,
+            "run_s": run_s,
+            "env_steps": config.total_steps,
+            "steps_per_s": config.total_steps / train_s,
+            "evals": evals,
+            "steps_to_target": steps_to_target,
+            "time_to_target_s": time_to_target,
+            "post_solved_step": solved_step if solved_step >= 0 else None,
+            "post_solved_s": solved_s,
+            "longest_episode": int(runner.longest),
+            "best_select_return": float(best_score),
+        },
+    )

@@ -61,10 +61,10 @@ import book_agents  # noqa: E402
 import post_dqn  # noqa: E402
 import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
+from measure import result_header  # noqa: E402
 
 from companion.agents import dqn  # noqa: E402
 from companion.agents.ppo import networks as ppo_networks  # noqa: E402
-from measure import result_header  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PPO_TARGET = 0.99
@@ -95,15 +95,22 @@ DQN_SEEDS = tuple(range(33))
 #: 20,000, and the 64 x 64 ReLU network without LayerNorm. ``eval_every`` 250 iterations
 #: (1,000 steps) evaluates it as often as the chapter's configuration.
 EARLIER_DQN_CONFIG = dqn.DQNConfig(
-    total_steps=80_000, learning_starts=2_000, buffer_capacity=100_000, learning_rate=3e-3,
-    lr_schedule="cosine", target_update_period=1, target_tau=0.005,
-    epsilon_decay_steps=20_000, eval_every=250,
-)  # fmt: skip
+    total_steps=80_000,
+    learning_starts=2_000,
+    buffer_capacity=100_000,
+    learning_rate=3e-3,
+    lr_schedule="cosine",
+    target_update_period=1,
+    target_tau=0.005,
+    epsilon_decay_steps=20_000,
+    eval_every=250,
+)
 EARLIER_DQN_NETWORK = dqn.make_q_network(2, (64, 64))
 
 
-def measure_ppo(variant: str, config: post_ppo.PostPPOConfig, seed: int, episodes: int,
-                eval_every: int) -> dict:  # fmt: skip
+def measure_ppo(
+    variant: str, config: post_ppo.PostPPOConfig, seed: int, episodes: int, eval_every: int
+) -> dict:
     periodic_key = [jax.random.key(PERIODIC_SEED + seed)]
 
     def on_eval(params, _):
@@ -123,10 +130,14 @@ def measure_ppo(variant: str, config: post_ppo.PostPPOConfig, seed: int, episode
         "variant": variant,
         "task": config.env_task,
         "seed": seed,
-        **{k: record[k] for k in ("env_steps", "compile_s", "compile_reused", "run_s",
-                                  "steps_per_s")},  # fmt: skip
-        "evals": [{k: e[k] for k in ("updates", "env_steps", "train_s")} | {"success": e["value"]}
-                  for e in record["evals"]],  # fmt: skip
+        **{
+            k: record[k]
+            for k in ("env_steps", "compile_s", "compile_reused", "run_s", "steps_per_s")
+        },
+        "evals": [
+            {k: e[k] for k in ("updates", "env_steps", "train_s")} | {"success": e["value"]}
+            for e in record["evals"]
+        ],
         "steps_to_target": hit[0]["env_steps"] if hit else None,
         "time_to_target_s": hit[0]["train_s"] if hit else None,
         "final_success": final,
@@ -134,12 +145,23 @@ def measure_ppo(variant: str, config: post_ppo.PostPPOConfig, seed: int, episode
     }
 
 
-def measure_dqn(variant: str, config: post_dqn.PostDQNConfig, seed: int, eval_every: int,
-                select_episodes: int, episodes: int) -> dict:  # fmt: skip
+def measure_dqn(
+    variant: str,
+    config: post_dqn.PostDQNConfig,
+    seed: int,
+    eval_every: int,
+    select_episodes: int,
+    episodes: int,
+) -> dict:
     final_params, best_params, record = post_dqn.train(
-        config, jax.random.key(seed), jax.random.key(PERIODIC_SEED + seed), eval_every,
-        select_episodes, episodes, DQN_TARGET,
-    )  # fmt: skip
+        config,
+        jax.random.key(seed),
+        jax.random.key(PERIODIC_SEED + seed),
+        eval_every,
+        select_episodes,
+        episodes,
+        DQN_TARGET,
+    )
     k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
     return {
         "agent": "post DQN",
@@ -155,8 +177,9 @@ def measure_dqn(variant: str, config: post_dqn.PostDQNConfig, seed: int, eval_ev
 
 def measure_book_ppo(task: str, seed: int, episodes: int, config) -> dict:
     env = post_maze.make_env(task)
-    run = book_agents.measure_ppo(env, task, seed, jax.random.key(PERIODIC_SEED + seed),
-                                  episodes, config)  # fmt: skip
+    run = book_agents.measure_ppo(
+        env, task, seed, jax.random.key(PERIODIC_SEED + seed), episodes, config
+    )
     model = run.pop("model")
     keys = jax.random.split(jax.random.key(EVAL_SEED + seed), 2 * len(EVAL_TASKS))
     run["final_success"] = {
@@ -176,10 +199,12 @@ def ppo_evaluate(model, task, key, episodes, greedy):
     return ppo.evaluate(model, post_maze.make_env(task), key, episodes, greedy=greedy).success
 
 
-def measure_book_dqn(seed: int, episodes: int, config, network=book_agents.DQN_NETWORK,
-                     variant: str = "book") -> dict:  # fmt: skip
-    run = book_agents.measure_dqn(seed, jax.random.key(PERIODIC_SEED + seed), episodes, config,
-                                  network=network)  # fmt: skip
+def measure_book_dqn(
+    seed: int, episodes: int, config, network=book_agents.DQN_NETWORK, variant: str = "book"
+) -> dict:
+    run = book_agents.measure_dqn(
+        seed, jax.random.key(PERIODIC_SEED + seed), episodes, config, network=network
+    )
     k_final, k_best = jax.random.split(jax.random.key(EVAL_SEED + seed))
     for name, key in (("final", k_final), ("best", k_best)):
         returns = dqn.greedy_returns(run.pop(f"{name}_params"), key, episodes, network)
@@ -196,7 +221,7 @@ def _median(values):
 def _last_quarter(run: dict) -> float:
     """Mean of the last quarter of a run's in-training evaluations (100 greedy episodes)."""
     values = [e["return"] if "return" in e else e["target_return"] for e in run["evals"]]
-    return float(np.mean(values[-max(1, len(values) // 4):]))
+    return float(np.mean(values[-max(1, len(values) // 4) :]))
 
 
 def _ratio(a, b):
@@ -220,7 +245,8 @@ def dqn_comparison(runs: list) -> dict:
         "final_solved_by_keys": sets,
         "best_solved": sum(r["best_return"] >= DQN_TARGET for r in runs),
         "reached_in_training": sum(r["time_to_target_s"] is not None for r in runs),
-        "last_quarter_eval_mean": float(np.mean([_last_quarter(r) for r in runs])) if runs
+        "last_quarter_eval_mean": float(np.mean([_last_quarter(r) for r in runs]))
+        if runs
         else None,
         "median_time_to_target_s": _median([r["time_to_target_s"] for r in runs]),
         "median_steps_to_target": _median([r["steps_to_target"] for r in runs]),
@@ -231,8 +257,9 @@ def dqn_comparison(runs: list) -> dict:
         "compile_s": _median([r["compile_s"] for r in runs]),
         "median_run_time_s": run_time,
         "expected_time_to_solving_final_s": (
-            None if not final_solved or run_time is None else run_time * n / final_solved),
-    }  # fmt: skip
+            None if not final_solved or run_time is None else run_time * n / final_solved
+        ),
+    }
 
 
 def dqn_comparisons(dqn_runs: list, book_dqn: list, earlier_dqn: list) -> dict:
@@ -250,8 +277,9 @@ def dqn_comparisons(dqn_runs: list, book_dqn: list, earlier_dqn: list) -> dict:
     out["book_over_post_expected_time"] = _ratio(expected["book"], expected["post"])
     if earlier_dqn:
         out["book_over_earlier_time"] = _ratio(time["book"], time["earlier"])
-        out["book_over_earlier_steps"] = _ratio(out["book"]["median_steps_to_target"],
-                                                out["earlier"]["median_steps_to_target"])
+        out["book_over_earlier_steps"] = _ratio(
+            out["book"]["median_steps_to_target"], out["earlier"]["median_steps_to_target"]
+        )
     return out
 
 
@@ -262,8 +290,10 @@ def comparisons(ppo_runs: list, book_ppo: list) -> dict:
     for task, variant in post_on.items():
         post = [r for r in ppo_runs if r["variant"] == variant]
         book = [r for r in book_ppo if r["task"] == task]
-        p_t, b_t = _median([r["time_to_target_s"] for r in post]), _median(
-            [r["time_to_target_s"] for r in book])  # fmt: skip
+        p_t, b_t = (
+            _median([r["time_to_target_s"] for r in post]),
+            _median([r["time_to_target_s"] for r in book]),
+        )
         out[task] = {
             "post_reached": f"{sum(r['time_to_target_s'] is not None for r in post)} of {len(post)}",
             "book_reached": f"{sum(r['time_to_target_s'] is not None for r in book)} of {len(book)}",
@@ -272,7 +302,7 @@ def comparisons(ppo_runs: list, book_ppo: list) -> dict:
             "post_median_steps_to_target": _median([r["steps_to_target"] for r in post]),
             "book_median_steps_to_target": _median([r["steps_to_target"] for r in book]),
             "post_over_book_time": None if None in (p_t, b_t) else p_t / b_t,
-        }  # fmt: skip
+        }
     return out
 
 
@@ -295,8 +325,7 @@ def summarise_ppo(ppo_runs: list, compared: dict) -> list:
         lines.append(
             f"PPO on {task}: time to {PPO_TARGET}, post {_fmt(c['post_median_time_to_target_s'])}"
             f" ({c['post_reached']} keys), book {_fmt(c['book_median_time_to_target_s'])} "
-            f"({c['book_reached']} keys)"
-            + (f"; post / book {ratio:.2f}." if ratio else ".")
+            f"({c['book_reached']} keys)" + (f"; post / book {ratio:.2f}." if ratio else ".")
         )
     return lines
 
@@ -342,10 +371,17 @@ def run_dqn(quick: bool) -> dict:
         eval_every, select, episodes = 100, 2, 5
         variants = tuple((n, c, k[:2]) for n, c, k in DQN_VARIANTS)
         seeds = DQN_SEEDS[:2]
-        small = {"total_steps": 1_200, "learning_starts": 200, "eval_every": 100,
-                 "buffer_capacity": 1_200, "epsilon_decay_steps": 500}  # fmt: skip
-        book_config, earlier_config = book_config._replace(**small), earlier_config._replace(
-            **small)  # fmt: skip
+        small = {
+            "total_steps": 1_200,
+            "learning_starts": 200,
+            "eval_every": 100,
+            "buffer_capacity": 1_200,
+            "epsilon_decay_steps": 500,
+        }
+        book_config, earlier_config = (
+            book_config._replace(**small),
+            earlier_config._replace(**small),
+        )
     dqn_runs, book_dqn, earlier_dqn = [], [], []
 
     def show(run):
@@ -354,11 +390,13 @@ def run_dqn(quick: bool) -> dict:
     for seed in seeds:  # each key's runs together: a busier spell slows them alike
         for name, changes, keys in variants:
             if seed in keys:
-                dqn_runs.append(measure_dqn(name, base._replace(**changes), seed, eval_every,
-                                            select, episodes))  # fmt: skip
+                dqn_runs.append(
+                    measure_dqn(name, base._replace(**changes), seed, eval_every, select, episodes)
+                )
                 show(dqn_runs[-1])
-        earlier_dqn.append(measure_book_dqn(seed, episodes, earlier_config, EARLIER_DQN_NETWORK,
-                                            "earlier"))  # fmt: skip
+        earlier_dqn.append(
+            measure_book_dqn(seed, episodes, earlier_config, EARLIER_DQN_NETWORK, "earlier")
+        )
         show(earlier_dqn[-1])
         book_dqn.append(measure_book_dqn(seed, episodes, book_config))
         show(book_dqn[-1])
@@ -385,8 +423,9 @@ def run_ppo(quick: bool) -> dict:
     variants = PPO_VARIANTS
     book_ppo_config, book_tasks = book_agents.PPO_CONFIG, BOOK_PPO_TASKS
     if quick:
-        ppo_base = ppo_base._replace(num_steps=64, total_timesteps=2_048, num_epochs=1,
-                                     minibatch_size=256)  # fmt: skip
+        ppo_base = ppo_base._replace(
+            num_steps=64, total_timesteps=2_048, num_epochs=1, minibatch_size=256
+        )
         ppo_episodes, ppo_eval_every = 20, 1
         variants = tuple((name, changes, seeds[:1]) for name, changes, seeds in PPO_VARIANTS)
         book_ppo_config = book_ppo_config._replace(total_timesteps=2 * 8 * 2_048)
@@ -421,8 +460,11 @@ def run_ppo(quick: bool) -> dict:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    parser.add_argument("--dqn-only", action="store_true",
-                        help="measure the DQN part only; keep the PPO part of --out")
+    parser.add_argument(
+        "--dqn-only",
+        action="store_true",
+        help="measure the DQN part only; keep the PPO part of --out",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "source_posts.json")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -432,8 +474,10 @@ def main(argv=None) -> dict:
         ppo = {k: v for k, v in previous.items() if k.startswith(("ppo_", "book_ppo_"))}
         ppo["comparisons_ppo"] = previous["comparisons"]["ppo"]
         ppo["summary_ppo"] = [line for line in previous["summary"] if line.startswith("PPO")]
-        note = (f"The DQN part was re-measured on {header['date']} (--dqn-only); the PPO part "
-                f"is that of the run of {previous.get('ppo_date', previous['date'])}.")  # fmt: skip
+        note = (
+            f"The DQN part was re-measured on {header['date']} (--dqn-only); the PPO part "
+            f"is that of the run of {previous.get('ppo_date', previous['date'])}."
+        )
         ppo_date = previous.get("ppo_date", previous["date"])
     else:
         ppo, note, ppo_date = run_ppo(args.quick), None, header["date"]
@@ -443,8 +487,13 @@ def main(argv=None) -> dict:
     result = {**header, "ppo_date": ppo_date}
     if note:
         result["note"] = note
-    result.update(**ppo, **dqn_part, comparisons=compared, summary=summary,
-                  wall_s=time.perf_counter() - started)  # fmt: skip
+    result.update(
+        **ppo,
+        **dqn_part,
+        comparisons=compared,
+        summary=summary,
+        wall_s=time.perf_counter() - started,
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print("\n".join(summary))

@@ -72,31 +72,41 @@ def test_dqn_benchmark_quick_mode_writes_json(run_quick):
 def test_dqn_stability_quick_mode_writes_json(run_quick):
     result = run_quick("dqn_stability.py")
     assert result["quick"] is True and result["hardware"]["jax"]
-    hard, polyak, linear, chapter, keys_11, keys_22 = result["configs"].values()
-    # the chapter's row is DQNConfig() (on quick sizes); each other row changes it thus
-    default = dqn.DQNConfig()
-    for field in ("target_update_period", "target_tau", "learning_rate", "lr_schedule"):
-        assert chapter["config"][field] == getattr(default, field)
-    changed = [{k for k in chapter["config"] if row["config"][k] != chapter["config"][k]}
-               for row in (hard, polyak, linear)]
-    assert changed == [
-        {"target_update_period", "target_tau", "learning_rate", "lr_schedule"},
-        {"learning_rate", "lr_schedule"},
-        {"lr_schedule"},
-    ]
-    assert hard["config"]["target_tau"] == 1.0 and default.target_tau == 0.005
-    assert chapter["config"] == keys_11["config"] == keys_22["config"]
-    assert [chapter["keys"], keys_11["keys"], keys_22["keys"]] == [[0, 1], [11, 12], [22, 23]]
-    for row in (hard, polyak, linear, chapter, keys_11, keys_22):
-        assert len(row["final_returns"]) == len(row["best_returns"]) == len(row["keys"]) == 2
+    rows = result["configs"]
+    chapter = rows["chapter"]
+    # the chapter's row is DQNConfig() (on quick sizes); each other row takes one lever away
+    changed = {
+        name: {k for k in chapter["config"] if row["config"][k] != chapter["config"][k]}
+        for name, row in rows.items()
+    }
+    assert changed == {
+        "chapter": set(), "without LayerNorm": set(),
+        "1 gradient step per iteration": {"updates_per_iteration"},
+        "batch 64": {"batch_size"}, "constant learning rate": {"lr_final_fraction"},
+        "Polyak τ = 0.005 every step": {"target_update_period", "target_tau"},
+        "buffer 10,000": {"buffer_capacity"},
+    }  # fmt: skip
+    assert [r["layer_norm"] for r in rows.values()] == [True, False, True, True, True, True, True]
+    assert rows["Polyak τ = 0.005 every step"]["config"]["target_tau"] == 0.005
+    assert rows["constant learning rate"]["config"]["lr_final_fraction"] == 1.0
+    for row in rows.values():
+        assert row["keys"] == [0, 1] and len(row["final_returns"]) == len(row["best_returns"]) == 2
         final = np.asarray(row["final_returns"])
         assert row["final_solved"] == int((final >= result["solved_at"]).sum())
+        assert sum(row["final_solved_by_keys"].values()) == row["final_solved"]
         evals = np.asarray(row["eval_returns"])
         quarter = max(1, evals.shape[1] // 4)
         assert row["last_quarter_eval_mean"] == pytest.approx(evals[:, -quarter:].mean(), abs=0.1)
-        if row["median_steps_to_475"] is not None:  # an evaluation step: warm-up + whole blocks
-            warm = row["config"]["learning_starts"]
-            assert (row["median_steps_to_475"] - warm) % (row["block_env_steps"] / 2) == 0
+        # the first evaluation at 475 is an evaluation's step, one per key (None: never)
+        for first, e in zip(row["steps_to_475"], evals):
+            assert first is None if (e < 475).all() else first == row["eval_env_steps"][
+                int(np.argmax(e >= 475))]
+        # the values' scale: a largest mean Q and TD error per key, per-block curves
+        assert len(row["q_max"]) == len(row["td_abs_max"]) == 2
+        assert len(row["q_mean_by_block"]) == len(row["td_abs_max_by_block"]) == evals.shape[1]
+        assert row["median_q_max"] == pytest.approx(float(np.median(row["q_max"])))
+        assert max(row["td_abs_max_by_block"]) <= max(row["td_abs_max"]) + 1e-3
+        assert all(t > 0 for t in row["td_abs_max"])
 
 
 def test_load_result_reads_local_results_and_rejects_bad_names(tmp_path):
@@ -598,92 +608,100 @@ def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     monkeypatch.setattr(companion.glue, "glue", lambda **texts: glued.update(texts))
     nb = json.loads((ROOT / "notebooks" / "07_dqn.ipynb").read_text())
     source = {c.get("id"): "".join(c["source"]) for c in nb["cells"]}
-    for cell in ("dqn-stability-glue", "dqn-cartpole-glue"):
-        exec(source[cell], {"np": np, "dqn": dqn, "load_result_or_note": load_result_or_note})
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for cell in ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-plot"):
+        exec(source[cell], {"np": np, "dqn": dqn, "load_result_or_note": load_result_or_note,
+                            "plt": plt})
+    plt.close("all")
     prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"]
                      if c["cell_type"] == "markdown")
     return glued, prose
 
 
 def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
-    """The figures chapter 7's prose quotes from the stability benchmark, the same keys trained
-    one at a time (source_posts) and the post's DQN are those of the committed results, and
-    the words that compare them say what the figures say."""
+    """The figures chapter 7's prose quotes from the lever benchmark (dqn_stability) and from
+    source_posts (the post's DQN, the chapter's and its earlier one) are those of the committed
+    results, and the words that compare them say what the figures say."""
     import json
+    import statistics
 
     results = ROOT / "benchmarks" / "results"
-    rows = list(json.loads((results / "dqn_stability.json").read_text())["configs"].values())
+    stability = json.loads((results / "dqn_stability.json").read_text())
+    rows = stability["configs"]
     posts = json.loads((results / "source_posts.json").read_text())
     glued, prose = _dqn_chapter_glue(monkeypatch)
-    hard, linear_002, linear_003, chapter, *other_keys = rows
-    assert (hard["config"]["target_tau"], linear_002["config"]["learning_rate"],
-            linear_003["config"]["lr_schedule"], chapter["config"]["lr_schedule"]) == (
-            1.0, 0.002, "linear", "cosine")  # the table's order, which the cell relies on
-    polyak = [linear_002, linear_003, chapter, *other_keys]
-    quarter = [round(r["last_quarter_eval_mean"]) for r in polyak]
-    sets = [r["final_solved"] for r in (chapter, *other_keys)]
-    book_dqn = posts["comparisons"]["dqn"]["book"]
-    total, runs = sum(sets) + book_dqn["final_solved"], 11 * (len(sets) + 1)
-    run = dqn.DQNConfig(**{k: tuple(v) if isinstance(v, list) else v
-                           for k, v in chapter["config"].items() if k in dqn.DQNConfig._fields})
+    chapter = rows["chapter"]
+    # the chapter's row is the chapter's configuration and network
+    default = dqn.DQNConfig()._asdict()
+    assert chapter["layer_norm"] is True
+    assert {k: v for k, v in chapter["config"].items() if k != "eval_episodes"} == {
+        k: v for k, v in default.items() if k != "eval_episodes"}
+    assert len(chapter["keys"]) == 33 and len(rows) == 7
     expected = {
-        "stab_keys": "11", "stab_hard_solved": str(hard["final_solved"]),
-        "stab_hard_quarter": str(round(hard["last_quarter_eval_mean"])),
-        "stab_run_steps": f"{run.env_steps_run:,}", "stab_total_steps": f"{run.total_steps:,}",
-        "stab_polyak_solved": f"{min(r['final_solved'] for r in polyak)} to "
-                              f"{max(r['final_solved'] for r in polyak)}",
-        "stab_polyak_quarter": f"{min(quarter)} to {max(quarter)}",
-        "stab_sets_solved": f"{sets[0]}, {sets[1]} and {sets[2]} of 11",
-        "stab_cos_quarter": str(quarter[2]), "stab_lin3_quarter": str(quarter[1]),
-        "stab_lin2_quarter": str(quarter[0]),
-        "stab_sets_quarter": f"{min(quarter[2:])} to {max(quarter[2:])}",
-        "stab_one_at_a_time": str(book_dqn["final_solved"]),
+        "stab_keys": "33", "stab_run_steps": f"{dqn.DQNConfig().env_steps_run:,}",
         "stab_chapter_solved": str(chapter["final_solved"]),
-        "stab_chapter_total": f"{total} of {runs}",
-        "stab_chapter_range": f"{min(sets + [book_dqn['final_solved']])} to "
-                              f"{max(sets + [book_dqn['final_solved']])}",
+        "stab_chapter_sets": ", ".join(str(v) for v in chapter["final_solved_by_keys"].values()),
+        "stab_chapter_quarter": f"{chapter['last_quarter_eval_mean']:.0f}",
+        "stab_noln_solved": str(rows["without LayerNorm"]["final_solved"]),
+        "stab_polyak_solved": str(rows["Polyak τ = 0.005 every step"]["final_solved"]),
+        "stab_buffer_quarter": f"{rows['buffer 10,000']['last_quarter_eval_mean']:.0f}",
     }  # fmt: skip
     assert {name: glued[name] for name in expected} == expected
-    # the 78,000 steps the run holds are not the 80,000 of total_steps: whole blocks only
-    assert run.env_steps_run < run.total_steps
-    assert "{glue:md}`stab_run_steps` environment steps, although `total_steps` is" in prose
-    # key by key, from the evaluations: ahead + behind + level = 11; the counts' verdict
-    for pair in ("cos", "lr"):
-        assert sum(int(glued[f"stab_{pair}_{w}"]) for w in ("ahead", "behind", "level")) == 11
-    spread = lambda values: max(values) - min(values)  # noqa: E731
-    rows_solved = [r["final_solved"] for r in (linear_002, linear_003, chapter)]
-    assert ("cannot rank" in glued["stab_count_verdict"]) == (
-        spread(rows_solved) <= spread(sets))
-    assert ("the keys alone move these averages further" in glued["stab_quarter_verdict"]) == (
-        spread(quarter[2:]) > spread(quarter[:3]))
-    # the success rate over all runs, said as the nearest of these fractions
-    fractions = {"one in four": 1 / 4, "one in three": 1 / 3, "one in two": 1 / 2,
-                 "two in three": 2 / 3, "three in four": 3 / 4, "four in five": 4 / 5,
-                 "nine in ten": 9 / 10}  # fmt: skip
-    if 0 < total < runs:
-        said = min(fractions, key=lambda words: abs(fractions[words] - total / runs))
-        assert glued["stab_rate"] == f"about {said}"
+    # a lever's words: fewer / more / about as many, against two standard errors
+    for short, name in (("noln", "without LayerNorm"), ("one", "1 gradient step per iteration"),
+                        ("batch", "batch 64"), ("constant", "constant learning rate"),
+                        ("polyak", "Polyak τ = 0.005 every step"), ("buffer", "buffer 10,000")):
+        n, p, q = 33, rows[name]["final_solved"] / 33, chapter["final_solved"] / 33
+        two_se = 2 * np.sqrt(p * (1 - p) / n + q * (1 - q) / n)
+        words = glued[f"stab_{short}_words"]
+        if p < q - two_se:
+            assert words.startswith("fewer final policies solve"), (name, words)
+        elif p > q + two_se:
+            assert words.startswith("more final policies solve"), (name, words)
+        else:
+            assert words.startswith("about as many"), (name, words)
+    # the LayerNorm lesson: the values' scale with and without it, and the words
+    on, off = chapter, rows["without LayerNorm"]
+    assert glued["stab_ln_q_on"] == f"{on['median_q_max']:.0f}"
+    assert glued["stab_ln_td_off"] == f"{off['median_td_abs_max']:.1f}"
+    larger = off["median_q_max"] > on["median_q_max"] and (
+        off["median_td_abs_max"] > on["median_td_abs_max"])
+    assert glued["stab_ln_words"].startswith("Without LayerNorm the largest values are") == larger
+    # section 10: the post's DQN, the chapter's and the earlier one, from source_posts
+    cmp = posts["comparisons"]["dqn"]
+    post, book, earlier = cmp["post"], cmp["book"], cmp["earlier"]
+    assert post["seeds"] == book["seeds"] == earlier["seeds"] == 33
+    assert (glued["post_final"], glued["post_book_final"], glued["post_earlier_final"],
+            glued["post_own_solved"]) == tuple(
+        str(d[k]) for d, k in [(post, "final_solved"), (book, "final_solved"),
+                               (earlier, "final_solved"), (post, "post_solved")])
+    assert glued["post_time"] == f"{post['median_time_to_target_s']:.1f} s"
+    assert glued["post_book_steps"] == f"{book['median_steps_to_target']:,.0f}"
+    ahead = book["expected_time_to_solving_final_s"] < post["expected_time_to_solving_final_s"]
+    assert glued["post_expected_words"].startswith(
+        "this chapter's agent is " + ("ahead" if ahead else "behind"))
+    # the committed runs are what the comparison says
+    runs = posts["book_dqn_runs"]
+    assert book["final_solved"] == sum(r["final_return"] >= 475 for r in runs)
+    one_run = statistics.median(r["compile_s"] + r["run_s"] for r in runs)
+    assert book["expected_time_to_solving_final_s"] == pytest.approx(
+        one_run * 33 / book["final_solved"])
+    assert cmp["book_over_earlier_time"] == pytest.approx(
+        book["median_time_to_target_s"] / earlier["median_time_to_target_s"])
     # the prose quotes them where they belong
     for phrase in (
-        "the final policy holds on {glue:md}`stab_hard_solved` of the {glue:md}`stab_keys` keys",
-        "it holds on {glue:md}`stab_polyak_solved` of {glue:md}`stab_keys` keys",
-        "its final policies solved {glue:md}`stab_one_at_a_time` of {glue:md}`stab_keys`, "
-        "against {glue:md}`stab_chapter_solved` in the table above",
-        "configuration kept it on {glue:md}`stab_chapter_range` of {glue:md}`stab_keys` per "
-        "run ({glue:md}`stab_chapter_total` in all",
-        "the cosine decay averages {glue:md}`stab_cos_quarter` and the linear one "
-        "{glue:md}`stab_lin3_quarter`",
+        "without LayerNorm: {glue:md}`stab_noln_solved`, {glue:md}`stab_noln_quarter`;",
+        "the final parameters of {glue:md}`page_final_solved` of this page's",
+        "the post's agent needs {glue:md}`post_expected` and this chapter's "
+        "{glue:md}`post_book_expected`: {glue:md}`post_expected_words`",
+        "{glue:md}`stab_ln_td_off` without, {glue:md}`stab_ln_td_on` with.",
     ):
         assert phrase in prose, phrase
-    # section 10: the post's DQN against the book's, counts and times from source_posts
-    post_dqn = posts["comparisons"]["dqn"]["post"]
-    assert (glued["post_reached"], glued["post_book_reached"], glued["post_final"],
-            glued["post_book_final"], glued["post_own_solved"]) == tuple(
-        str(d[k]) for d, k in [(post_dqn, "reached_in_training"),
-                               (book_dqn, "reached_in_training"), (post_dqn, "final_solved"),
-                               (book_dqn, "final_solved"), (post_dqn, "post_solved")])
-    assert glued["post_time"] == f"{post_dqn['median_time_to_target_s']:.1f} s"
-    assert "{cite}`pegoud2023gentle`" in prose and "{glue:md}`post_own_solved`" in prose
+    assert "{cite}`pegoud2023gentle`" in prose and "{cite}`gallici2025simplifying`" in prose
 
 
 def test_dqn_chapter_quotes_the_committed_speed_against_rejax(monkeypatch):

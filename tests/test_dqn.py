@@ -93,8 +93,14 @@ def test_greedy_action_is_argmax_and_epsilon_one_is_uniform():
 
 
 TINY = DQNConfig(
-    num_envs=2, total_steps=1_200, learning_starts=200, buffer_capacity=500, batch_size=32,
-    eval_every=100, eval_episodes=2, epsilon_decay_steps=500,
+    num_envs=2,
+    total_steps=1_200,
+    learning_starts=200,
+    buffer_capacity=500,
+    batch_size=32,
+    eval_every=100,
+    eval_episodes=2,
+    epsilon_decay_steps=500,
 )
 NETWORK = make_q_network(2, (64, 64))
 ENV = cartpole.CartPole()
@@ -120,7 +126,9 @@ def test_make_train_runs_and_stores_true_next_observations():
 
 
 def test_train_vmaps_over_seeds_with_different_results():
-    runner, metrics = jax.jit(jax.vmap(make_train(TINY, NETWORK, ENV)))(jax.random.split(jax.random.key(0), 2))
+    runner, metrics = jax.jit(jax.vmap(make_train(TINY, NETWORK, ENV)))(
+        jax.random.split(jax.random.key(0), 2)
+    )
     assert metrics["loss"].shape[0] == 2
     assert not np.allclose(metrics["loss"][0], metrics["loss"][1])
 
@@ -229,7 +237,8 @@ def test_layer_norm_network_normalises_each_hidden_layer_by_hand():
     plain_params = plain.init(jax.random.key(0), obs)
     big = obs * 100.0
     assert float(jnp.abs(plain.apply(plain_params, big)).max()) > 10 * float(
-        jnp.abs(plain.apply(plain_params, obs)).max())
+        jnp.abs(plain.apply(plain_params, obs)).max()
+    )
     assert float(jnp.abs(network.apply(params, big)).max()) < 10.0
     with pytest.raises(TypeError, match="layer_norm: expected a bool"):
         make_q_network(2, (8,), layer_norm=1)
@@ -249,7 +258,8 @@ def test_default_config_is_the_chapters_lean_dqn():
 
 def test_make_train_reports_the_td_error_of_its_batches():
     runner, metrics = jax.jit(make_train(TINY, make_q_network(2, (8,), layer_norm=True), ENV))(
-        jax.random.key(0))
+        jax.random.key(0)
+    )
     td, loss = np.asarray(metrics["td_abs"]), np.asarray(metrics["loss"])
     warm = TINY.warmup_iterations
     assert np.all(td[:warm] == 0) and np.all(td[warm:] > 0)

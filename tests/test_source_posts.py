@@ -9,16 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from notebook_runner import ROOT
 
 from companion.envs import cartpole
 from companion.envs import maze as maze_lib
-from notebook_runner import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import post_dqn  # noqa: E402
 import post_ppo  # noqa: E402
-
 
 # ------------------------------------------------------------------------------ PPO post
 
@@ -75,9 +74,13 @@ def test_post_generator_draws_only_the_first_two_starts_and_targets(draw_bug, pa
     states = jax.vmap(generator)(jax.random.split(jax.random.key(0), 512))
     drawn = {
         ((int(a), int(b)), (int(c), int(d)))
-        for a, b, c, d in zip(states.agent_position.row, states.agent_position.col,
-                              states.target_position.row, states.target_position.col)
-    }  # fmt: skip
+        for a, b, c, d in zip(
+            states.agent_position.row,
+            states.agent_position.col,
+            states.target_position.row,
+            states.target_position.col,
+        )
+    }
     n = 2 if draw_bug else 3
     expected = {(s, t) for s in post_ppo.POST_STARTS[:n] for t in post_ppo.POST_TARGETS[:n]}
     assert drawn == expected and len(drawn) == pairs
@@ -138,8 +141,9 @@ def test_ratio_is_clipped_with_fmin():
     _, aux = post_ppo.loss_from_outputs(zeros, value, batch, config)
     assert float(aux["policy"]) == pytest.approx(-1.2, rel=1e-5)
     # ... with advantage -1 the unclipped -1.34
-    _, aux = post_ppo.loss_from_outputs(zeros, value, batch._replace(advantage=-batch.advantage),
-                                        config)  # fmt: skip
+    _, aux = post_ppo.loss_from_outputs(
+        zeros, value, batch._replace(advantage=-batch.advantage), config
+    )
     assert float(aux["policy"]) == pytest.approx(a / 0.1, rel=1e-5)
 
 
@@ -155,8 +159,9 @@ def test_gae_matches_rlax():
     value = rng.normal(size=(T, N)).astype(np.float32)
     term = (rng.random((T, N)) < 0.2).astype(np.float32)
     last = rng.normal(size=(N,)).astype(np.float32)
-    adv = post_ppo.gae(jnp.asarray(reward), jnp.asarray(value), jnp.asarray(term),
-                       jnp.asarray(last), 0.99, 0.95)  # fmt: skip
+    adv = post_ppo.gae(
+        jnp.asarray(reward), jnp.asarray(value), jnp.asarray(term), jnp.asarray(last), 0.99, 0.95
+    )
     for n in range(N):
         ref = rlax.truncated_generalized_advantage_estimation(
             reward[:, n], 0.99 * (1 - term[:, n]), 0.95, np.append(value[:, n], last[n])
@@ -194,8 +199,7 @@ def test_rollout_masks_with_minus_inf_and_counts_time_outs_as_terminations():
     parts = post_ppo.make_post_ppo(config)
     assert isinstance(parts.env, AutoResetWrapper)
     params, _, env_state, timestep = parts.init(jax.random.key(1))
-    _, _, traj, last_value = jax.jit(parts.rollout)(params, env_state, timestep,
-                                                    jax.random.key(2))  # fmt: skip
+    _, _, traj, last_value = jax.jit(parts.rollout)(params, env_state, timestep, jax.random.key(2))
     assert traj.image.shape == (160, 4, 3, 10, 10) and last_value.shape == (4,)
     mask, action = np.asarray(traj.action_mask), np.asarray(traj.action)
     assert np.take_along_axis(mask, action[..., None], -1).all()  # never an illegal action
@@ -219,19 +223,25 @@ def test_post_dqn_network_and_different_initial_keys():
     init, _, _ = post_dqn.make_post_dqn()
     runner = init(jax.random.key(0))
     shapes = [x.shape for x in jax.tree.leaves(runner.params)]
-    assert sorted(shapes) == sorted([(64,), (4, 64), (64,), (64, 64), (64,), (64, 64), (2,),
-                                     (64, 2)])  # fmt: skip
+    assert sorted(shapes) == sorted(
+        [(64,), (4, 64), (64,), (64, 64), (64,), (64, 64), (2,), (64, 2)]
+    )
     # 4*64 + 64 + 2 * (64*64 + 64) + 64*2 + 2 = 8,770
     assert sum(x.size for x in jax.tree.leaves(runner.params)) == 8_770
-    assert not np.allclose(runner.params["mlp/~/linear_0"]["w"],
-                           runner.target_params["mlp/~/linear_0"]["w"])  # fmt: skip
+    assert not np.allclose(
+        runner.params["mlp/~/linear_0"]["w"], runner.target_params["mlp/~/linear_0"]["w"]
+    )
 
 
 def test_post_dqn_hyperparameters_and_epsilon_schedule():
     c = post_dqn.PostDQNConfig()
     assert (c.total_steps, c.buffer_size, c.prefill_steps, c.batch_size) == (20_000, 512, 512, 32)
-    assert (c.gamma, c.learning_rate, c.target_period, c.hidden_sizes) == (0.9, 1e-3, 10,
-                                                                           (64, 64, 64))
+    assert (c.gamma, c.learning_rate, c.target_period, c.hidden_sizes) == (
+        0.9,
+        1e-3,
+        10,
+        (64, 64, 64),
+    )
     assert c.solved_length == 200 and not c.env_fixed
     # 0.3 / (1 + 0.001 t): t = 0 -> 0.3, 1,000 -> 0.15, 9,000 -> 0.03, 19,999 -> 0.3 / 20.999
     eps = post_dqn.epsilon(jnp.array([0, 1_000, 9_000, 19_999]))
@@ -239,8 +249,9 @@ def test_post_dqn_hyperparameters_and_epsilon_schedule():
 
 
 def _state(physics, step_count=0):
-    return cartpole.CartPoleState(jnp.asarray(physics, jnp.float32), jnp.int32(step_count),
-                                  jax.random.key(0))  # fmt: skip
+    return cartpole.CartPoleState(
+        jnp.asarray(physics, jnp.float32), jnp.int32(step_count), jax.random.key(0)
+    )
 
 
 def test_post_cartpole_gives_zero_on_the_terminal_step_and_has_no_step_limit():
@@ -279,8 +290,7 @@ def test_td_loss_is_the_mean_squared_td_error():
     assert float(loss) == pytest.approx(14.125)
 
 
-def test_prefill_fills_the_buffer_with_random_steps_and_training_follows_the_schedule(
-):
+def test_prefill_fills_the_buffer_with_random_steps_and_training_follows_the_schedule():
     init, prefill, run = post_dqn.make_post_dqn()
     runner = jax.jit(prefill)(init(jax.random.key(4)))
     buffer = runner.buffer
@@ -302,8 +312,10 @@ def test_prefill_fills_the_buffer_with_random_steps_and_training_follows_the_sch
 
 def test_periodic_evaluation_does_not_change_training():
     config = post_dqn.PostDQNConfig(total_steps=200, buffer_size=64, prefill_steps=64)
-    results = [post_dqn.train(config, jax.random.key(0), jax.random.key(k), every, 2, 3)
-               for k, every in ((1, 100), (2, 200))]  # fmt: skip
+    results = [
+        post_dqn.train(config, jax.random.key(0), jax.random.key(k), every, 2, 3)
+        for k, every in ((1, 100), (2, 200))
+    ]
     for a, b in zip(jax.tree.leaves(results[0][0]), jax.tree.leaves(results[1][0])):
         np.testing.assert_array_equal(a, b)
     assert [e["env_steps"] for e in results[0][2]["evals"]] == [100, 200]
@@ -319,10 +331,12 @@ def test_source_posts_quick_mode_writes_json(run_quick):
     assert result["quick"] is True and result["hardware"]["jax"]
     variants = {(r["variant"], r["task"]) for r in result["ppo_runs"]}
     assert variants == {
-        ("post", "post-medium"), ("mask fixed (-inf in the loss)", "post-medium"),
-        ("value broadcast fixed", "post-medium"), ("all 9 pairs drawn", "post-medium-9"),
+        ("post", "post-medium"),
+        ("mask fixed (-inf in the loss)", "post-medium"),
+        ("value broadcast fixed", "post-medium"),
+        ("all 9 pairs drawn", "post-medium-9"),
         ("post on the book's medium maze", "book-medium"),
-    }  # fmt: skip
+    }
     for r in result["ppo_runs"]:
         assert r["compile_s"] > 0 and r["run_s"] > 0 and r["steps_per_s"] > 0
         assert set(r["final_success"]) == {"post-medium", "post-medium-9", "book-medium"}
@@ -330,7 +344,9 @@ def test_source_posts_quick_mode_writes_json(run_quick):
             assert 0 <= rates["sampled"] <= 1 and 0 <= rates["greedy"] <= 1
         assert len(r["evals"]) == r["env_steps"] // 1_024  # one per update in quick mode
     dqn = result["dqn_runs"]
-    assert {r["variant"] for r in dqn} == {"post", "CartPole-v1 reward and truncation"}
+    assert {(r["variant"], r["seed"]) for r in dqn} == {
+        (v, k) for v in ("post", "CartPole-v1 reward and truncation") for k in (0, 1)
+    }
     for r in dqn:
         assert 0 < r["final_return"] <= 500 and 0 < r["best_return"] <= 500
         assert [e["env_steps"] for e in r["evals"]] == [100, 200]
@@ -339,10 +355,76 @@ def test_source_posts_quick_mode_writes_json(run_quick):
     assert book_ppo["task"] == "book-medium" and len(book_ppo["evals"]) == 2
     assert [e["env_steps"] for e in book_ppo["evals"]] == [16_384, 32_768]
     assert all(0 <= e["success"] <= 1 for e in book_ppo["evals"])
-    (book_dqn,) = result["book_dqn_runs"]
-    assert 0 < book_dqn["final_return"] <= 500 and 0 < book_dqn["best_return"] <= 500
-    assert book_dqn["evals"][-1]["env_steps"] == book_dqn["env_steps"]
+    # the chapter's DQN and its earlier configuration, key by key in the same run
+    book, earlier = result["book_dqn_runs"], result["earlier_dqn_runs"]
+    assert [r["seed"] for r in book] == [r["seed"] for r in earlier] == [0, 1]
+    assert {r["variant"] for r in book} == {"book"} and {r["variant"] for r in earlier} == {
+        "earlier"
+    }
+    assert result["book_dqn_network"] == {"hidden_sizes": [64, 64], "layer_norm": True}
+    assert result["earlier_dqn_config"]["target_tau"] == 0.005
+    assert result["earlier_dqn_config"]["lr_schedule"] == "cosine"
+    for r in book + earlier:
+        assert 0 < r["final_return"] <= 500 and 0 < r["best_return"] <= 500
+        assert r["evals"][-1]["env_steps"] == r["env_steps"]
+        quarter = [e["return"] for e in r["evals"]][-max(1, len(r["evals"]) // 4) :]
+        assert r["last_quarter_eval_mean"] == pytest.approx(np.mean(quarter))
     compared = result["comparisons"]
     assert set(compared["ppo"]) == {"post-medium", "book-medium"}
-    assert compared["dqn"]["post"]["seeds"] == 2 and compared["dqn"]["book"]["seeds"] == 1
+    for agent, runs in (
+        ("post", [r for r in dqn if r["variant"] == "post"]),
+        ("book", book),
+        ("earlier", earlier),
+    ):
+        c = compared["dqn"][agent]
+        assert c["seeds"] == 2
+        assert c["final_solved"] == sum(r["final_return"] >= 475 for r in runs)
+        one_run = np.median([r["compile_s"] + r["run_s"] for r in runs])
+        assert c["median_run_time_s"] == pytest.approx(one_run)
+        expected = None if not c["final_solved"] else one_run * 2 / c["final_solved"]
+        assert c["expected_time_to_solving_final_s"] == (
+            expected if expected is None else pytest.approx(expected)
+        )
+    assert {"book_over_earlier_time", "book_over_post_time", "book_over_post_expected_time"} <= set(
+        compared["dqn"]
+    )
     assert len(result["summary"]) >= len(result["ppo_runs"]) + len(result["book_ppo_runs"]) + 5
+
+
+def test_source_posts_dqn_only_keeps_the_ppo_part_and_says_so(tmp_path, monkeypatch):
+    import json
+
+    import source_posts
+
+    previous = {
+        "benchmark": "source_posts",
+        "date": "2026-01-01T00:00:00+00:00",
+        "ppo_target": 0.99,
+        "ppo_runs": [{"x": 1}],
+        "book_ppo_runs": [{"y": 2}],
+        "ppo_config": {"a": 1},
+        "book_ppo_config": {"b": 2},
+        "dqn_runs": ["old"],
+        "comparisons": {"ppo": {"t": 1}, "dqn": {"old": 1}},
+        "summary": ["PPO line", "DQN old line"],
+    }
+    out = tmp_path / "source_posts.json"
+    out.write_text(json.dumps(previous))
+    monkeypatch.setattr(
+        source_posts,
+        "run_dqn",
+        lambda quick: {
+            "dqn_runs": ["new"],
+            "comparisons_dqn": {"new": 1},
+            "summary_dqn": ["DQN new line"],
+        },
+    )
+    result = source_posts.main(["--dqn-only", "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    assert result["ppo_runs"] == [{"x": 1}] and result["book_ppo_runs"] == [{"y": 2}]
+    assert result["ppo_config"] == {"a": 1} and result["book_ppo_config"] == {"b": 2}
+    assert result["dqn_runs"] == ["new"]
+    assert result["comparisons"] == {"ppo": {"t": 1}, "dqn": {"new": 1}}
+    assert result["summary"] == ["PPO line", "DQN new line"]
+    assert result["ppo_date"] == "2026-01-01T00:00:00+00:00" != result["date"]
+    assert "DQN part was re-measured" in result["note"] and "2026-01-01" in result["note"]
