@@ -656,7 +656,8 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
                         ("batch", "batch 64"), ("constant", "constant learning rate"),
                         ("polyak", "Polyak τ = 0.005 every step"), ("buffer", "buffer 10,000")):
         n, p, q = 33, rows[name]["final_solved"] / 33, chapter["final_solved"] / 33
-        two_se = 2 * np.sqrt(p * (1 - p) / n + q * (1 - q) / n)
+        pooled = (p + q) / 2  # the same number of keys on both sides
+        two_se = 2 * np.sqrt(pooled * (1 - pooled) * 2 / n)
         words = glued[f"stab_{short}_words"]
         if p < q - two_se:
             assert words.startswith("fewer final policies solve"), (name, words)
