@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import TEST_XLA_FLAGS
+from notebook_runner import ROOT
 
 from companion.agents import dqn
 from companion.bench import hardware, step_rates, throughput, timed
-from conftest import TEST_XLA_FLAGS
-from notebook_runner import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' shared module, as they import it
 import measure  # noqa: E402
@@ -36,8 +36,10 @@ def test_throughput_divides_steps_by_time():
 def test_step_rates_by_hand():
     timing = {"median_s": 0.5, "min_s": 0.25, "max_s": 2.0}
     assert step_rates(timing, 1000) == {
-        "steps_per_s": 2000.0, "steps_per_s_low": 500.0, "steps_per_s_high": 4000.0
-    }  # fmt: skip
+        "steps_per_s": 2000.0,
+        "steps_per_s_low": 500.0,
+        "steps_per_s_high": 4000.0,
+    }
 
 
 def test_hardware_names_the_machine():
@@ -80,12 +82,14 @@ def test_dqn_stability_quick_mode_writes_json(run_quick):
         for name, row in rows.items()
     }
     assert changed == {
-        "chapter": set(), "without LayerNorm": set(),
+        "chapter": set(),
+        "without LayerNorm": set(),
         "1 gradient step per iteration": {"updates_per_iteration"},
-        "batch 64": {"batch_size"}, "constant learning rate": {"lr_final_fraction"},
+        "batch 64": {"batch_size"},
+        "constant learning rate": {"lr_final_fraction"},
         "Polyak τ = 0.005 every step": {"target_update_period", "target_tau"},
         "buffer 10,000": {"buffer_capacity"},
-    }  # fmt: skip
+    }
     assert [r["layer_norm"] for r in rows.values()] == [True, False, True, True, True, True, True]
     assert rows["Polyak τ = 0.005 every step"]["config"]["target_tau"] == 0.005
     assert rows["constant learning rate"]["config"]["lr_final_fraction"] == 1.0
@@ -99,8 +103,11 @@ def test_dqn_stability_quick_mode_writes_json(run_quick):
         assert row["last_quarter_eval_mean"] == pytest.approx(evals[:, -quarter:].mean(), abs=0.1)
         # the first evaluation at 475 is an evaluation's step, one per key (None: never)
         for first, e in zip(row["steps_to_475"], evals):
-            assert first is None if (e < 475).all() else first == row["eval_env_steps"][
-                int(np.argmax(e >= 475))]
+            assert (
+                first is None
+                if (e < 475).all()
+                else first == row["eval_env_steps"][int(np.argmax(e >= 475))]
+            )
         # the values' scale: a largest mean Q and TD error per key, per-block curves
         assert len(row["q_max"]) == len(row["td_abs_max"]) == 2
         assert len(row["q_mean_by_block"]) == len(row["td_abs_max_by_block"]) == evals.shape[1]
@@ -226,8 +233,12 @@ def test_maze_sizes_quick_mode_writes_json(run_quick):
     result = run_quick("maze_sizes.py")
     assert result["quick"] is True and result["trained_iterations"] == 32
     points = result["points"]
-    assert {(p["size"], p["greedy"]) for p in points} == {(6, False), (6, True), (8, False),
-                                                        (8, True)}  # fmt: skip
+    assert {(p["size"], p["greedy"]) for p in points} == {
+        (6, False),
+        (6, True),
+        (8, False),
+        (8, True),
+    }
     for p in points:
         assert 0.0 <= p["success_rate"] <= 1.0 and p["episodes"] == 4
         if p["success_rate"] > 0:  # no successful episode is shorter than a shortest path
@@ -334,8 +345,11 @@ def test_planning_sizes_committed_result_shows_what_the_benchmark_is_for():
     run = saved_summary("value_iteration")
     assert run["compile_s"] + run["train_s"] < 600 and run["env_steps"] == 131_072
     assert run["hardware"]["cpu_cores"] == 2
-    for name in ("evaluation_1000_unseen", "evaluation_1000_unseen_15x15",
-                 "evaluation_1000_unseen_20x20"):
+    for name in (
+        "evaluation_1000_unseen",
+        "evaluation_1000_unseen_15x15",
+        "evaluation_1000_unseen_20x20",
+    ):
         greedy, sampled = run[name]["greedy"], run[name]["sampled"]
         assert greedy["success_rate"] >= 0.98 and sampled["success_rate"] >= 0.98
         assert greedy["mean_length_successful"] <= 1.05 * greedy["mean_shortest_successful"]
@@ -487,15 +501,27 @@ def test_lean_programs_quick_mode_writes_json(run_quick):
 
 
 def _post_run(variant, task, seed, steps, time_s, sampled):
-    final = {t: {"sampled": sampled, "greedy": sampled / 2} for t in
-             ("post-medium", "post-medium-9", "book-medium")}
-    return {"variant": variant, "task": task, "seed": seed, "steps_to_target": steps,
-            "time_to_target_s": time_s, "final_success": final}
+    final = {
+        t: {"sampled": sampled, "greedy": sampled / 2}
+        for t in ("post-medium", "post-medium-9", "book-medium")
+    }
+    return {
+        "variant": variant,
+        "task": task,
+        "seed": seed,
+        "steps_to_target": steps,
+        "time_to_target_s": time_s,
+        "final_success": final,
+    }
 
 
 def _dqn_run(variant, final, best, time_s):
-    return {"variant": variant, "final_return": final, "best_return": best,
-            "time_to_target_s": time_s}
+    return {
+        "variant": variant,
+        "final_return": final,
+        "best_return": best,
+        "time_to_target_s": time_s,
+    }
 
 
 def _table_rows(markdown):
@@ -511,22 +537,34 @@ def test_source_post_tables_by_hand():
     posts = {
         "date": "2026-11-30T22:58:56+00:00",
         "hardware": {"cpu": "Some CPU", "cpu_cores": 2, "jax": "0.10.2", "backend": "cpu"},
-        "ppo_runs": [_post_run("post", "post-medium", 0, 557_056, 21.14, 0.987),
-                     _post_run("post", "post-medium", 1, None, None, 0.5),
-                     _post_run("all 9 pairs drawn", "post-medium-9", 0, None, None, 0.75)],
+        "ppo_runs": [
+            _post_run("post", "post-medium", 0, 557_056, 21.14, 0.987),
+            _post_run("post", "post-medium", 1, None, None, 0.5),
+            _post_run("all 9 pairs drawn", "post-medium-9", 0, None, None, 0.75),
+        ],
         "book_ppo_runs": [_post_run("book", "book-medium", 0, 98_304, 8.04, 0.999)],
-        "comparisons": {"ppo": {"post-medium": {"post_over_book_time": 2.8159},
-                                "book-medium": {"post_over_book_time": None}}},
-        "dqn_runs": [_dqn_run("post", 480.0, 500.0, 1.5), _dqn_run("post", 100.0, 474.9, None),
-                     _dqn_run("post", 100.0, 490.0, 2.5)],
+        "comparisons": {
+            "ppo": {
+                "post-medium": {"post_over_book_time": 2.8159},
+                "book-medium": {"post_over_book_time": None},
+            }
+        },
+        "dqn_runs": [
+            _dqn_run("post", 480.0, 500.0, 1.5),
+            _dqn_run("post", 100.0, 474.9, None),
+            _dqn_run("post", 100.0, 490.0, 2.5),
+        ],
         "book_dqn_runs": [_dqn_run("book", 475.0, 500.0, 6.0)],
     }
     assert bench.measured_on(posts) == (
-        "Measured 2026-11-30 on Some CPU (2 cores), JAX 0.10.2 (cpu).")
+        "Measured 2026-11-30 on Some CPU (2 cores), JAX 0.10.2 (cpu)."
+    )
     runs = _table_rows(bench.post_ppo_table(posts))
     assert len(runs) == 3  # the two post runs and the book's; variants belong to the ablation
-    assert runs[0] == ("| post | post's maze, 4 pairs | 0 | 557,056 | 21.1 | 0.987 / 0.493 | "
-                       "0.987 / 0.493 | 0.987 / 0.493 |")
+    assert runs[0] == (
+        "| post | post's maze, 4 pairs | 0 | 557,056 | 21.1 | 0.987 / 0.493 | "
+        "0.987 / 0.493 | 0.987 / 0.493 |"
+    )
     assert "| 1 | not reached | not reached |" in runs[1]
     assert "post / book: 2.82 (same run" in bench.post_ppo_table(posts)
     ablation = _table_rows(bench.post_ppo_ablation_table(posts))
@@ -549,33 +587,69 @@ def test_source_post_tables_by_hand():
 def test_dqn_cartpole_and_comparison_tables_by_hand():
     from companion import bench
 
-    dqn = {"book": [{"seed": 0, "compile_s": 4.0, "run_s": 5.04, "solve_steps": 46_000,
-                     "time_to_solve_s": 7.25},
-                    {"seed": 1, "compile_s": 3.9, "run_s": 4.7}],  # never solved
-           "rejax": [{"seed": 0, "compile_s": 4.1, "run_s": 80.2, "solve_steps": 32_768,
-                      "time_to_solve_s": 46.9}],
-           "rejax_version": "0.1.3", "book_time_to_solve_median_s": 7.25,
-           "rejax_time_to_solve_median_s": 46.9, "ratio_rejax_over_book_time_to_solve": 6.469,
-           "book_all_seeds": {"num_seeds": 10, "compile_s": 6.0, "run_s": 33.8, "solved": 9}}
+    dqn = {
+        "book": [
+            {
+                "seed": 0,
+                "compile_s": 4.0,
+                "run_s": 5.04,
+                "solve_steps": 46_000,
+                "time_to_solve_s": 7.25,
+            },
+            {"seed": 1, "compile_s": 3.9, "run_s": 4.7},
+        ],  # never solved
+        "rejax": [
+            {
+                "seed": 0,
+                "compile_s": 4.1,
+                "run_s": 80.2,
+                "solve_steps": 32_768,
+                "time_to_solve_s": 46.9,
+            }
+        ],
+        "rejax_version": "0.1.3",
+        "book_time_to_solve_median_s": 7.25,
+        "rejax_time_to_solve_median_s": 46.9,
+        "ratio_rejax_over_book_time_to_solve": 6.469,
+        "book_all_seeds": {"num_seeds": 10, "compile_s": 6.0, "run_s": 33.8, "solved": 9},
+    }
     text = bench.dqn_cartpole_table(dqn)
     rows = _table_rows(text)
-    assert rows == ["| this book | 0 | 4.0 | 5.0 | 46,000 | 7.2 |",
-                    "| this book | 1 | 3.9 | 4.7 | not reached | not reached |",
-                    "| rejax 0.1.3 | 0 | 4.1 | 80.2 | 32,768 | 46.9 |"]
+    assert rows == [
+        "| this book | 0 | 4.0 | 5.0 | 46,000 | 7.2 |",
+        "| this book | 1 | 3.9 | 4.7 | not reached | not reached |",
+        "| rejax 0.1.3 | 0 | 4.1 | 80.2 | 32,768 | 46.9 |",
+    ]
     assert "All 10 seeds at once: compile 6.0 s, training 33.8 s, 9 solved." in text
     assert "this book's median: 6.5x (same run)." in text
-    env = {"gymnasium": {"gym.make": {"steps_per_s": 100_000.0}},
-           "jax_cartpole": {"1": {"steps_per_s": 450_000.0}, "64": {"steps_per_s": 6.4e6}},
-           "gymnax_cartpole": {"64": {"steps_per_s": 3.2e6}},
-           "ratios": {"jax_best_vs_gym_make": 64.0}}
-    posts = {"ppo_target": 0.99, "ppo_runs": [
-        {"task": "post-medium", "variant": "post", "steps_per_s": 30_000.0},
-        {"task": "post-medium", "variant": "mask fixed (-inf in the loss)", "steps_per_s": 1.0}],
-        "book_ppo_runs": [{"task": "post-medium", "variant": "book", "steps_per_s": 20_000.0},
-                          {"task": "post-medium", "variant": "book", "steps_per_s": 24_000.0}],
-        "comparisons": {"ppo": {"post-medium": {
-            "book_median_time_to_target_s": 7.0, "post_median_time_to_target_s": 19.7,
-            "book_reached": "2 of 2", "post_reached": "1 of 1", "post_over_book_time": 2.814}}}}
+    env = {
+        "gymnasium": {"gym.make": {"steps_per_s": 100_000.0}},
+        "jax_cartpole": {"1": {"steps_per_s": 450_000.0}, "64": {"steps_per_s": 6.4e6}},
+        "gymnax_cartpole": {"64": {"steps_per_s": 3.2e6}},
+        "ratios": {"jax_best_vs_gym_make": 64.0},
+    }
+    posts = {
+        "ppo_target": 0.99,
+        "ppo_runs": [
+            {"task": "post-medium", "variant": "post", "steps_per_s": 30_000.0},
+            {"task": "post-medium", "variant": "mask fixed (-inf in the loss)", "steps_per_s": 1.0},
+        ],
+        "book_ppo_runs": [
+            {"task": "post-medium", "variant": "book", "steps_per_s": 20_000.0},
+            {"task": "post-medium", "variant": "book", "steps_per_s": 24_000.0},
+        ],
+        "comparisons": {
+            "ppo": {
+                "post-medium": {
+                    "book_median_time_to_target_s": 7.0,
+                    "post_median_time_to_target_s": 19.7,
+                    "book_reached": "2 of 2",
+                    "post_reached": "1 of 1",
+                    "post_over_book_time": 2.814,
+                }
+            }
+        },
+    }
     text = bench.benchmarks_against_others(env, dqn, posts)
     assert "| book's JAX CartPole, 1 env | 450,000 | 4.5 |" in text
     assert "| book's JAX CartPole, 64 envs | 6,400,000 | 64.0 |" in text
@@ -587,11 +661,13 @@ def test_dqn_cartpole_and_comparison_tables_by_hand():
     assert "post / this book: 2.8x." in text and "/ gymnasium: 64x steps/s" in text
     with pytest.raises(ValueError, match="result: expected the env_throughput result, missing"):
         bench.benchmarks_against_others({}, dqn, posts)
-    with pytest.raises(ValueError, match="result: expected the dqn_cartpole result, missing "
-                                         "book_all_seeds"):
+    with pytest.raises(
+        ValueError, match="result: expected the dqn_cartpole result, missing book_all_seeds"
+    ):
         bench.dqn_cartpole_table({"book": []})
-    committed = {n: bench.load_result(n) for n in ("env_throughput", "dqn_cartpole",
-                                                  "source_posts")}
+    committed = {
+        n: bench.load_result(n) for n in ("env_throughput", "dqn_cartpole", "source_posts")
+    }
     assert _table_rows(bench.dqn_cartpole_table(committed["dqn_cartpole"]))
     assert "| task | agent |" in bench.benchmarks_against_others(*committed.values())
 
@@ -614,11 +690,14 @@ def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     import matplotlib.pyplot as plt
 
     for cell in ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-plot"):
-        exec(source[cell], {"np": np, "dqn": dqn, "load_result_or_note": load_result_or_note,
-                            "plt": plt})
+        exec(
+            source[cell],
+            {"np": np, "dqn": dqn, "load_result_or_note": load_result_or_note, "plt": plt},
+        )
     plt.close("all")
-    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"]
-                     if c["cell_type"] == "markdown")
+    prose = " ".join(
+        " ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown"
+    )
     return glued, prose
 
 
@@ -639,22 +718,29 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     default = dqn.DQNConfig()._asdict()
     assert chapter["layer_norm"] is True
     assert {k: v for k, v in chapter["config"].items() if k != "eval_episodes"} == {
-        k: v for k, v in default.items() if k != "eval_episodes"}
+        k: v for k, v in default.items() if k != "eval_episodes"
+    }
     assert len(chapter["keys"]) == 33 and len(rows) == 7
     expected = {
-        "stab_keys": "33", "stab_run_steps": f"{dqn.DQNConfig().env_steps_run:,}",
+        "stab_keys": "33",
+        "stab_run_steps": f"{dqn.DQNConfig().env_steps_run:,}",
         "stab_chapter_solved": str(chapter["final_solved"]),
         "stab_chapter_sets": ", ".join(str(v) for v in chapter["final_solved_by_keys"].values()),
         "stab_chapter_quarter": f"{chapter['last_quarter_eval_mean']:.0f}",
         "stab_noln_solved": str(rows["without LayerNorm"]["final_solved"]),
         "stab_polyak_solved": str(rows["Polyak τ = 0.005 every step"]["final_solved"]),
         "stab_buffer_quarter": f"{rows['buffer 10,000']['last_quarter_eval_mean']:.0f}",
-    }  # fmt: skip
+    }
     assert {name: glued[name] for name in expected} == expected
     # a lever's words: fewer / more / about as many, against two standard errors
-    for short, name in (("noln", "without LayerNorm"), ("one", "1 gradient step per iteration"),
-                        ("batch", "batch 64"), ("constant", "constant learning rate"),
-                        ("polyak", "Polyak τ = 0.005 every step"), ("buffer", "buffer 10,000")):
+    for short, name in (
+        ("noln", "without LayerNorm"),
+        ("one", "1 gradient step per iteration"),
+        ("batch", "batch 64"),
+        ("constant", "constant learning rate"),
+        ("polyak", "Polyak τ = 0.005 every step"),
+        ("buffer", "buffer 10,000"),
+    ):
         n, p, q = 33, rows[name]["final_solved"] / 33, chapter["final_solved"] / 33
         pooled = (p + q) / 2  # the same number of keys on both sides
         two_se = 2 * np.sqrt(pooled * (1 - pooled) * 2 / n)
@@ -670,29 +756,43 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     assert glued["stab_ln_q_on"] == f"{on['median_q_max']:.0f}"
     assert glued["stab_ln_td_off"] == f"{off['median_td_abs_max']:.1f}"
     larger = off["median_q_max"] > on["median_q_max"] and (
-        off["median_td_abs_max"] > on["median_td_abs_max"])
+        off["median_td_abs_max"] > on["median_td_abs_max"]
+    )
     assert glued["stab_ln_words"].startswith("Without LayerNorm the largest values are") == larger
     # section 10: the post's DQN, the chapter's and the earlier one, from source_posts
     cmp = posts["comparisons"]["dqn"]
     post, book, earlier = cmp["post"], cmp["book"], cmp["earlier"]
     assert post["seeds"] == book["seeds"] == earlier["seeds"] == 33
-    assert (glued["post_final"], glued["post_book_final"], glued["post_earlier_final"],
-            glued["post_own_solved"]) == tuple(
-        str(d[k]) for d, k in [(post, "final_solved"), (book, "final_solved"),
-                               (earlier, "final_solved"), (post, "post_solved")])
+    assert (
+        glued["post_final"],
+        glued["post_book_final"],
+        glued["post_earlier_final"],
+        glued["post_own_solved"],
+    ) == tuple(
+        str(d[k])
+        for d, k in [
+            (post, "final_solved"),
+            (book, "final_solved"),
+            (earlier, "final_solved"),
+            (post, "post_solved"),
+        ]
+    )
     assert glued["post_time"] == f"{post['median_time_to_target_s']:.1f} s"
     assert glued["post_book_steps"] == f"{book['median_steps_to_target']:,.0f}"
     ahead = book["expected_time_to_solving_final_s"] < post["expected_time_to_solving_final_s"]
     assert glued["post_expected_words"].startswith(
-        "this chapter's agent is " + ("ahead" if ahead else "behind"))
+        "this chapter's agent is " + ("ahead" if ahead else "behind")
+    )
     # the committed runs are what the comparison says
     runs = posts["book_dqn_runs"]
     assert book["final_solved"] == sum(r["final_return"] >= 475 for r in runs)
     one_run = statistics.median(r["compile_s"] + r["run_s"] for r in runs)
     assert book["expected_time_to_solving_final_s"] == pytest.approx(
-        one_run * 33 / book["final_solved"])
+        one_run * 33 / book["final_solved"]
+    )
     assert cmp["book_over_earlier_time"] == pytest.approx(
-        book["median_time_to_target_s"] / earlier["median_time_to_target_s"])
+        book["median_time_to_target_s"] / earlier["median_time_to_target_s"]
+    )
     # the prose quotes them where they belong
     for phrase in (
         "without LayerNorm: {glue:md}`stab_noln_solved`, {glue:md}`stab_noln_quarter`;",
@@ -717,16 +817,18 @@ def test_dqn_chapter_quotes_the_committed_speed_against_rejax(monkeypatch):
     low, high = min(book) / max(rejax), max(book) / min(rejax)
     assert low > 1, "the committed result: the book's DQN runs more steps per second"
     ratio = glued["dqn_rate_ratio"]
-    assert ratio.startswith("this book's DQN ran ") and ratio.endswith(" times as many steps "
-                                                                       "per second as rejax's")
+    assert ratio.startswith("this book's DQN ran ") and ratio.endswith(
+        " times as many steps per second as rejax's"
+    )
     said = [float(x) for x in ratio.split(" ran ")[1].split(" times")[0].split(" to ")]
     assert abs(said[0] - low) <= 0.5 and abs(said[-1] - high) <= 0.5, (said, low, high)
     assert glued["dqn_book_steps"] == f"{speed['book'][0]['env_steps']:,}"
     for name, rates in (("dqn_book_rate", book), ("dqn_rejax_rate", rejax)):
         shown = [float(x.replace(",", "")) for x in glued[name].split(" to ")]
         assert abs(shown[0] / min(rates) - 1) < 0.1 and abs(shown[-1] / max(rates) - 1) < 0.1
-    assert ("{glue:md}`dqn_rejax_rate` environment steps per second: {glue:md}`dqn_rate_ratio`"
-            in prose)
+    assert (
+        "{glue:md}`dqn_rejax_rate` environment steps per second: {glue:md}`dqn_rate_ratio`" in prose
+    )
     assert "{cite}`liesen2024rejax`" in prose
     assert "times slower" not in prose
 
@@ -744,8 +846,12 @@ def test_silent_bugs_chapter_reads_what_source_posts_holds():
     nb = json.loads((ROOT / "notebooks" / "10_silent_bugs.ipynb").read_text())
     # what the glue cell reads
     key0 = {r["variant"] for r in posts["ppo_runs"] if r["seed"] == 0}
-    assert {"post", "mask fixed (-inf in the loss)", "value broadcast fixed",
-            "all 9 pairs drawn"} <= key0  # fmt: skip
+    assert {
+        "post",
+        "mask fixed (-inf in the loss)",
+        "value broadcast fixed",
+        "all 9 pairs drawn",
+    } <= key0
     for r in posts["ppo_runs"]:
         assert {"steps_to_target", "time_to_target_s", "eval_episodes"} <= set(r)
         for task in ("post-medium", "post-medium-9", "book-medium"):
@@ -766,16 +872,20 @@ def test_silent_bugs_chapter_reads_what_source_posts_holds():
         f"{ppo['num_envs']} environments × {ppo['num_steps']} steps per update",
         f"{ppo['num_epochs']} epochs of minibatches of {ppo['minibatch_size']:,}",
         f"Adam at {ppo['learning_rate']:.0e}".replace("e-04", "e-4"),
-        f"{ppo['total_timesteps']:,} steps", f"trains for {book_ppo['total_timesteps']:,}",
-        f"Every {every:,} steps", f"time to {posts['ppo_target']}",
+        f"{ppo['total_timesteps']:,} steps",
+        f"trains for {book_ppo['total_timesteps']:,}",
+        f"Every {every:,} steps",
+        f"time to {posts['ppo_target']}",
         f"MLP [{', '.join(str(n) for n in post_dqn['hidden_sizes'] + [2])}]",
-        f"γ = {post_dqn['gamma']}", f"{post_dqn['total_steps']:,} steps of one environment",
+        f"γ = {post_dqn['gamma']}",
+        f"{post_dqn['total_steps']:,} steps of one environment",
         f"a {post_dqn['buffer_size']}-transition buffer",
         f"copied every {post_dqn['target_period']} steps",
         f"Every {posts['dqn_eval_every_steps']:,} steps",
         f"every {book_dqn['num_envs'] * book_dqn['eval_every']:,}-step block",
-        f"time to {posts['dqn_target']:.0f}", f"more than {post_dqn['solved_length']} steps",
-    ]  # fmt: skip
+        f"time to {posts['dqn_target']:.0f}",
+        f"more than {post_dqn['solved_length']} steps",
+    ]
     assert not [s for s in stated if s not in settings], [s for s in stated if s not in settings]
     assert {r["eval_episodes"] for r in posts["ppo_runs"] + posts["book_ppo_runs"]} == {1000}
     assert {r["eval_episodes"] for r in posts["dqn_runs"] + posts["book_dqn_runs"]} == {100}

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from notebook_runner import NOTEBOOKS, ROOT, check_episode_explorer, execute, outputs
 
 IDS = [p.stem for p in NOTEBOOKS]
@@ -71,11 +70,18 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
             assert "Warning" not in out.text, f"cell {i} warned: {out.text[:500]}"
         if WIDGET_MIME in out.get("data", {}):
             assert "remove-output" in nb.cells[i].metadata.get("tags", []), (
-                f"cell {i} shows a widget, which the static book cannot show")
-            following = [o for c in nb.cells[i + 1 : i + 3] if c.cell_type == "code"
-                         for o in c.get("outputs", [])]
-            assert any("image/png" in o.get("data", {}) or "text/html" in o.get("data", {})
-                       for o in following), f"cell {i}: a widget without a static fallback"
+                f"cell {i} shows a widget, which the static book cannot show"
+            )
+            following = [
+                o
+                for c in nb.cells[i + 1 : i + 3]
+                if c.cell_type == "code"
+                for o in c.get("outputs", [])
+            ]
+            assert any(
+                "image/png" in o.get("data", {}) or "text/html" in o.get("data", {})
+                for o in following
+            ), f"cell {i}: a widget without a static fallback"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -83,10 +89,15 @@ def test_every_quoted_figure_is_glued_once_by_the_run(path, executed):
     """Each ``{glue:md}`name``` of the prose names Markdown text that the executed notebook
     glued (``companion.glue``), once, and non-empty."""
     nb = executed(path)
-    glued = [(o["metadata"]["scrapbook"]["name"], o["data"]) for _, o in outputs(nb)
-             if "scrapbook" in o.get("metadata", {})]
+    glued = [
+        (o["metadata"]["scrapbook"]["name"], o["data"])
+        for _, o in outputs(nb)
+        if "scrapbook" in o.get("metadata", {})
+    ]
     names = [name for name, _ in glued]
-    assert len(names) == len(set(names)), f"glued twice: {sorted(n for n in names if names.count(n) > 1)}"
+    assert len(names) == len(set(names)), (
+        f"glued twice: {sorted(n for n in names if names.count(n) > 1)}"
+    )
     for name, data in glued:
         assert data.get("application/papermill.record/text/markdown", "").strip(), name
     markdown = "".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -100,8 +111,11 @@ def test_quiz_is_shown_with_its_questions_embedded(path, executed):
     chapter's quiz file in it, so that the static page draws the quiz with no server."""
     nb = executed(path)
     questions = json.loads((ROOT / "notebooks" / "quizzes" / f"{path.stem}.json").read_text())
-    scripts = [o["data"]["application/javascript"] for _, o in outputs(nb)
-               if "application/javascript" in o.get("data", {})]
+    scripts = [
+        o["data"]["application/javascript"]
+        for _, o in outputs(nb)
+        if "application/javascript" in o.get("data", {})
+    ]
     embedded = [s for s in scripts if all(json.dumps(q["question"]) in s for q in questions)]
     assert len(embedded) == 1, f"{path.name}: the quiz's script with its questions"
 
@@ -177,8 +191,10 @@ def test_maze_page_has_inline_figures_and_animations(executed):
     assert text.count("check passed") == 2
 
 
-GUARDED_IMPORT = ("from companion.envs import import_jumanji\nimport_jumanji()\n"
-                  "import jumanji, matplotlib\nprint(matplotlib.get_backend())")
+GUARDED_IMPORT = (
+    "from companion.envs import import_jumanji\nimport_jumanji()\n"
+    "import jumanji, matplotlib\nprint(matplotlib.get_backend())"
+)
 PLAIN_IMPORT = "import jumanji, matplotlib\nprint(matplotlib.get_backend())"
 
 
@@ -268,14 +284,20 @@ def test_rl_foundations_checks_every_equation(executed):
         assert 3 < float(se_first) / float(se_last) < 5.5
     assert "unbiasedness check passed" in text
     assert number(r"variance of one episode's estimate, with the baseline / without: (\S+)") < 0.9
-    gap_v = number(r"b\(s\) = V\(s\)\s+vs no baseline: largest gap\s+(\S+) standard errors, means agree")
-    gap_q = number(r"b\(s, a\) = Q\(s, a\) vs no baseline: largest gap\s+(\S+) standard errors, means differ")
+    gap_v = number(
+        r"b\(s\) = V\(s\)\s+vs no baseline: largest gap\s+(\S+) standard errors, means agree"
+    )
+    gap_q = number(
+        r"b\(s, a\) = Q\(s, a\) vs no baseline: largest gap\s+(\S+) standard errors, means differ"
+    )
     assert gap_v < 3 < gap_q
     # 6. lambda-returns against Q^pi: with V* the bias falls to ~0 as lambda -> 1 and the variance
     # grows, lambda = 1 is best; with a nearly right critic an interior lambda is best; GAE; clipping
     best = re.findall(r"^critic (.+): lowest error at lambda = (\S+)$", text, re.M)
-    rows = [tuple(map(float, row)) for row in
-            re.findall(r"^\s+(\d\.\d\d)\s+(\S+)\s+(\S+)\s+(\S+)$", text, re.M)]
+    rows = [
+        tuple(map(float, row))
+        for row in re.findall(r"^\s+(\d\.\d\d)\s+(\S+)\s+(\S+)\s+(\S+)$", text, re.M)
+    ]
     assert len(best) == 2 and len(rows) == 14
     star, near = rows[:7], rows[7:]
     assert star[0][1] > 0.1 and star[-1][1] < 0.005 and star[-1][2] > star[0][2]
@@ -339,21 +361,33 @@ def test_dqn_chapter(executed):
     marked = int(re.search(r"transitions marked terminated: (\d+)", text).group(1))
     assert marked in (fell, fell - 1)  # the last fall may be flagged after the 300 steps
     assert text.count("check passed") == 5  # exercises 1 to 3, exercise 4's measure, the bug
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     assert any("seeds solved" in t for t in tables)
     # the result it leads with is the final policy; the stability benchmark is laid out beside it
     assert any("| seed | greedy return, final params" in t for t in tables)
-    for row in ("| chapter | ", "| without LayerNorm | ", "| 1 gradient step per iteration | ",
-                "| batch 64 | ", "| constant learning rate | ", "| Polyak τ = 0.005 every step | ",
-                "| buffer 10,000 | "):
+    for row in (
+        "| chapter | ",
+        "| without LayerNorm | ",
+        "| 1 gradient step per iteration | ",
+        "| batch 64 | ",
+        "| constant learning rate | ",
+        "| Polyak τ = 0.005 every step | ",
+        "| buffer 10,000 | ",
+    ):
         assert any(row in t for t in tables), row
     assert any("| training, 3 × 11 keys |" in t for t in tables)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 4
-    widget_cells = [c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))]
+    widget_cells = [
+        c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
+    ]
     assert len(widget_cells) == 1  # the episode explorer
-    check_episode_explorer(nb)  # with this environment's ipywidgets 8 (Colab's 7: test_colab_runtime)
+    check_episode_explorer(
+        nb
+    )  # with this environment's ipywidgets 8 (Colab's 7: test_colab_runtime)
 
 
 def test_ppo_chapter(executed):
@@ -381,16 +415,26 @@ def test_ppo_chapter(executed):
     assert set(diffs) == {"model", "policy_loss", "value_loss", "entropy"}, diffs
     assert all(float(d) < 1e-4 for d in diffs.values()), diffs
     # find the bug: with one key for every step, untrained agents visit fewer cells
-    visited = dict(re.findall(r"(with the bug|ppo.rollout) *: cells visited in 32 steps, "
-                              r"median over 64 agents (\d+)", text))
+    visited = dict(
+        re.findall(
+            r"(with the bug|ppo.rollout) *: cells visited in 32 steps, "
+            r"median over 64 agents (\d+)",
+            text,
+        )
+    )
     assert int(visited["with the bug"]) < int(visited["ppo.rollout"]), visited
     assert text.count("check passed") == 6  # exercises 1 to 5 (4: its measure), the bug
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
     # the prose quotes the evaluation size and the medium run's clip statistics (glued)
     record = "application/papermill.record/text/markdown"
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"][record] for _, o in outputs(nb)
-             if "scrapbook" in o.get("metadata", {})}
+    glued = {
+        o["metadata"]["scrapbook"]["name"]: o["data"][record]
+        for _, o in outputs(nb)
+        if "scrapbook" in o.get("metadata", {})
+    }
     assert glued["num_eval_episodes"] == "50" and glued["draws_per_pair"] == "6"
     assert glued["clip_fraction_peak"].endswith("%"), glued["clip_fraction_peak"]
     peak = float(glued["clip_fraction_peak"].rstrip("%"))
@@ -404,7 +448,9 @@ def test_ppo_chapter(executed):
 def test_generalising_chapter(executed):
     nb = executed(ROOT / "notebooks" / "09_generalising.ipynb")
     text = _stream_text(nb)
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     assert any("50 unseen mazes, propagation network" in t for t in tables)
     # the planning network: backups equal BFS, its values are scaled distances, and it
     # solves every one of the tiny budget's 50 unseen mazes, greedy along shortest paths
@@ -432,9 +478,16 @@ def test_silent_bugs_chapter(executed):
     bug = re.search(r"mask with +1.0 \(the bug\): ratio mean ([\d.]+), below 0.8: (\d+)%", text)
     assert bug and float(bug.group(1)) < 1 and int(bug.group(2)) > 0, text
     # 3: time-outs occur in the batch and a 1 - discount flag marks every one terminated
-    ends, timeouts = map(int, re.search(r"episode ends: (\d+), of which time-outs: (\d+)", text).groups())
-    marked = dict(re.findall(r"time-outs marked terminated by (1 - discount|the book's "
-                             r"terminated): (\d+)", text))
+    ends, timeouts = map(
+        int, re.search(r"episode ends: (\d+), of which time-outs: (\d+)", text).groups()
+    )
+    marked = dict(
+        re.findall(
+            r"time-outs marked terminated by (1 - discount|the book's "
+            r"terminated): (\d+)",
+            text,
+        )
+    )
     assert 0 < timeouts <= ends
     assert marked == {"1 - discount": str(timeouts), "the book's terminated": "0"}, marked
     # 4: randint's exclusive bound never draws the last cell; the book's generator draws 9 pairs
@@ -443,34 +496,51 @@ def test_silent_bugs_chapter(executed):
     # 5: JAX's checker finds the reused key, and the reused key costs success
     assert "jax.debug_key_reuse, fresh keys: no error" in text
     assert "jax.debug_key_reuse, one key reused: KeyReuseError" in text
-    rates = dict(re.findall(r"(a fresh key every step|one key reused): success on \d+ unseen "
-                            r"mazes ([\d.]+)%", text))
+    rates = dict(
+        re.findall(
+            r"(a fresh key every step|one key reused): success on \d+ unseen "
+            r"mazes ([\d.]+)%",
+            text,
+        )
+    )
     assert float(rates["one key reused"]) < float(rates["a fresh key every step"]), rates
     # 6: a static clip range compiles at every new value; a traced one once
     counts = dict(re.findall(r"(clip_eps static|clip_eps traced): (\d+) compilations, ", text))
     assert counts == {"clip_eps static": "8", "clip_eps traced": "1"}, counts
     # 8: the detector finds the late flags; TD(0) pays for them in value error
     assert "flag on time: " in text and ", 0 disagree with the physics" in text
-    late = int(re.search(r"flag one step late: \d+ marked terminated, (\d+) disagree", text).group(1))
+    late = int(
+        re.search(r"flag one step late: \d+ marked terminated, (\d+) disagree", text).group(1)
+    )
     assert late > 0
-    errors = dict(re.findall(r"flag (on time|one step late): RMS error of the values ([\d.]+)", text))
+    errors = dict(
+        re.findall(r"flag (on time|one step late): RMS error of the values ([\d.]+)", text)
+    )
     assert float(errors["one step late"]) > 2 * float(errors["on time"]), errors
     # exercises: cross-talk is 0 for the per-sample loss and not for the broadcast one
     assert "values (4,):   cross-talk 0.0000" in text
     assert float(re.search(r"values \(4, 1\): cross-talk ([\d.]+)", text).group(1)) > 0
     # ... and the counter: cold, each gradient compiles once; warm, only the static one
-    found = re.findall(r"(clip_eps static|clip_eps traced): (\d+) compilation\(s\) for the "
-                       r"first call, then (\d+) compilations for 3 new", text)
+    found = re.findall(
+        r"(clip_eps static|clip_eps traced): (\d+) compilation\(s\) for the "
+        r"first call, then (\d+) compilations for 3 new",
+        text,
+    )
     counted = {name: (cold, warm) for name, cold, warm in found}
     assert counted == {"clip_eps static": ("1", "3"), "clip_eps traced": ("1", "0")}, counted
     assert text.count("check passed: cross_talk gives 0 ") == 1, text
     assert text.count("check passed: compilations counts as JAX does: ") == 1, text
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
     # the prose quotes what the cells printed (glued), and the results' sentences are glued
     record = "application/papermill.record/text/markdown"
-    glued = {o["metadata"]["scrapbook"]["name"]: o["data"][record] for _, o in outputs(nb)
-             if "scrapbook" in o.get("metadata", {})}
+    glued = {
+        o["metadata"]["scrapbook"]["name"]: o["data"][record]
+        for _, o in outputs(nb)
+        if "scrapbook" in o.get("metadata", {})
+    }
     assert glued["mask_below_clip"] == f"{bug.group(2)}%", glued["mask_below_clip"]
     assert glued["mean_target"] == "2.5"
     assert glued["mask_reach"].startswith(("reaches 0.99 after", "does not reach 0.99"))
@@ -489,10 +559,20 @@ def test_performance_chapter(executed):
     assert slope.endswith(": 41.00 bytes per transition"), slope
     assert text.count("check passed") == 4  # the four exercises' checks
     assert "dqn_envs: bends at " in text
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     joined = "\n".join(tables)
-    for row in ("| eager |", "| jit(lax.scan) |", "**dqn_envs**", "**ppo_seeds**", "| per_step |",
-                "gymnasium CartPole-v1", "DQN: time to solve", "PPO on Maze"):
+    for row in (
+        "| eager |",
+        "| jit(lax.scan) |",
+        "**dqn_envs**",
+        "**ppo_seeds**",
+        "| per_step |",
+        "gymnasium CartPole-v1",
+        "DQN: time to solve",
+        "PPO on Maze",
+    ):
         assert row in joined, row
     assert "AMD" in joined or "Intel" in joined or "cores" in joined  # the machine is named
     assert len(_png_outputs(nb)) >= 3  # compile time, scaling, memory
@@ -505,8 +585,11 @@ def test_many_devices_chapter(executed):
     nb = executed(ROOT / "notebooks" / "12_many_devices.ipynb")
     text = _stream_text(nb)
     assert "backend cpu: 8 device(s)" in text  # the first cell set XLA_FLAGS in time
-    gaps = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-            if "largest difference from one device" in line]
+    gaps = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if "largest difference from one device" in line
+    ]
     assert len(gaps) == 2 and max(gaps) < 1e-6, gaps
     assert "all-reduce operation(s) in the compiled step" in text
     differ = next(line for line in text.splitlines() if line.startswith("parameters moved"))
@@ -516,7 +599,9 @@ def test_many_devices_chapter(executed):
     seeds = next(line for line in text.splitlines() if "against vmap on one device" in line)
     assert float(seeds.rsplit(" ", 1)[1]) < 1e-4, seeds  # the first update
     assert "where the metrics live: P('devices',)" in text
-    tables = [o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})]
+    tables = [
+        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
+    ]
     assert any("| 8 | 391,811 |" in t for t in tables)  # 2 * 7/8 * 4 bytes * 55,973 parameters
     assert any("seeds split / vmap on one device" in t for t in tables)
     assert text.count("check passed") == 3  # the three exercises' checks
@@ -527,20 +612,32 @@ def test_many_devices_chapter(executed):
 #: {chapter: {check: largest |difference| allowed}}. Equal programs on the same key agree to
 #: float32 rounding; the replay buffer and the rollout are copies, so exactly.
 AGREEMENT = {
-    "07_dqn": {"replay buffer contents": 0.0, "replay buffer position and size": 0.0,
-               "replay buffer samples": 0.0, "DQN loop final parameters": 1e-4,
-               "DQN loop kept parameters": 1e-4, "DQN loop losses": 1e-4,
-               "DQN loop evaluations": 1e-4},
-    "08_ppo_maze": {"PPO rollout": 0.0, "GAE in view against the companion": 1e-5,
-                    "next values gathered against every next observation": 1e-5,
-                    "GAE in view against a plain loop": 1e-4, "PPO loss": 1e-5,
-                    "PPO loop parameters": 1e-4, "PPO loop optimiser state": 1e-4,
-                    "PPO loop model": 1e-4, "PPO loop metrics": 1e-4},
+    "07_dqn": {
+        "replay buffer contents": 0.0,
+        "replay buffer position and size": 0.0,
+        "replay buffer samples": 0.0,
+        "DQN loop final parameters": 1e-4,
+        "DQN loop kept parameters": 1e-4,
+        "DQN loop losses": 1e-4,
+        "DQN loop evaluations": 1e-4,
+    },
+    "08_ppo_maze": {
+        "PPO rollout": 0.0,
+        "GAE in view against the companion": 1e-5,
+        "next values gathered against every next observation": 1e-5,
+        "GAE in view against a plain loop": 1e-4,
+        "PPO loss": 1e-5,
+        "PPO loop parameters": 1e-4,
+        "PPO loop optimiser state": 1e-4,
+        "PPO loop model": 1e-4,
+        "PPO loop metrics": 1e-4,
+    },
 }
 
 
-@pytest.mark.parametrize("path", [ROOT / "notebooks" / f"{s}.ipynb" for s in AGREEMENT],
-                         ids=list(AGREEMENT))
+@pytest.mark.parametrize(
+    "path", [ROOT / "notebooks" / f"{s}.ipynb" for s in AGREEMENT], ids=list(AGREEMENT)
+)
 def test_code_in_view_gives_the_companions_arrays(path, executed):
     stem = path.stem
     found = executed(path).metadata["agreement"]
@@ -549,8 +646,13 @@ def test_code_in_view_gives_the_companions_arrays(path, executed):
         result = found[check]
         assert result["max_abs_diff"] <= tolerance, (check, result)
     # what is compared varies: not a comparison of constants (a loss, a buffer of zeros)
-    for check in ("replay buffer contents", "DQN loop losses", "PPO rollout",
-                  "GAE in view against the companion",
-                  "next values gathered against every next observation", "PPO loop parameters"):
+    for check in (
+        "replay buffer contents",
+        "DQN loop losses",
+        "PPO rollout",
+        "GAE in view against the companion",
+        "next values gathered against every next observation",
+        "PPO loop parameters",
+    ):
         if check in found:
             assert found[check]["spread"] > 0, (check, found[check])
