@@ -203,6 +203,7 @@ def load_result_or_note(name: str) -> tuple[dict | None, str]:
 from companion.bench.tables import (  # noqa: E402
     benchmarks_against_others,
     dqn_cartpole_table,
+    dqn_levers_table,
     measured_on,
     post_dqn_table,
     post_ppo_ablation_table,
@@ -212,6 +213,7 @@ from companion.bench.tables import (  # noqa: E402
 __all__ = [
     "benchmarks_against_others",
     "dqn_cartpole_table",
+    "dqn_levers_table",
     "find_results_dir",
     "hardware",
     "load_result",

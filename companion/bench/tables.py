@@ -188,6 +188,36 @@ def dqn_cartpole_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def dqn_levers_table(result: dict) -> str:
+    """Markdown: the chapter's DQN and each of its levers removed in turn, one row each (final
+    and kept-best solves, per set of 11 keys, last-quarter evaluations, steps to 475, the
+    values' scale, training time).
+
+    Args:
+        result: the ``dqn_stability`` result (``benchmarks/dqn_stability.py``).
+
+    Raises:
+        ValueError: if ``result`` is not that result.
+    """
+    _require_result(result, "dqn_stability", "configs")
+    lines = [
+        "| configuration | final ≥ 475 | per set of 11 keys | kept-best ≥ 475 "
+        "| last-quarter evaluations | median step of a first evaluation ≥ 475 "
+        "| largest mean Q (median) | training, 3 × 11 keys |",
+        "|---" * 8 + "|",
+    ]
+    for name, row in result["configs"].items():
+        n = len(row["keys"])
+        steps = row["median_steps_to_475"]
+        sets = ", ".join(str(v) for v in row["final_solved_by_keys"].values())
+        lines.append(
+            f"| {name} | {row['final_solved']} of {n} | {sets} | {row['best_solved']} of {n} "
+            f"| {row['last_quarter_eval_mean']:.0f} | {'—' if steps is None else f'{steps:,.0f}'} "
+            f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} s |"
+        )
+    return "\n".join(lines)
+
+
 def _require_result(result: Any, name: str, *keys: str) -> None:
     missing = [k for k in keys if not isinstance(result, dict) or k not in result]
     if missing:
