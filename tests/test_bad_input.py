@@ -1085,6 +1085,7 @@ EXEMPT = {
     "checks.core.CheckFailed": "the exception the checks raise",
     "checks.core.Case": "data container",
     "checks.core.fail": "raises CheckFailed by design",
+    "checks.core.require_pair": "raises CheckFailed by design when an answer is not a pair",
     "checks.core.passed": "prints a line; any message is valid",
     "bench.hardware": "takes no arguments",
     "playground.StepResult": "data container",

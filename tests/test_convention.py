@@ -11,43 +11,31 @@ from pathlib import Path
 import jax
 import pytest
 
+# the tiny programs of the discipline tests, which the compilation cache already holds
+from test_discipline import CARTPOLE, DQN_TINY, DQN_TINY_NET, PPO_TINY, PPO_TINY_NET
+
 from companion import parallel
 from companion.agents import dqn, ppo
-from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-
-DQN_TINY = dqn.DQNConfig(
-    num_envs=2,
-    total_steps=600,
-    learning_starts=200,
-    batch_size=16,
-    eval_every=100,
-    eval_episodes=2,
-    buffer_capacity=300,
-)
-PPO_TINY = ppo.PPOConfig(
-    num_envs=4, num_steps=4, total_timesteps=32, num_epochs=1, num_minibatches=2
-)
 
 
 def _builders():
     """(name, make_train-like builder, its arguments after (config, network, env))."""
     empty = maze_lib.make_maze_task("empty")
-    conv = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
     return [
         (
             "dqn.make_train",
             dqn.make_train,
-            (DQN_TINY, dqn.make_q_network(2, (8,)), cartpole.CartPole()),
+            (DQN_TINY, DQN_TINY_NET, CARTPOLE),
             (),
         ),
-        ("ppo.make_train", ppo.make_train, (PPO_TINY, conv, empty), ()),
+        ("ppo.make_train", ppo.make_train, (PPO_TINY, PPO_TINY_NET, empty), ()),
         (
             "parallel.make_data_parallel_train",
             parallel.make_data_parallel_train,
-            (PPO_TINY, conv, empty),
+            (PPO_TINY, PPO_TINY_NET, empty),
             (parallel.make_mesh(1),),
         ),
     ]

@@ -142,6 +142,16 @@ def error_text(exc: BaseException, limit: int = 700) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def require_pair(got: Any, name: str, parts: str) -> None:
+    """Fail unless an answer's result ``got`` is a pair: "``name`` should return a pair
+    (``parts``), got <type> of shape <shape>"."""
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        fail(
+            f"{name} should return a pair ({parts}), got "
+            f"{type(got).__name__} of shape {np.shape(got)}"
+        )
+
+
 def passed(what: str) -> None:
     """Report a passed check in one line."""
     print(f"check passed: {what}")

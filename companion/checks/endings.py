@@ -12,9 +12,9 @@ import numpy as np
 from companion.checks.core import (
     Case,
     check_shape,
-    fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
     verdict,
@@ -188,11 +188,7 @@ def check_count_endings(count_endings: Callable) -> None:
             hint="timesteps are stacked (T, N); the flags come from reward, "
             "last() and extras['next_obs'].action_mask",
         )
-        if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            fail(
-                f"count_endings should return a pair (n_terminated, n_truncated), got "
-                f"{type(got).__name__} of shape {np.shape(got)}"
-            )
+        require_pair(got, "count_endings", "n_terminated, n_truncated")
         pair = [
             check_shape(
                 g,

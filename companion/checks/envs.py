@@ -23,6 +23,7 @@ from companion.checks.core import (
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
     verdict,
@@ -313,11 +314,7 @@ def check_termination_and_truncation(classify: Callable) -> None:
             hint="reward and last are (T, N), next_mask (T, N, 4): a reduction "
             "of next_mask over its last axis (the actions) gives (T, N)",
         )
-        if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            fail(
-                f"classify should return a pair (terminated, truncated), got "
-                f"{type(got).__name__} of shape {np.shape(got)}"
-            )
+        require_pair(got, "classify", "terminated, truncated")
         flags = [
             check_shape(g, r.shape, f"{name} of {call}", hint="One flag per step and environment.")
             for g, name in zip(got, ("terminated", "truncated"))
