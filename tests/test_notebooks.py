@@ -365,19 +365,23 @@ def test_dqn_chapter(executed):
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
     assert any("seeds solved" in t for t in tables)
-    # the result it leads with is the final policy; the stability benchmark is laid out beside it
-    assert any("| seed | greedy return, final params" in t for t in tables)
-    for row in (
-        "| chapter | ",
-        "| without LayerNorm | ",
-        "| 1 gradient step per iteration | ",
-        "| batch 64 | ",
-        "| constant learning rate | ",
-        "| Polyak τ = 0.005 every step | ",
-        "| buffer 10,000 | ",
-    ):
-        assert any(row in t for t in tables), row
-    assert any("| training, 3 × 11 keys |" in t for t in tables)
+    # the result it leads with is the final policy (chapter 10 lays out the lever benchmark)
+    assert any("| final params: mean return |" in t for t in tables)
+    # the prose states the Huber comparison and the steps training runs from the run (glued)
+    record = "application/papermill.record/text/markdown"
+    glued = {
+        o["metadata"]["scrapbook"]["name"]: o["data"][record]
+        for _, o in outputs(nb)
+        if "scrapbook" in o.get("metadata", {})
+    }
+    solved = re.search(r"final parameters solve: squared loss (\d+), Huber loss (\d+) seeds", text)
+    squared, huber = map(int, solved.groups())
+    assert (glued["huber_sq_solved"], glued["huber_hu_solved"]) == (str(squared), str(huber))
+    said = "fewer" if huber < squared else "as many" if huber == squared else "more"
+    assert glued["huber_words"].startswith(said), glued["huber_words"]
+    total = int(re.search(r"total_steps=(\d+)", text).group(1))
+    run = int(re.search(r"\(([\d,]+) steps\), ", text).group(1).replace(",", ""))
+    assert ("runs every step of it" in glued["dqn_steps_words"]) == (run == total)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 4
@@ -534,6 +538,18 @@ def test_silent_bugs_chapter(executed):
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
+    # section 7 lays out chapter 7's lever benchmark: each setting taken away
+    for row in (
+        "| chapter | ",
+        "| without LayerNorm | ",
+        "| 1 gradient step per iteration | ",
+        "| batch 64 | ",
+        "| constant learning rate | ",
+        "| Polyak τ = 0.005 every step | ",
+        "| buffer 10,000 | ",
+    ):
+        assert any(row in t for t in tables), row
+    assert any("| training, 3 × 11 keys |" in t for t in tables)
     # the prose quotes what the cells printed (glued), and the results' sentences are glued
     record = "application/papermill.record/text/markdown"
     glued = {
