@@ -711,7 +711,7 @@ def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict,
 
 def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     """Chapter 7's hidden cells that glue the committed results' figures."""
-    cells = ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-plot")
+    cells = ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-glue")
     return _chapter_glue(monkeypatch, "07_dqn", cells)
 
 

@@ -346,13 +346,13 @@ def test_dqn_chapter(executed):
     assert mine == theirs
     # the training loop in view gives the companion's make_train agent on the same key
     # with a hard copy and with Polyak averaging (the in-view loop honours target_tau)
-    assert "target network: hard copy every 10 gradient steps" in text
-    assert "target network: Polyak averaging, τ = 0.005" in text
+    assert "target network: hard copy every 10 gradient steps; max |difference| of" in text
+    assert "target network: Polyak averaging, τ = 0.005; max |difference| of" in text
     # LayerNorm written out gives haiku's Q-values
     ln = re.search(r"Q-values, mine against haiku's: max \|difference\| (\S+)", text)
     assert ln and float(ln.group(1)) < 1e-4, ln
-    diffs = re.findall(r"^  (\w[\w ]*?) +max \|difference\|: (\S+)$", text, re.M)
     names = ["final parameters", "kept parameters", "losses", "evaluations"]
+    diffs = re.findall(rf"({'|'.join(names)}) (\S+?)(?:,|$)", text, re.M)
     assert [name for name, _ in diffs] == names * 2, diffs
     assert all(float(d) < 1e-4 for _, d in diffs), diffs
     # find the bug: every flag one step late, so none on a transition where the pole fell
@@ -378,13 +378,13 @@ def test_dqn_chapter(executed):
     squared, huber = map(int, solved.groups())
     assert (glued["huber_sq_solved"], glued["huber_hu_solved"]) == (str(squared), str(huber))
     said = "fewer" if huber < squared else "as many" if huber == squared else "more"
-    assert glued["huber_words"].startswith(said), glued["huber_words"]
+    assert glued["huber_words"].startswith(f"The Huber loss solved {said}"), glued["huber_words"]
     total = int(re.search(r"total_steps=(\d+)", text).group(1))
     run = int(re.search(r"\(([\d,]+) steps\), ", text).group(1).replace(",", ""))
     assert ("runs every step of it" in glued["dqn_steps_words"]) == (run == total)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
-    assert len(_png_outputs(nb)) >= 4
+    assert len(_png_outputs(nb)) >= 3  # the schedule, the learning curves, the episode
     widget_cells = [
         c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
     ]
