@@ -10,6 +10,7 @@ text, and no control is lost in either colour scheme; the tool names each plante
 
 from __future__ import annotations
 
+import base64
 import html as html_lib
 import re
 import shutil
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import measure_pages  # noqa: E402
 from code_lines import LineFormatter, indent_of  # noqa: E402
+from figure_widths import figure_width, size_animations  # noqa: E402
 
 BROWSER = next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
 
@@ -91,6 +93,7 @@ def site(tmp_path_factory) -> Path:
         shutil.copy(css, static / name)
     shutil.copy(ROOT / "book" / "_static" / "book.css", static / "book.css")
     _png(static / "figure.png", 1400, 300)
+    _png(static / "small.png", 300, 300)
     theme = ["pydata-sphinx-theme.css", "sphinx-book-theme.css", "book.css"]
     code = highlight(CODE, PythonLexer(), LineFormatter())
     cells = "".join(str(i) for i in range(12))
@@ -107,7 +110,9 @@ def site(tmp_path_factory) -> Path:
         " and read https://example.org/a/very/long/address/without/any/place/to/break/it.</p>"
         "<div class='cell docutils container'><div class='cell_input docutils container'>"
         f"{code}</div><div class='cell_output docutils container'>"
-        "<img alt='a figure' src='../_static/figure.png'></div></div>"
+        "<img class='cell-figure' alt='a figure' src='../_static/figure.png' "
+        f"style='width: {figure_width(1400)};'><img class='cell-figure' alt='a small one' "
+        f"src='../_static/small.png' style='width: {figure_width(300)};'></div></div>"
         f"{table}<details class='hide above-input'><summary>Show code cell source</summary>"
         "<p>folded</p></details>"
     )
@@ -139,6 +144,21 @@ def report(site) -> dict:
     )
 
 
+def test_a_figure_keeps_its_width_where_it_fits_and_four_fifths_where_not(tmp_path):
+    assert figure_width(1190) == "max(min(100%, 1190px), 952px)"
+    # A matplotlib animation (to_jshtml): its image gets the width of its first frame.
+    _png(tmp_path / "frame.png", 896, 264)
+    frame = base64.b64encode((tmp_path / "frame.png").read_bytes()).decode()
+    page = (
+        '<div class="animation"><img id="_anim_imgab12"></div><script>'
+        f'var frames = new Array(2);\n  frames[0] = "data:image/png;base64,{frame}";</script>'
+    )
+    assert '<img id="_anim_imgab12" class="cell-figure" style="width: max(min(100%, 896px), ' in (
+        size_animations(page)
+    )
+    assert size_animations('<img id="_anim_imgab12">') == '<img id="_anim_imgab12">'
+
+
 def test_line_formatter_wraps_each_line_and_keeps_the_text():
     html = highlight(CODE, PythonLexer(), LineFormatter())
     assert html.count('<span class="cl"') == 3
@@ -163,6 +183,7 @@ def test_a_chapter_fits_a_phone_and_a_desktop_in_both_schemes(report):
         assert phone["code_wide"] == 0, phone["code_wide_lines"]  # wraps on a phone
         assert phone["tables_cut"] == []
         assert phone["figure_scale"] == pytest.approx(0.8, abs=0.01)  # scrolls in its box
+        assert phone["figure_scales"][1] == 1  # a figure that fits keeps its own width
         assert desktop["figure_scale"] < 1  # shrinks to the article's width
         assert desktop["controls"] >= 1 and desktop["low_contrast"] == []
     failures = [f for f in report["failures"] if f.startswith("notebooks/01_good.html")]

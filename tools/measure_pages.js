@@ -95,10 +95,11 @@
     }
   });
   // Output images: drawn width over natural width.
-  var scale = null, scaleImg = null;
+  var scale = null, scaleImg = null, scales = [];
   document.querySelectorAll('article img').forEach(function (im) {
     if (!visible(im) || !im.naturalWidth || im.naturalWidth < 200) return;
     var s = im.getBoundingClientRect().width / im.naturalWidth;
+    scales.push(Math.round(s * 1000) / 1000);
     if (scale === null || s < scale) { scale = s; scaleImg = im.getAttribute('src'); }
   });
   // Controls and their contrast.
@@ -196,6 +197,7 @@
     tables_cut: cut,
     figure_scale: scale === null ? null : Math.round(scale * 1000) / 1000,
     figure_scale_image: scaleImg,
+    figure_scales: scales,
     controls: controls,
     low_contrast_count: low.length,
     low_contrast: low.slice(0, maxList).map(function (w) { return [Math.round(w[0] * 100) / 100, label(w[1])]; })

@@ -24,8 +24,9 @@ load event, its web fonts and MathJax's typesetting. Per page and per width it r
   longest line of the first few;
 - ``tables_cut``: tables wider than their box where that box does not scroll sideways (a
   column is cut off);
-- ``figure_scale``: the smallest ratio of an output image's drawn width to its natural
-  width (a matplotlib PNG's text shrinks by this factor; the text itself is not measured);
+- ``figure_scale``: the smallest ratio of an image's drawn width to its natural width (a
+  matplotlib PNG's text shrinks by this factor; the text itself is not measured), and
+  ``figure_scales`` every image's, in page order (images under 200 px wide left out);
 - ``controls`` and ``low_contrast``: the visible controls (buttons, menus, inputs, fold
   toggles, quiz choices, cards, links styled as buttons) and those whose text or icon
   colour has a contrast ratio under ``--min-contrast`` against the background drawn behind
