@@ -1,6 +1,8 @@
 """Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
 Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; in
-Chromium at 1280 px, no code box is wider than its box and no chapter is taller than 30,000 px; the
+Chromium (tools/measure_pages.py, light and dark colour schemes), at 1280 px no code box is
+narrower than its text and no chapter is taller than 18,000 px, at 390 px no page is wider than
+the screen, and no control is lost against its background; the
 maze playground page has its scripts and, in Chromium, passes its self-test: the planning agent
 walks a shortest path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24, the value map
 draws, and switching agent, size and speed works.
@@ -37,43 +39,6 @@ def rendered_questions(page: Path) -> int:
         capture_output=True, text=True, timeout=120,
     ).stdout
     return len(re.findall(r'class="Quiz"', dom))
-
-
-#: Run in each page by Chromium: the code boxes (``pre``) whose text is wider than the box
-#: (a reader would scroll sideways), each as its longest line, cut to 60 characters.
-MEASURE = """<script>window.addEventListener('load', function () {
-  var clipped = [];
-  document.querySelectorAll('pre').forEach(function (p) {
-    if (p.scrollWidth > p.clientWidth + 1) {
-      var lines = p.textContent.split('\\n');
-      clipped.push(lines.reduce(function (a, b) { return a.length >= b.length ? a : b; }, '')
-                   .slice(0, 60));
-    }
-  });
-  document.body.setAttribute('data-clipped', JSON.stringify(clipped));
-  document.body.setAttribute('data-height', document.documentElement.scrollHeight);
-});</script>"""
-
-
-def measure_page(page: Path) -> tuple[list[str], int]:
-    """The code boxes of ``page`` that Chromium, 1280 px wide, draws narrower than their text,
-    and the page's height in pixels at that width (-1 if the page did not load)."""
-    probe = page.with_name(f"__clipped_{page.name}")
-    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
-    try:
-        dom = subprocess.run(
-            [BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--window-size=1280,1000",
-             "--virtual-time-budget=5000", "--dump-dom", probe.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120,
-        ).stdout
-    finally:
-        probe.unlink()
-    found = re.findall(r'data-clipped="([^"]*)"', dom)
-    height = re.findall(r'data-height="(\d+)"', dom)
-    if not found:
-        return ["(the page did not load)"], -1
-    return json.loads(html_lib.unescape(found[0])), int(height[0]) if height else -1
 
 
 def playground_selftest(page: Path) -> str:
@@ -133,21 +98,21 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         if not (page.parent / img).resolve().exists():
             problems.append(f"{page.name}: image {img} is missing")
 
-# Code fits its box at 1280 px: no page makes its reader scroll a code box sideways; and no
-# chapter is taller than 30,000 px at that width.
-HEIGHT_LIMIT = 30_000  # px
+# As a reader sees the pages (tools/measure_pages.py, in Chromium, light and dark): at 1280 px
+# no code box is narrower than its text and no chapter is taller than HEIGHT_LIMIT; at 390 px
+# (a phone) no page is wider than the screen and no table is cut off; no control's text or
+# icon is lost against its background in either colour scheme.
+HEIGHT_LIMIT = 18_000  # px at 1280 px
+measured = {}
 if BROWSER is not None:
-    for page in sorted(site.rglob("*.html")):
-        if "_static" in page.parts or page.name in ("search.html", "genindex.html"):
-            continue
-        if 'http-equiv="Refresh"' in page.read_text()[:500]:  # index.html: a redirect
-            continue
-        clipped, height = measure_page(page)
-        for line in clipped:
-            problems.append(f"{page.relative_to(site)}: code wider than its box: {line!r}")
-        if page.parent.name == "notebooks" and not 0 < height <= HEIGHT_LIMIT:
-            problems.append(f"{page.relative_to(site)}: {height:,} px tall at 1280 px, over the "
-                            f"{HEIGHT_LIMIT:,} a chapter may take")
+    sys.path.insert(0, str(root / "tools"))
+    import measure_pages
+
+    measured = measure_pages.summarise(
+        measure_pages.run(site, widths=(1280, 390), modes=("light", "dark")),
+        max_height=HEIGHT_LIMIT, max_overflow=0, max_clipped=0,
+    )
+    problems += measured["failures"]
 
 # Formulas render offline: MathJax comes from the site, and Chromium (with no network) draws
 # the formulas of the foundations chapter.
@@ -219,3 +184,7 @@ print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pa
       "playground OK")
 if BROWSER is not None:
     print(f"playground self-test: {json.dumps(playground_report)}")
+    tallest = measured["summary"].get("tallest_at_1280", {})
+    print(f"pages in Chromium: the tallest chapter {tallest.get('page')} is "
+          f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
+          "page is wider than the screen; no control is lost in the dark or light scheme")

@@ -6,7 +6,7 @@ The book's PPO (on the post's maze and on the book's medium maze, keys 0 to 3) a
 chapter's configuration (``dqn.DQNConfig()`` with the 64 x 64 Q-network with LayerNorm) and
 the configuration the chapter used before (``EARLIER_DQN_CONFIG``, the 64 x 64 network
 without LayerNorm), both evaluated every 1,000 steps on 100 greedy episodes, evaluations
-counted in the time. The posts' side:
+outside the time as for the posts' agents (:func:`book_agents.measure_dqn`). The posts' side:
 
 - **PPO on Maze** (:mod:`post_ppo`): the post's agent on its own medium maze
   as its generator draws it (4 start/target pairs), keys 0 to 3, 819,200

@@ -125,6 +125,20 @@ def test_make_train_runs_and_stores_true_next_observations():
         assert not jax.tree.all(jax.tree.map(jnp.array_equal, runner.params, runner.best_params))
 
 
+def test_evaluations_off_train_the_same_parameters_and_report_none():
+    """eval_episodes = 0: no evaluation runs, yet the same key trains bit-identical parameters
+    (the evaluations draw keys of their own), so a run can be timed without them."""
+    with_evals, metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(3))
+    without, metrics_off = jax.jit(make_train(TINY._replace(eval_episodes=0), NETWORK, ENV))(
+        jax.random.key(3)
+    )
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, with_evals.params, without.params))
+    np.testing.assert_array_equal(metrics["loss"], metrics_off["loss"])
+    assert "eval_return" in metrics and "eval_return" not in metrics_off
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, without.params, without.best_params))
+    assert float(without.best_score) == -np.inf
+
+
 def test_train_vmaps_over_seeds_with_different_results():
     runner, metrics = jax.jit(jax.vmap(make_train(TINY, NETWORK, ENV)))(
         jax.random.split(jax.random.key(0), 2)

@@ -367,6 +367,10 @@ def test_source_posts_quick_mode_writes_json(run_quick):
     for r in book + earlier:
         assert 0 < r["final_return"] <= 500 and 0 < r["best_return"] <= 500
         assert r["evals"][-1]["env_steps"] == r["env_steps"]
+        assert r["evaluated_run_s"] > 0  # the untimed run with the evaluations
+        for e in r["evals"]:  # the clock of the run without evaluations, as for the posts
+            share = e["env_steps"] / r["env_steps"]
+            assert e["train_s"] == pytest.approx(r["compile_s"] + r["run_s"] * share)
         quarter = [e["return"] for e in r["evals"]][-max(1, len(r["evals"]) // 4) :]
         assert r["last_quarter_eval_mean"] == pytest.approx(np.mean(quarter))
     compared = result["comparisons"]
@@ -428,3 +432,33 @@ def test_source_posts_dqn_only_keeps_the_ppo_part_and_says_so(tmp_path, monkeypa
     assert result["summary"] == ["PPO line", "DQN new line"]
     assert result["ppo_date"] == "2026-01-01T00:00:00+00:00" != result["date"]
     assert "DQN part was re-measured" in result["note"] and "2026-01-01" in result["note"]
+
+
+def test_the_books_dqn_is_timed_without_its_evaluations(monkeypatch):
+    """book_agents.measure_dqn times a program built with eval_episodes = 0 and takes the
+    evaluations from a second, untimed program with the same key."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import book_agents
+
+    from companion.agents import dqn
+
+    built = []
+    real = dqn.make_train
+
+    def spy(config, network, env, *args, **kwargs):
+        built.append(config.eval_episodes)
+        return real(config, network, env, *args, **kwargs)
+
+    monkeypatch.setattr(book_agents.dqn, "make_train", spy)
+    tiny = dqn.DQNConfig(
+        num_envs=2,
+        total_steps=600,
+        learning_starts=200,
+        buffer_capacity=600,
+        batch_size=32,
+        eval_every=50,
+        epsilon_decay_steps=300,
+    )
+    run = book_agents.measure_dqn(91, jax.random.key(0), episodes=3, config=tiny)
+    assert built == [0, 3]  # timed without evaluations, then evaluated on 3 episodes
+    assert len(run["evals"]) == tiny.num_blocks and run["evaluated_run_s"] > 0

@@ -164,10 +164,13 @@
                       'has visited.'));
   var status = el('p', 'pg-status');
   status.setAttribute('aria-live', 'polite');
+  // Why a click on a cell changed nothing (the start placed on a wall, say).
+  var notice = el('p', 'pg-notice');
+  notice.setAttribute('aria-live', 'polite');
   var main = el('div', 'pg-main');
   main.appendChild(board);
   main.appendChild(side);
-  [setup, modes, controls, main, status].forEach(function (e) { root.appendChild(e); });
+  [setup, modes, controls, notice, main, status].forEach(function (e) { root.appendChild(e); });
 
   function buildBoard() {
     board.textContent = '';
@@ -194,6 +197,7 @@
   // --- state changes -----------------------------------------------------------------------
   function setMode(mode) {
     ui.mode = mode;
+    tell('');
     Object.keys(modeButtons).forEach(function (k) {
       modeButtons[k].classList.toggle('pg-active', k === mode);
     });
@@ -212,14 +216,30 @@
     root.setAttribute('data-delay', Math.round(1000 / SPEEDS[index]));
     if (ui.timer !== null) { stop(); toggleRun(); }
   }
+  function tell(text) {
+    notice.textContent = text;
+    notice.style.display = text ? '' : 'none';
+  }
   function onCell(r, c) {
     var i = r * s.cols + c, at = [r, c];
+    var here = s.walls[i] ? 'a wall' : same(at, s.start) ? 'the start'
+      : same(at, s.target) ? 'the target' : '';
+    tell('');
     if (ui.mode === 'wall') {
-      if (same(at, s.start) || same(at, s.target)) return;
+      if (same(at, s.start) || same(at, s.target)) {
+        tell('This cell holds ' + here + ', which cannot become a wall: move ' + here +
+             ' first ("place the ' + here.slice(4) + '").');
+        return;
+      }
       stop();
       s.walls[i] = !s.walls[i];
       mazeChanged();
-    } else if (!s.walls[i] && !same(at, s.start) && !same(at, s.target)) {
+    } else if (here) {
+      if (here !== 'the ' + ui.mode) {
+        tell('The ' + ui.mode + ' cannot go on ' + here + ': click a free cell' +
+             (s.walls[i] ? ', or clear this wall first with "toggle a wall".' : '.'));
+      }
+    } else {
       stop();
       if (ui.mode === 'start') {
         s.start = at;
@@ -391,8 +411,12 @@
       b.row.classList.toggle('pg-greedy', p !== null && p.greedy === a);
       b.row.classList.toggle('pg-illegal', p !== null && !p.mask[a]);
     });
-    valueLine.textContent = p ? 'Value estimate V(s): ' + p.value.toFixed(3) +
-      '. The agent takes the most probable move (greedy).' : '';
+    // The return is at most 1 (the reward for reaching the target, discounted): the
+    // critic's estimate is learned, not a bound, and may pass it.
+    valueLine.textContent = p ? 'Value estimate V(s): ' + p.value.toFixed(3) + ', the ' +
+      "critic's learned guess of the return, which is at most 1 (the reward at the target)" +
+      (p.value > 1 ? ': an estimate, not a bound, ' + (p.value - 1).toFixed(3) + ' too high ' +
+       'here. ' : '. ') + 'The agent takes the most probable move (greedy).' : '';
     var limit = s.rows * s.cols, best = shortest ? shortest.length - 1 : null, text;
     if (s.done === 'target' || same(s.agent, s.target)) {
       text = 'Reached the target in ' + s.steps + ' steps (shortest path: ' + best + ').';
@@ -506,6 +530,17 @@
       layout.forEach(function (row, r) {
         row.split('').forEach(function (ch, c) { if (ch === '#') click(r, c); });
       });
+      // A start placed on a wall stays where it was, and the page says why; the notice goes
+      // with the next mode. The value line says what bounds the return.
+      var startBefore = s.start.slice();
+      modeButtons.start.click();
+      click(0, 1);
+      report.wallNotice = notice.textContent;
+      check(same(s.start, startBefore) && /cannot go on a wall/.test(notice.textContent),
+            'the start placed on a wall: "' + notice.textContent + '"');
+      modeButtons.wall.click();
+      check(notice.textContent === '', 'the notice stayed after the mode changed');
+      check(/at most 1/.test(valueLine.textContent), 'the value line: ' + valueLine.textContent);
       var runs = [['planning', SPEEDS.length - 1], ['propagation', 2]];
       report.runs = [];
       (function next() {

@@ -5,6 +5,7 @@ The structure follows PureJaxRL's DQN (Lu et al., 2022).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -57,7 +58,7 @@ class DQNConfig(NamedTuple):
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 8_000
     eval_every: int = 250  # iterations between greedy evaluations during training
-    eval_episodes: int = 10  # greedy episodes per evaluation
+    eval_episodes: int = 10  # greedy episodes per evaluation; 0: no evaluation during training
 
     @property
     def num_iterations(self) -> int:
@@ -148,9 +149,15 @@ def check_config(config: DQNConfig) -> DQNConfig:
         "target_update_period",
         "epsilon_decay_steps",
         "eval_every",
-        "eval_episodes",
     ):
         positive_int(getattr(config, field), f"config.{field}")
+    episodes = config.eval_episodes  # 0 turns the evaluations off
+    if isinstance(episodes, bool) or not isinstance(episodes, numbers.Integral):
+        raise TypeError(f"config.eval_episodes: expected an int >= 0, got {episodes!r}")
+    if episodes < 0:
+        raise ValueError(
+            f"config.eval_episodes: expected an int >= 0 (0: no evaluation), got {episodes!r}"
+        )
     for field in ("gamma", "lr_final_fraction", "epsilon_start", "epsilon_end"):
         number_in(getattr(config, field), f"config.{field}", 0.0, 1.0)
     number_in(config.target_tau, "config.target_tau", 0.0, 1.0, low_open=True)
@@ -195,7 +202,10 @@ def make_train(
         progress_bar: a jax-tqdm bar over the blocks (a host callback in the program).
 
     ``runner`` is the final :class:`RunnerState`: ``params`` are the trained parameters,
-    ``best_params`` and ``best_score`` those of the best greedy evaluation (the later on ties).
+    ``best_params`` and ``best_score`` those of the best greedy evaluation (the later on ties);
+    with ``eval_episodes = 0`` no evaluation runs, ``best_params`` are the final parameters,
+    ``best_score`` stays -inf and ``metrics`` has no ``eval_*`` entries. Evaluations draw their
+    own keys: the same ``key`` trains the same parameters whatever ``eval_episodes`` is.
     ``metrics``, per iteration: ``env_steps`` int32, ``returns_sum``, ``returns_max``,
     ``episodes`` (of the episodes completed in it; 0 if none), ``epsilon``, ``loss``, ``q_mean``
     (mean Q(s, a) of the batch), ``td_abs`` (mean absolute TD error of the batch) (the last
@@ -337,7 +347,9 @@ def make_train(
 
     def block(runner, _):
         runner, metrics = jax.lax.scan(learn_body, runner, length=config.block_iterations)
-        key, eval_key = jax.random.split(runner.key)
+        key, eval_key = jax.random.split(runner.key)  # split either way: the same training
+        if config.eval_episodes == 0:
+            return runner._replace(key=key, best_params=runner.params), (metrics, {})
         returns = _greedy_returns(runner.params, eval_key, config.eval_episodes, network, env)
         score = jnp.mean(returns)
         better = score >= runner.best_score
@@ -364,7 +376,7 @@ def make_train(
         prng_key(key)
         runner, warm_metrics = init_jit(key)
         runner, learned = run_jit(runner, config.num_blocks)
-        evals = {k: learned.pop(k) for k in ("eval_return", "eval_env_steps")}
+        evals = {k: learned.pop(k) for k in ("eval_return", "eval_env_steps") if k in learned}
         metrics = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), warm_metrics, learned)
         metrics.update(evals)
         return runner, metrics

@@ -1,0 +1,205 @@
+"""The page-measuring tool (``tools/measure_pages.py``) and the book's stylesheet for phones
+(``book/_static/book.css``, ``book/_ext/code_lines.py``), on a small generated site.
+
+The site holds a page built like a chapter (the theme's stylesheets and the book's, code
+lines as ``code_lines`` draws them, a long inline name, a wide table, a wide figure, a long
+address) and pages with one planted fault each. On the first, at 390 px nothing is wider than
+the screen and no code box scrolls sideways, at 1280 px no code box is narrower than its
+text, and no control is lost in either colour scheme; the tool names each planted fault.
+"""
+
+from __future__ import annotations
+
+import base64
+import html as html_lib
+import re
+import shutil
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from pygments import highlight
+from pygments.lexers import PythonLexer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import measure_pages  # noqa: E402
+from code_lines import LineFormatter, indent_of  # noqa: E402
+from figure_widths import figure_width, size_animations  # noqa: E402
+
+BROWSER = next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
+
+#: Sets the theme's colour scheme from the system's, as the theme's script does in "auto".
+SCHEME = (
+    "<script>document.documentElement.dataset.theme = matchMedia("
+    "'(prefers-color-scheme: dark)').matches ? 'dark' : 'light';</script>"
+)
+#: A line of 92 characters, the notebooks' width, and one indented below it.
+CODE = (
+    "result = some_function_with_a_long_name(first_argument, second_argument, third_one=3)  # x\n"
+    "for step in range(10):\n"
+    "        value = another_function(step, keyword_argument=step * 2, other_keyword=step + 1)\n"
+)
+
+
+def _png(path: Path, width: int, height: int) -> None:
+    """A grey PNG of ``width`` x ``height`` pixels."""
+    row = b"\0" + b"\x80" * width
+    data = zlib.compress(row * height)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
+
+
+def _page(title: str, body: str, stylesheets: list[str], height: int = 0) -> str:
+    links = "".join(f'<link rel="stylesheet" href="../_static/{s}">' for s in stylesheets)
+    filler = f'<div style="height: {height}px"></div>' if height else ""
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{SCHEME}{links}'
+        "<style>span.pre { white-space: nowrap; }</style>"  # as Sphinx's basic.css
+        f"<title>{title}</title></head><body><div class='bd-main'><div class='bd-content'>"
+        "<div class='bd-article-container'>"
+        f"<article class='bd-article'>{body}{filler}</article></div></div></div></body></html>"
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    import pydata_sphinx_theme
+    import sphinx_book_theme
+
+    root = tmp_path_factory.mktemp("site")
+    static = root / "_static"
+    static.mkdir()
+    for package, name in (
+        (pydata_sphinx_theme, "pydata-sphinx-theme.css"),
+        (sphinx_book_theme, "sphinx-book-theme.css"),
+    ):
+        (css,) = Path(package.__file__).parent.glob(f"theme/*/static/styles/{name}")
+        shutil.copy(css, static / name)
+    shutil.copy(ROOT / "book" / "_static" / "book.css", static / "book.css")
+    _png(static / "figure.png", 1400, 300)
+    _png(static / "small.png", 300, 300)
+    theme = ["pydata-sphinx-theme.css", "sphinx-book-theme.css", "book.css"]
+    code = highlight(CODE, PythonLexer(), LineFormatter())
+    cells = "".join(str(i) for i in range(12))
+    table = (
+        "<div class='pst-scrollable-table-container'><table class='table'><thead><tr>"
+        + "".join(f"<th>column {c} of the table</th>" for c in cells)
+        + "</tr></thead><tbody><tr>"
+        + "".join(f"<td>{c},{c}00 of 33</td>" for c in cells)
+        + "</tr></tbody></table></div>"
+    )
+    good = (
+        "<h1>A chapter</h1><p>Check it with <code class='docutils literal notranslate'>"
+        "<span class='pre'>check_per_example_grad_norms(per_example_grad_norms)</span></code>"
+        " and read https://example.org/a/very/long/address/without/any/place/to/break/it.</p>"
+        "<div class='cell docutils container'><div class='cell_input docutils container'>"
+        f"{code}</div><div class='cell_output docutils container'>"
+        "<img class='cell-figure' alt='a figure' src='../_static/figure.png' "
+        f"style='width: {figure_width(1400)};'><img class='cell-figure' alt='a small one' "
+        f"src='../_static/small.png' style='width: {figure_width(300)};'></div></div>"
+        f"{table}<details class='hide above-input'><summary>Show code cell source</summary>"
+        "<p>folded</p></details>"
+    )
+    faults = {
+        "wide_code": "<pre style='white-space: pre; overflow: auto; width: 300px'>"
+        + "x = 1  " * 60
+        + "</pre>",
+        "wide_box": "<div style='width: 600px; height: 10px'>wide</div>",
+        "cut_table": "<div style='overflow: hidden; width: 200px'><table><tr>"
+        + "<td>a long cell of text</td>" * 8
+        + "</tr></table></div>",
+        "hidden_button": "<button style='color: #777; background: #777; border: 0'>Run</button>",
+    }
+    (root / "notebooks").mkdir()
+    (root / "book").mkdir()
+    (root / "notebooks" / "01_good.html").write_text(_page("good", good, theme, height=1500))
+    for name, body in faults.items():
+        (root / "book" / f"{name}.html").write_text(_page(name, body, []))
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(site) -> dict:
+    return measure_pages.summarise(
+        measure_pages.run(site, widths=(1280, 390), modes=("light", "dark")),
+        max_height=1000,
+        max_overflow=0,
+        max_clipped=0,
+    )
+
+
+def test_a_figure_keeps_its_width_where_it_fits_and_four_fifths_where_not(tmp_path):
+    assert figure_width(1190) == "max(min(100%, 1190px), 952px)"
+    # A matplotlib animation (to_jshtml): its image gets the width of its first frame.
+    _png(tmp_path / "frame.png", 896, 264)
+    frame = base64.b64encode((tmp_path / "frame.png").read_bytes()).decode()
+    page = (
+        '<div class="animation"><img id="_anim_imgab12"></div><script>'
+        f'var frames = new Array(2);\n  frames[0] = "data:image/png;base64,{frame}";</script>'
+    )
+    assert '<img id="_anim_imgab12" class="cell-figure" style="width: max(min(100%, 896px), ' in (
+        size_animations(page)
+    )
+    assert size_animations('<img id="_anim_imgab12">') == '<img id="_anim_imgab12">'
+
+
+def test_line_formatter_wraps_each_line_and_keeps_the_text():
+    html = highlight(CODE, PythonLexer(), LineFormatter())
+    assert html.count('<span class="cl"') == 3
+    assert html.count('style="--i:8"') == 1  # the indented line, and only it
+    assert indent_of('<span class="w">    </span><span class="n">x</span>') == 4
+    text = html_lib.unescape(re.sub(r"<[^>]*>", "", html))
+    assert text.strip("\n") == CODE.strip("\n")  # the spans add no text: copying is unchanged
+    plain = highlight(CODE, PythonLexer(), LineFormatter(nowrap=True))
+    assert 'class="cl"' not in plain  # nowrap: no wrapping at all, as pygments does
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_a_chapter_fits_a_phone_and_a_desktop_in_both_schemes(report):
+    for mode in ("light", "dark"):
+        desktop = report["pages"]["notebooks/01_good.html"][mode]["1280"]
+        phone = report["pages"]["notebooks/01_good.html"][mode]["390"]
+        assert desktop["theme"] == phone["theme"] == mode
+        assert desktop["code_blocks"] == phone["code_blocks"] == 1
+        assert desktop["code_wide"] == 0, desktop["code_wide_lines"]
+        assert phone["overflow"] == 0, phone["wide"]
+        assert phone["code_wide"] == 0, phone["code_wide_lines"]  # wraps on a phone
+        assert phone["tables_cut"] == []
+        assert phone["figure_scale"] == pytest.approx(0.8, abs=0.01)  # scrolls in its box
+        assert phone["figure_scales"][1] == 1  # a figure that fits keeps its own width
+        assert desktop["figure_scale"] < 1  # shrinks to the article's width
+        assert desktop["controls"] >= 1 and desktop["low_contrast"] == []
+    failures = [f for f in report["failures"] if f.startswith("notebooks/01_good.html")]
+    assert len(failures) == 1 and "px tall at 1280 px, over the 1,000" in failures[0], failures
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_each_planted_fault_is_found(report):
+    pages = report["pages"]
+    assert pages["book/wide_code.html"]["light"]["1280"]["code_wide"] == 1
+    assert pages["book/wide_box.html"]["light"]["390"]["overflow"] >= 600 - 390
+    assert pages["book/wide_box.html"]["light"]["1280"]["overflow"] == 0
+    assert pages["book/cut_table.html"]["light"]["390"]["tables_cut"]
+    hidden = pages["book/hidden_button.html"]["dark"]["390"]["low_contrast"]
+    assert len(hidden) == 1 and hidden[0][0] == 1.0, hidden
+    found = "\n".join(report["failures"])
+    for page in ("wide_code", "wide_box", "cut_table", "hidden_button"):
+        assert f"book/{page}.html" in found, found
