@@ -29,7 +29,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = ROOT / "locales"
-LANGUAGES = {"ja": "JAX で学ぶ深層強化学習"}  # language: the edition's title
+LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
 CACHE = ROOT / "_build" / ".jupyter_cache"
 
 
