@@ -19,6 +19,7 @@ suggestion, which ``check`` refuses until a translator reviews it.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,9 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
             elif not message.string:
                 found.append(f"{name}: untranslated: {text[:70]!r}")
+            elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
+                # a title re-parsed as Markdown: "1. ..." would be a list, the title English
+                found.append(f"{name}: write the title's number as '1\\. ': {text[:70]!r}")
     if pot is not None:
         for template in sorted(pot.rglob("*.pot")):
             name = template.relative_to(pot).with_suffix(".po")
