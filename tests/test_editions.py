@@ -113,3 +113,13 @@ def test_the_quiz_output_holds_each_language_in_its_own_block(monkeypatch):
     assert languages == ["en", "ja"]
     scripts = [o for o in shown.outputs if "application/javascript" in o.data]
     assert len(scripts) == 2
+
+
+def test_folded_cells_are_labelled_as_solutions_and_in_the_pages_language():
+    from cell_labels import labels
+
+    assert labels(["solution", "hide-input"], "en") == ("Show solution", "Hide solution")
+    assert labels(["hide-input"], "en") is None  # myst-nb's "Show code cell source"
+    assert labels(["solution", "hide-input"], "ja") == ("解答を表示", "解答を隠す")
+    assert labels(None, "ja") == ("コードを表示", "コードを隠す")
+    assert labels(["solution"], "fr") == ("Show solution", "Hide solution")
