@@ -63,8 +63,7 @@ def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
             )
         if card["difficulty"] not in DIFFICULTIES:
             raise ExtensionError(
-                f"{path}: {name}: difficulty {card['difficulty']!r}, expected one of "
-                f"{DIFFICULTIES}"
+                f"{path}: {name}: difficulty {card['difficulty']!r}, expected one of {DIFFICULTIES}"
             )
         for before in card["prerequisites"]:
             if before not in chapters[:i]:
@@ -151,8 +150,14 @@ def card_node(env, docname: str) -> nodes.Element:
     # One link per line: chapter titles hold commas.
     before = nodes.bullet_list(classes=["chapter-card-prerequisites"])
     for target in card["prerequisites"]:
-        link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
-                            refdomain="std", refexplicit=False, refwarn=True)
+        link = pending_xref(
+            refdoc=docname,
+            reftarget="/" + target,
+            reftype="doc",
+            refdomain="std",
+            refexplicit=False,
+            refwarn=True,
+        )
         link += nodes.inline(text=target.split("/")[-1])
         before += nodes.list_item("", nodes.paragraph("", "", link))
     if not card["prerequisites"]:
@@ -176,7 +181,8 @@ def card_node(env, docname: str) -> nodes.Element:
     options = app.config.html_theme_options
     repo = options.get("repository_url", "").removeprefix("https://github.com/")
     colab = COLAB.format(
-        repo=repo, branch=options.get("repository_branch", "main"),
+        repo=repo,
+        branch=options.get("repository_branch", "main"),
         path=env.doc2path(docname, False),
     )
     fields += _field(
