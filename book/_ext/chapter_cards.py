@@ -74,12 +74,12 @@ def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
 
 
 @functools.cache
-def _machine() -> str:
+def _machine() -> tuple[str, int]:
     """The building machine as the benchmarks name it (``companion.bench.hardware``)."""
     from companion.bench import hardware
 
     hw = hardware()
-    return f"{hw['cpu']}, {hw['cpu_cores']} cores"
+    return hw["cpu"], hw["cpu_cores"]
 
 
 #: The card's words in each edition's language (``app.config.language``).
@@ -107,6 +107,7 @@ TEXTS = {
         "minutes": "{m:.1f} min",
         "run_it": "Run it",
         "colab": "Open in Colab",
+        "machine": "{cpu}, {cores} cores",
     },
     "ja": {
         "title": "この章の概要",
@@ -132,6 +133,7 @@ TEXTS = {
         "minutes": "{m:.1f} 分",
         "run_it": "実行する",
         "colab": "Colab で開く",
+        "machine": "{cpu}、{cores} コア",
     },
 }
 
@@ -188,9 +190,7 @@ def study_time(path, language: str = "en") -> str:
     minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
     t = _texts(language)
     reading = (
-        t["about"].format(minutes=f"{5 * round(minutes / 5):.0f}")
-        if minutes >= 7.5
-        else t["under"]
+        t["about"].format(minutes=f"{5 * round(minutes / 5):.0f}") if minutes >= 7.5 else t["under"]
     )
     return t["reading"].format(
         reading=reading, words=words, code=code, n=exercises, ex=t["exercise"][exercises != 1]
@@ -240,7 +240,7 @@ def card_node(env, docname: str) -> nodes.Element:
     timing = (
         t["executed"].format(
             duration=_duration(runtime, language),
-            machine=_machine(),
+            machine=t["machine"].format(cpu=_machine()[0], cores=_machine()[1]),
             sharing=_sharing(app, docname, runtime),
         )
         if runtime is not None
