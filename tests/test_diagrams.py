@@ -105,7 +105,8 @@ def test_texts_stay_in_their_boxes_and_apart(name):
                 assert outline.contains(extent.x0, extent.y0) and outline.contains(
                     extent.x1, extent.y1
                 ), f"{name}: {t.get_text()!r} spills out of its box"
-    extents = [(t.get_text(), t.get_window_extent(renderer)) for t in _texts(fig)]
+    # apart by at least 3 px (a few hundredths of an inch) on every side
+    extents = [(t.get_text(), t.get_window_extent(renderer).padded(1.5)) for t in _texts(fig)]
     for i, (a, box_a) in enumerate(extents):
         for b, box_b in extents[i + 1 :]:
             assert not box_a.overlaps(box_b), f"{name}: {a!r} overlaps {b!r}"

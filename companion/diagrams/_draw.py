@@ -19,7 +19,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 
 #: Font sizes in points: box titles and labels, and the smallest text of any diagram.
-SIZE, SMALL = 15.0, 13.0
+SIZE, SMALL = 16.0, 14.0
 #: Widest diagram, in inches: about 580 px in the book, scaled by 0.6 on a 390 px phone.
 MAX_WIDTH = 6.2
 INK, MUTED, PAPER = "#1a1a1a", "#555555", "#ffffff"
@@ -139,10 +139,9 @@ def box(
     if sub is None:
         texts = (label(ax, x, y, title, size=size, weight=weight, mono=mono),)
     else:
-        gap = 0.13 * h / 0.8 if h < 0.8 else 0.13
         texts = (
-            label(ax, x, y + gap + 0.02, title, size=size, weight=weight, mono=mono, va="bottom"),
-            label(ax, x, y - gap + 0.04, sub, size=sub_size, mono=sub_mono, va="top"),
+            label(ax, x, y + 0.05, title, size=size, weight=weight, mono=mono, va="bottom"),
+            label(ax, x, y - 0.05, sub, size=sub_size, mono=sub_mono, va="top"),
         )
     drawn = Box(patch, texts, x, y, w, h)
     ax.figure.boxes.append(drawn)

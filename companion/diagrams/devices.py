@@ -13,9 +13,9 @@ def data_parallel():
     ``jax.lax.pmean`` (an all-reduce) replaces every gradient by their mean; every device
     applies the same Adam step and keeps the same ``theta``. Returns a Figure."""
     fig, ax = canvas(6.2, 5.3)
-    xs = (1.0, 2.75, 5.2)
+    xs = (1.0, 2.85, 5.2)
     names = ("1", "2", "D")
-    w = 1.5
+    w = 1.65
     rows = (4.55, 3.2, 1.85, 0.55)
     label(ax, 3.1, 5.12, "minibatch, split in $D$ parts", size=SIZE)
     for x, k in zip(xs, names):
@@ -35,7 +35,7 @@ def data_parallel():
         arrow(ax, grad.bottom, (x, rows[2] + 0.425))
         arrow(ax, (x, rows[2] - 0.425), step.top)
     for y in (rows[0], rows[1], rows[3]):
-        label(ax, (xs[1] + xs[2]) / 2, y, "…", size=SIZE)
+        label(ax, (xs[1] + w / 2 + xs[2] - w / 2) / 2, y, "…", size=SIZE)
     box(
         ax,
         3.1,

@@ -79,7 +79,7 @@ def value_backups(maze: Sequence[str] = SMALL_MAZE, iterations: Sequence[int] | 
     rows, cols = walls.shape
     cell = 0.62
     panel_w, panel_h = cols * cell, rows * cell
-    gap_x, gap_y = 0.7, 0.75
+    gap_x, gap_y = 0.9, 0.75
     width = 2 * panel_w + gap_x + 0.6
     height = 2 * panel_h + 2 * gap_y + 0.55
     fig, ax = canvas(width, height)
@@ -110,7 +110,7 @@ def value_backups(maze: Sequence[str] = SMALL_MAZE, iterations: Sequence[int] | 
                 if reached:
                     label(ax, x + cell / 2, y + cell / 2, _value_text(int(d)), size=SMALL)
     sw, ys = 0.25, 0.12
-    for x, kind, text in ((0.3, "target", "target"), (1.55, "compute", "new in this backup")):
+    for x, kind, text in ((0.3, "target", "target"), (1.45, "compute", "new in this backup")):
         ax.add_patch(Rectangle((x, ys), sw, sw, facecolor=COLORS[kind][0], edgecolor=INK, lw=1.2))
         label(ax, x + sw + 0.1, ys + sw / 2, text, size=SMALL, ha="left")
     label(ax, width - 0.3, ys + sw / 2, "blank: $-\\infty$", size=SMALL, ha="right", color=MUTED)

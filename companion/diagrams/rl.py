@@ -12,16 +12,16 @@ def agent_environment_loop():
     """The loop of chapter 5: the agent sees ``s_t`` and picks ``a_t`` with its policy; the
     environment returns the reward ``r_t`` and the next state ``s_{t+1}``; ``t`` moves on.
     Returns a :class:`matplotlib.figure.Figure`."""
-    fig, ax = canvas(6.0, 3.1)
-    agent = box(ax, 1.2, 1.55, 2.1, 0.95, "Agent", r"$a_t \sim \pi(\cdot \mid s_t)$", kind="agent")
+    fig, ax = canvas(6.0, 3.2)
+    agent = box(ax, 1.2, 1.6, 2.1, 0.85, "Agent", r"$a_t \sim \pi(\cdot \mid s_t)$", kind="agent")
     env = box(
-        ax, 4.8, 1.55, 2.2, 0.95, "Environment", r"$p(s_{t+1}, r_t \mid s_t, a_t)$", kind="env"
+        ax, 4.8, 1.6, 2.2, 0.85, "Environment", r"$p(s_{t+1}, r_t \mid s_t, a_t)$", kind="env"
     )
     arrow(ax, agent.at(0.2, 1), env.at(-0.2, 1), rad=-0.45)
-    label(ax, 3.0, 2.8, r"action $a_t$", size=SIZE)
+    label(ax, 3.0, 2.88, r"action $a_t$", size=SIZE)
     arrow(ax, env.at(-0.2, -1), agent.at(0.2, -1), rad=-0.45)
-    label(ax, 3.0, 0.28, r"reward $r_t$, next state $s_{t+1}$", size=SIZE)
-    label(ax, 3.0, 1.55, r"$t \leftarrow t + 1$", size=SMALL, color=MUTED)
+    label(ax, 3.0, 0.3, r"reward $r_t$, next state $s_{t+1}$", size=SIZE)
+    label(ax, 3.0, 1.6, r"$t \leftarrow t + 1$", size=SMALL, color=MUTED)
     return fig
 
 
