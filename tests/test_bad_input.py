@@ -25,6 +25,7 @@ import companion
 from companion import (
     bench,
     budget,
+    diagrams,
     parallel,
     playground,
     playground_widget,
@@ -753,6 +754,12 @@ CASES = [
     Case('quiz.show_quiz',
          lambda mp: quiz.show_quiz('06 dqn'),
          ValueError, 'chapter: expected a notebook name'),
+    Case('diagrams.agents.dqn_data_flow',
+         lambda mp: diagrams.dqn_data_flow(target_update_period=0),
+         ValueError, 'target_update_period: expected a positive int, got 0'),
+    Case('diagrams.planning.value_backups',
+         lambda mp: diagrams.value_backups(maze=('...', '.#.')),
+         ValueError, "maze: expected exactly one target 'T', got 0"),
     Case('viz.figure_png',
          lambda mp: viz.figure_png(np.zeros((3, 3))),
          TypeError, 'fig: expected a matplotlib Figure, got ndarray'),
@@ -1094,6 +1101,20 @@ EXEMPT = {
     "checks.core.require_pair": "raises CheckFailed by design when an answer is not a pair",
     "checks.core.passed": "prints a line; any message is valid",
     "bench.hardware": "takes no arguments",
+    **{
+        f"diagrams.{name}": "takes no arguments"
+        for name in (
+            "rl.agent_environment_loop",
+            "rl.corridor_mdp",
+            "rl.episode_endings",
+            "jax_ideas.jit_compile",
+            "jax_ideas.vmap_batch",
+            "jax_ideas.scan_carry",
+            "jax_ideas.init_apply_and_module",
+            "agents.ppo_iteration",
+            "devices.data_parallel",
+        )
+    },
     "playground.StepResult": "data container",
     "tabular.MazeMDP": "data container; made by tabular.maze_mdp",
 }
