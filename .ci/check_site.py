@@ -73,6 +73,9 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         problems.append(f"{page.name}: a MyST directive is shown as raw text")
     if "application/vnd.jupyter.widget-view+json" in html and "static fallback" not in html:
         problems.append(f"{page.name}: a widget without a static fallback")
+    if "application/vnd.jupyter.widget-state+json" in html:
+        problems.append(f"{page.name}: embeds widget state (and loads the widget manager from "
+                        "a CDN), which no reader of the page uses")
     quiz = root / "notebooks" / "quizzes" / f"{notebook.stem}.json"
     if BROWSER is not None and quiz.exists():
         expected = len(json.loads(quiz.read_text()))

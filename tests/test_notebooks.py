@@ -353,13 +353,13 @@ def test_dqn_chapter(executed):
     assert mine == theirs
     # the training loop in view gives the companion's make_train agent on the same key
     # with a hard copy and with Polyak averaging (the in-view loop honours target_tau)
-    assert "target network: hard copy every 10 gradient steps" in text
-    assert "target network: Polyak averaging, τ = 0.005" in text
+    assert "target network: hard copy every 10 gradient steps; max |difference| of" in text
+    assert "target network: Polyak averaging, τ = 0.005; max |difference| of" in text
     # LayerNorm written out gives haiku's Q-values
     ln = re.search(r"Q-values, mine against haiku's: max \|difference\| (\S+)", text)
     assert ln and float(ln.group(1)) < 1e-4, ln
-    diffs = re.findall(r"^  (\w[\w ]*?) +max \|difference\|: (\S+)$", text, re.M)
     names = ["final parameters", "kept parameters", "losses", "evaluations"]
+    diffs = re.findall(rf"({'|'.join(names)}) (\S+?)(?:,|$)", text, re.M)
     assert [name for name, _ in diffs] == names * 2, diffs
     assert all(float(d) < 1e-4 for _, d in diffs), diffs
     # find the bug: every flag one step late, so none on a transition where the pole fell
@@ -372,22 +372,26 @@ def test_dqn_chapter(executed):
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
     assert any("seeds solved" in t for t in tables)
-    # the result it leads with is the final policy; the stability benchmark is laid out beside it
-    assert any("| seed | greedy return, final params" in t for t in tables)
-    for row in (
-        "| chapter | ",
-        "| without LayerNorm | ",
-        "| 1 gradient step per iteration | ",
-        "| batch 64 | ",
-        "| constant learning rate | ",
-        "| Polyak τ = 0.005 every step | ",
-        "| buffer 10,000 | ",
-    ):
-        assert any(row in t for t in tables), row
-    assert any("| training, 3 × 11 keys |" in t for t in tables)
+    # the result it leads with is the final policy (chapter 10 lays out the lever benchmark)
+    assert any("| final params: mean return |" in t for t in tables)
+    # the prose states the Huber comparison and the steps training runs from the run (glued)
+    record = "application/papermill.record/text/markdown"
+    glued = {
+        o["metadata"]["scrapbook"]["name"]: o["data"][record]
+        for _, o in outputs(nb)
+        if "scrapbook" in o.get("metadata", {})
+    }
+    solved = re.search(r"final parameters solve: squared loss (\d+), Huber loss (\d+) seeds", text)
+    squared, huber = map(int, solved.groups())
+    assert (glued["huber_sq_solved"], glued["huber_hu_solved"]) == (str(squared), str(huber))
+    said = "fewer" if huber < squared else "as many" if huber == squared else "more"
+    assert glued["huber_words"].startswith(f"The Huber loss solved {said}"), glued["huber_words"]
+    total = int(re.search(r"total_steps=(\d+)", text).group(1))
+    run = int(re.search(r"\(([\d,]+) steps\), ", text).group(1).replace(",", ""))
+    assert ("runs every step of it" in glued["dqn_steps_words"]) == (run == total)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
-    assert len(_png_outputs(nb)) >= 4
+    assert len(_png_outputs(nb)) >= 3  # the schedule, the learning curves, the episode
     widget_cells = [
         c for c in nb.cells if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
     ]
@@ -541,6 +545,18 @@ def test_silent_bugs_chapter(executed):
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
+    # section 7 lays out chapter 7's lever benchmark: each setting taken away
+    for row in (
+        "| chapter | ",
+        "| without LayerNorm | ",
+        "| 1 gradient step per iteration | ",
+        "| batch 64 | ",
+        "| constant learning rate | ",
+        "| Polyak τ = 0.005 every step | ",
+        "| buffer 10,000 | ",
+    ):
+        assert any(row in t for t in tables), row
+    assert any("| training, 3 × 11 keys |" in t for t in tables)
     # the prose quotes what the cells printed (glued), and the results' sentences are glued
     record = "application/papermill.record/text/markdown"
     glued = {

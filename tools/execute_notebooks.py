@@ -92,6 +92,10 @@ def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | No
         timeout=timeout,
         meta_override=True,
         record_timing=True,
+        # The book shows no widget (tests/test_notebooks.py: a widget's output is removed from
+        # the page), so none of their state is kept: a page with widget state would load
+        # require.js and the widget manager from a CDN for nothing.
+        store_widget_state=False,
     )
     if result.err is not None:
         return path, None, result.time, result.exc_string, None
