@@ -78,7 +78,9 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
                         "a CDN), which no reader of the page uses")
     quiz = root / "notebooks" / "quizzes" / f"{notebook.stem}.json"
     if BROWSER is not None and quiz.exists():
-        expected = len(json.loads(quiz.read_text()))
+        # the page holds the quiz in each language (the page's own shows): both are drawn
+        quizzes = [quiz, *sorted((quiz.parent).glob(f"*/{quiz.name}"))]
+        expected = sum(len(json.loads(q.read_text())) for q in quizzes)
         drawn = rendered_questions(page)
         if drawn != expected:
             problems.append(f"{page.name}: Chromium draws {drawn} quiz questions, not {expected}")
@@ -113,6 +115,24 @@ if BROWSER is not None:
         max_height=HEIGHT_LIMIT, max_overflow=0, max_clipped=0,
     )
     problems += measured["failures"]
+
+# The Japanese edition: the same pages under ja/, in Japanese, each with a link back.
+edition = site / "ja"
+english_pages = sorted(p.relative_to(site) for p in site.rglob("*.html")
+                       if "_static" not in p.parts and p.parts[0] != "ja")
+if not edition.is_dir():
+    problems.append(f"{edition}: no Japanese edition (tools/editions.py build ja)")
+else:
+    for relative in english_pages:
+        page = edition / relative
+        if not page.exists():
+            problems.append(f"ja/{relative}: missing")
+            continue
+        text = page.read_text()
+        if '<html lang="ja"' not in text:
+            problems.append(f"ja/{relative}: not marked as Japanese")
+        if relative.parts[0] in ("notebooks", "book") and 'class="edition-switch"' not in text:
+            problems.append(f"ja/{relative}: no link to the English page")
 
 # Formulas render offline: MathJax comes from the site, and Chromium (with no network) draws
 # the formulas of the foundations chapter.
