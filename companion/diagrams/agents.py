@@ -51,7 +51,9 @@ def dqn_data_flow(target_update_period: int | None = None):
     label(ax, (online.right[0] + loss.left[0]) / 2, rows[2] + 0.25, r"$\nabla_\theta$", size=SIZE)
     arrow(ax, online.top, target.bottom)
     every = (
-        "periodically" if target_update_period is None else f"every {target_update_period} steps"
+        "periodically"
+        if target_update_period is None
+        else f"every {target_update_period} gradient steps"
     )
     label(
         ax,
