@@ -125,7 +125,7 @@ def test_a_figure_is_white_and_shows_as_svg_with_its_text_as_paths():
 
 def test_the_copy_period_is_shown_and_checked():
     fig = _drawn("dqn_data_flow", target_update_period=10)
-    assert any("every 10 steps" in t.get_text() for t in _texts(fig))
+    assert any("every 10 gradient steps" in t.get_text() for t in _texts(fig))
     with pytest.raises(ValueError, match="target_update_period: expected a positive int"):
         diagrams.dqn_data_flow(target_update_period=0)
     with pytest.raises(TypeError, match="target_update_period: expected a positive int"):

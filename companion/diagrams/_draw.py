@@ -20,8 +20,9 @@ from matplotlib.path import Path
 
 #: Font sizes in points: box titles and labels, and the smallest text of any diagram.
 SIZE, SMALL = 16.0, 14.0
-#: Widest diagram, in inches: about 580 px in the book, scaled by 0.6 on a 390 px phone.
-MAX_WIDTH = 6.2
+#: Widest diagram, in inches: 500 px in the book (SVG at 96 px an inch), scaled by about
+#: 0.7 on a 390 px phone, where the smallest text is then about 13 px.
+MAX_WIDTH = 5.2
 INK, MUTED, PAPER = "#1a1a1a", "#555555", "#ffffff"
 #: (fill, edge) of a box by its role, the same in every diagram.
 COLORS = {

@@ -19,8 +19,8 @@ def dqn_data_flow(target_update_period: int | None = None):
     """
     if target_update_period is not None:
         target_update_period = positive_int(target_update_period, "target_update_period")
-    fig, ax = canvas(6.2, 5.6)
-    left, right, w, h = 1.6, 4.75, 2.3, 0.9
+    fig, ax = canvas(5.2, 5.6)
+    left, right, w, h = 1.3, 4.05, 2.0, 0.9
     rows = (4.75, 3.05, 1.35)
     env = box(ax, left, rows[0], w, h, "Environments", "CartPole", kind="env")
     target = box(
@@ -51,7 +51,9 @@ def dqn_data_flow(target_update_period: int | None = None):
     label(ax, (online.right[0] + loss.left[0]) / 2, rows[2] + 0.25, r"$\nabla_\theta$", size=SIZE)
     arrow(ax, online.top, target.bottom)
     every = (
-        "periodically" if target_update_period is None else f"every {target_update_period} steps"
+        "periodically"
+        if target_update_period is None
+        else f"every {target_update_period} gradient steps"
     )
     label(
         ax,
@@ -61,12 +63,12 @@ def dqn_data_flow(target_update_period: int | None = None):
         ha="left",
         linespacing=1.3,
     )
-    x_out = left - w / 2 - 0.28
+    x_out = left - w / 2 - 0.18
     path_arrow(ax, [online.left, (x_out, rows[2]), (x_out, rows[0]), env.left])
     label(ax, x_out + 0.1, (rows[0] + rows[1]) / 2 + 0.05, r"$\epsilon$-greedy $a$", ha="left")
     label(
         ax,
-        3.1,
+        2.6,
         0.35,
         r"$y = r + \gamma\,(1 - \mathrm{terminated})\,\mathrm{max}_{a'}\, Q_{\theta^-}(s', a')$",
         size=SIZE,
@@ -79,8 +81,8 @@ def ppo_iteration():
     ``pi_theta_old``, GAE advantages ``A_t``, epochs x minibatches of clipped-surrogate
     gradient steps on ``theta``, then the next rollout with the new policy.
     Returns a :class:`matplotlib.figure.Figure`."""
-    fig, ax = canvas(6.0, 4.5)
-    x, w, h = 3.85, 4.1, 0.95
+    fig, ax = canvas(5.2, 4.5)
+    x, w, h = 3.25, 3.7, 0.95
     rows = (3.8, 2.25, 0.7)
     rollout = box(
         ax,
@@ -89,7 +91,7 @@ def ppo_iteration():
         w,
         h,
         "Rollout",
-        r"$T$ steps $\times$ $N$ envs, acting with $\theta_\mathrm{old}$",
+        r"$T$ steps $\times$ $N$ envs, with $\theta_\mathrm{old}$",
         kind="env",
     )
     gae = box(
@@ -107,9 +109,15 @@ def ppo_iteration():
     )
     arrow(ax, rollout.bottom, gae.top)
     arrow(ax, gae.bottom, update.top)
-    x_out = x - w / 2 - 0.35
+    x_out = x - w / 2 - 0.3
     path_arrow(ax, [update.left, (x_out, rows[2]), (x_out, rows[0]), rollout.left])
     label(
-        ax, x_out - 0.12, rows[1], r"$\theta_\mathrm{old} \leftarrow \theta$", size=SIZE, ha="right"
+        ax,
+        x_out - 0.12,
+        rows[1],
+        "$\\theta_\\mathrm{old}$\n$\\leftarrow \\theta$",
+        size=SIZE,
+        ha="right",
+        linespacing=1.4,
     )
     return fig

@@ -12,12 +12,12 @@ def data_parallel():
     parameters ``theta`` and differentiates the loss on its ``1/D`` of the minibatch;
     ``jax.lax.pmean`` (an all-reduce) replaces every gradient by their mean; every device
     applies the same Adam step and keeps the same ``theta``. Returns a Figure."""
-    fig, ax = canvas(6.2, 5.3)
-    xs = (1.0, 2.85, 5.2)
+    fig, ax = canvas(5.2, 5.3)
+    xs = (0.85, 2.45, 4.35)
     names = ("1", "2", "D")
-    w = 1.65
+    w = 1.45
     rows = (4.55, 3.2, 1.85, 0.55)
-    label(ax, 3.1, 5.12, "minibatch, split in $D$ parts", size=SIZE)
+    label(ax, 2.6, 5.12, "minibatch, split in $D$ parts", size=SIZE)
     for x, k in zip(xs, names):
         part = box(ax, x, rows[0], w, 0.55, f"part {k}", kind="data", bold=False)
         grad = box(
@@ -38,9 +38,9 @@ def data_parallel():
         label(ax, (xs[1] + w / 2 + xs[2] - w / 2) / 2, y, "…", size=SIZE)
     box(
         ax,
-        3.1,
+        2.6,
         rows[2],
-        5.9,
+        4.95,
         0.85,
         "all-reduce: pmean",
         r"every device gets $\bar g = (g_1 + \cdots + g_D) / D$",
