@@ -13,7 +13,7 @@ PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 \
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv check lint test colab-test book bench lab serve clean
+.PHONY: venv check lint test colab-test book catalogues bench lab serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,8 @@ test: venv
 colab-test: venv
 	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -m colab -n auto --dist loadgroup tests/test_colab_runtime.py
 
-# The whole book, executing every notebook on the real budgets, into _build/html.
+# The whole book, executing every notebook on the real budgets, into _build/html, and its
+# Japanese edition from the same execution into _build/html/ja (tools/editions.py).
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
 # is not executed again, unless a companion module its imports reach, the package's data or
 # its quiz or the benchmark results it reads changed (tools/book_cache.py then forgets that
@@ -64,6 +65,13 @@ book: venv
 	$(BIN)/python tools/book_cache.py
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/execute_notebooks.py --jobs $(JOBS)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/editions.py build ja
+
+# The English messages extracted and the Japanese catalogues (locales/ja) brought in step:
+# a changed English paragraph becomes an untranslated entry, its old translation kept as a
+# fuzzy suggestion, until a translator reviews it (tests/test_editions.py checks).
+catalogues: venv
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/editions.py catalogues
 
 # Benchmarks (benchmarks/*.py) with their peers installed; each writes JSON to
 # benchmarks/results, and benchmarks/results/bench.json records how long each took.

@@ -4,28 +4,69 @@ A Markdown cell quotes a figure as ``{glue:md}`name``` and the code cell that co
 ``glue(name=text)``. The book's build (myst-nb's glue) pastes the text into the sentence, so
 the prose says what this build's run, or the committed result it reads, says.
 
+Words rather than figures ("lowers", a verdict) are glued in each of the book's languages,
+``glue(verdict=words(en="...", ja="..."))``: the page shows the text in its own language (one
+execution serves the English and the Japanese edition).
+
 Where myst-nb is not installed (Colab), the Markdown cell shows the role as written; ``glue``
 then shows the figures under the code cell that made them, one line, so that a reader can
-read them there.
+read them there (words in English).
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
-def glue(**texts: str) -> None:
+class Words(NamedTuple):
+    """A glued phrase in each of the book's languages (see :func:`words`)."""
+
+    en: str
+    ja: str
+
+    def markdown(self) -> str:
+        """Both texts, each in an inline element marked with its language; the book's style
+        (``editions.css``) shows the page's own."""
+        return "".join(
+            f'<span class="edition-text" lang="{lang}">{text}</span>'
+            for lang, text in (("en", self.en), ("ja", self.ja))
+        )
+
+
+def words(*, en: str, ja: str) -> Words:
+    """A phrase to glue in English and in Japanese: ``glue(verdict=words(en=..., ja=...))``.
+
+    Raises:
+        TypeError: if ``en`` or ``ja`` is not a ``str``.
+        ValueError: if either is empty, or holds Markdown or HTML markup (``<``, ``*``, a
+            backtick), which an inline element would not render.
+    """
+    for lang, text in (("en", en), ("ja", ja)):
+        if isinstance(text, Words):
+            continue
+        if not isinstance(text, str):
+            raise TypeError(f"words: {lang}: expected a str, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"words: {lang}: the text is empty")
+        if re.search(r"[<>*`]", text):
+            raise ValueError(f"words: {lang}: plain text expected, got markup in {text!r}")
+    return Words(en, ja)
+
+
+def glue(**texts: str | Words) -> None:
     """Make each ``name=text`` quotable in the chapter's Markdown as ``{glue:md}`name```.
 
     Args:
         **texts: Markdown text by name; each name lower-case letters, digits and ``_``. A
             figure is formatted here, where its precision can be seen
-            (``glue(ratio=f"{r:.1f}")``), not in the sentence.
+            (``glue(ratio=f"{r:.1f}")``), not in the sentence; words are given in each
+            language with :func:`words`.
 
     Raises:
-        TypeError: if a text is not a ``str``.
+        TypeError: if a text is neither a ``str`` nor :func:`words`.
         ValueError: if no text is given or a text is empty.
 
     Source: myst-nb's ``glue`` (https://myst-nb.readthedocs.io/en/latest/render/glue.html).
@@ -35,6 +76,8 @@ def glue(**texts: str) -> None:
     for name, text in texts.items():
         if not _NAME.match(name):
             raise ValueError(f"glue: name {name!r}: expected lower-case letters, digits, _")
+        if isinstance(text, Words):
+            continue
         if not isinstance(text, str):
             raise TypeError(
                 f"glue: {name}: expected the figure as formatted text (a str), got "
@@ -47,7 +90,9 @@ def glue(**texts: str) -> None:
     try:
         from myst_nb import glue as myst_glue
     except ImportError:  # Colab: show the figures where they were computed
-        display(Markdown("; ".join(f"`{n}`: {t}" for n, t in texts.items())))
+        shown = {n: t.en if isinstance(t, Words) else t for n, t in texts.items()}
+        display(Markdown("; ".join(f"`{n}`: {t}" for n, t in shown.items())))
         return
     for name, text in texts.items():
-        myst_glue(name, Markdown(text), display=False)
+        markdown = text.markdown() if isinstance(text, Words) else text
+        myst_glue(name, Markdown(markdown), display=False)

@@ -2,6 +2,9 @@
 
 A quiz is ``notebooks/quizzes/<chapter>.json`` in jupyterquiz's format, HTML texts: a list of
 ``{"question", "type": "multiple_choice", "answers": [{"answer", "correct", "feedback"}, ...]}``.
+Its Japanese translation, ``notebooks/quizzes/ja/<chapter>.json``, has the same questions and
+answers in the same order, with the same correct answers. One execution serves both editions of
+the book: the output holds both quizzes, and the page shows the one in its own language.
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ from companion._validate import folder_and_parents
 QUIZ_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/notebooks/quizzes"
 #: How many questions a chapter's quiz has.
 MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
+#: The languages of the quizzes: English first (the source), then its translations.
+LANGUAGES = ("en", "ja")
+#: Shows each quiz only on a page in its own language (a page without ``lang="ja"``: English).
+EDITION_CSS = (
+    "<style>html[lang|=ja] .quiz-edition:not([lang=ja]), "
+    "html:not([lang|=ja]) .quiz-edition[lang=ja] { display: none; }</style>"
+)
 
 
 def check_quiz(questions: Any, name: str = "quiz") -> None:
@@ -67,28 +77,40 @@ def check_quiz(questions: Any, name: str = "quiz") -> None:
                 )
 
 
-def find_quiz_file(chapter: str, start: str | os.PathLike | None = None) -> Path | None:
-    """``quizzes/<chapter>.json`` next to the notebooks, searched for from ``start`` (default:
-    the working directory) and its parents; ``None`` outside a checkout of the book.
+def _language_path(chapter: str, language: str) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"language: expected one of {LANGUAGES}, got {language!r}")
+    return f"{chapter}.json" if language == "en" else f"{language}/{chapter}.json"
+
+
+def find_quiz_file(
+    chapter: str, start: str | os.PathLike | None = None, language: str = "en"
+) -> Path | None:
+    """``quizzes/<chapter>.json`` (``quizzes/ja/<chapter>.json`` for Japanese) next to the
+    notebooks, searched for from ``start`` (default: the working directory) and its parents;
+    ``None`` outside a checkout of the book.
 
     Raises:
         TypeError: if ``start`` is not a path.
+        ValueError: if ``language`` is not one of :data:`LANGUAGES`.
     """
+    name = _language_path(chapter, language)
     for folder in folder_and_parents(start):
         for candidate in (folder / "quizzes", folder / "notebooks" / "quizzes"):
-            if (candidate / f"{chapter}.json").is_file():
-                return candidate / f"{chapter}.json"
+            if (candidate / name).is_file():
+                return candidate / name
     return None
 
 
-def load_quiz(chapter: str) -> list[dict]:
-    """The checked quiz of ``chapter`` (a notebook's name, such as ``"07_dqn"``).
+def load_quiz(chapter: str, language: str = "en") -> list[dict]:
+    """The checked quiz of ``chapter`` (a notebook's name, such as ``"07_dqn"``) in ``language``.
 
     Read from ``notebooks/quizzes`` in a checkout of the book; elsewhere (Colab) downloaded
     from :data:`QUIZ_URL`.
 
     Raises:
-        ValueError: if ``chapter`` is not a plain name.
+        ValueError: if ``chapter`` is not a plain name or ``language`` not one of
+            :data:`LANGUAGES`.
         TypeError, ValueError: if the quiz fails :func:`check_quiz`.
         FileNotFoundError: if the quiz is neither local nor downloadable (the message says why).
     """
@@ -97,11 +119,12 @@ def load_quiz(chapter: str) -> list[dict]:
 
     if not isinstance(chapter, str) or not re.fullmatch(r"[A-Za-z0-9_]+", chapter):
         raise ValueError(f"chapter: expected a notebook name such as '07_dqn', got {chapter!r}")
-    path = find_quiz_file(chapter)
+    name = _language_path(chapter, language)
+    path = find_quiz_file(chapter, language=language)
     if path is not None:
         questions = json.loads(path.read_text())
     else:
-        url = f"{QUIZ_URL}/{chapter}.json"
+        url = f"{QUIZ_URL}/{name}"
         try:
             with urllib.request.urlopen(url, timeout=30) as response:
                 questions = json.loads(response.read().decode())
@@ -115,25 +138,65 @@ def load_quiz(chapter: str) -> list[dict]:
                 f"chapter: no local quiz {chapter!r}, and {url} could not be reached "
                 f"(no network? {getattr(exc, 'reason', exc)})"
             ) from exc
-    check_quiz(questions, f"{chapter}.json")
+    check_quiz(questions, name)
     return questions
+
+
+def check_translation(english: list[dict], translated: list[dict], name: str = "quiz") -> None:
+    """Check that a translated quiz asks the same questions as the English one.
+
+    Raises:
+        ValueError: naming ``name`` and the question: a different number of questions or
+            answers, a different correct answer, or a text left in English.
+    """
+    check_quiz(translated, name)
+    if len(english) != len(translated):
+        raise ValueError(f"{name}: {len(translated)} questions, the English has {len(english)}")
+    for i, (e, t) in enumerate(zip(english, translated), start=1):
+        if [a["correct"] for a in e["answers"]] != [a["correct"] for a in t["answers"]]:
+            raise ValueError(f"{name}, question {i}: the answers or the correct one differ")
+        pairs = [(e["question"], t["question"])] + [
+            (a[f], b[f]) for a, b in zip(e["answers"], t["answers"]) for f in ("answer", "feedback")
+        ]
+        for source, text in pairs:
+            if source == text and re.search(r"[A-Za-z]{4,} [a-z]{3,}", source):
+                raise ValueError(f"{name}, question {i}: not translated: {source[:60]!r}")
 
 
 def show_quiz(chapter: str) -> None:
     """Show the quiz of ``chapter`` with jupyterquiz (answers shuffled, feedback on click).
 
-    Where the quiz cannot be loaded (Colab without network), prints why and that the book's
-    web page shows it, instead of failing the notebook.
+    Each language's quiz is shown in its own ``<div class="quiz-edition" lang="...">``, with
+    a style that hides the quizzes not in the page's language (:data:`EDITION_CSS`); a
+    translation that cannot be loaded is left out. Where the English quiz cannot be loaded
+    (Colab without network), prints why and that the book's web page shows it, instead of
+    failing the notebook.
 
     Raises:
         TypeError, ValueError: if ``chapter`` is not a plain name or its quiz is malformed.
     """
+    from IPython.display import HTML, Javascript, display
+    from IPython.utils.capture import capture_output
     from jupyterquiz import display_quiz
 
     try:
-        questions = load_quiz(chapter)
+        quizzes = [("en", load_quiz(chapter))]
     except FileNotFoundError as exc:
         print(f"The quiz cannot be shown here: {str(exc).removeprefix('chapter: ')}.")
         print("The book's web page shows it.")
         return
-    display_quiz(questions, shuffle_answers=True, max_width=800)
+    for language in LANGUAGES[1:]:
+        try:
+            quizzes.append((language, load_quiz(chapter, language)))
+        except FileNotFoundError:
+            pass
+    display(HTML(EDITION_CSS))
+    for language, questions in quizzes:
+        with capture_output() as shown:
+            display_quiz(questions, shuffle_answers=True, max_width=800)
+        for output in shown.outputs:
+            if "application/javascript" in output.data:
+                display(Javascript(output.data["application/javascript"]))
+            else:
+                html = output.data["text/html"]
+                display(HTML(f'<div class="quiz-edition" lang="{language}">{html}</div>'))

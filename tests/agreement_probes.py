@@ -63,17 +63,17 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     ],
     "08_ppo_maze": [
         (
-            "def rollout_in_view(",
+            "ppo.rollout(*args)",
             """__agreement({
-    "PPO rollout": (traj_view, traj),
+    "PPO rollout": (traj, traj_companion),
     "next values gathered against every next observation": (value_tp1_gathered, value_tp1_plain),
 })""",
         ),
         (
-            "def gae_in_view(",
+            "def gae_loop(",
             """__agreement({
-    "GAE in view against the companion": (adv_view, adv_companion),
-    "GAE in view against a plain loop": (adv_view, adv_loop),
+    "GAE in view against the companion": (advantages, adv_companion),
+    "GAE in view against a plain loop": (advantages, adv_loop),
 })""",
         ),
         (

@@ -21,6 +21,7 @@ def test_every_chapter_has_a_card_and_prerequisites_come_earlier():
     assert cards["notebooks/01_jax_essentials"]["prerequisites"] == []
     for card in cards.values():
         assert card["builds"].endswith(".") and len(card["builds"]) <= 100
+        assert card["builds_ja"].endswith("。") and card["builds_ja"] != card["builds"]
 
 
 def _write(tmp_path, cards):
@@ -47,8 +48,20 @@ def _write(tmp_path, cards):
             "notebooks/04_maze_in_depth: expected the fields",
         ),
         (lambda c: c["notebooks/06_cartpole"].update(minutes=3), "'minutes'"),
+        (
+            lambda c: c["notebooks/05_rl_foundations"].pop("builds_ja"),
+            "notebooks/05_rl_foundations: expected the fields builds, builds_ja",
+        ),
     ],
-    ids=["missing", "extra", "difficulty", "later prerequisite", "no builds", "unknown field"],
+    ids=[
+        "missing",
+        "extra",
+        "difficulty",
+        "later prerequisite",
+        "no builds",
+        "unknown field",
+        "no Japanese",
+    ],
 )
 def test_a_bad_cards_file_fails_the_build_naming_the_chapter(tmp_path, change, named):
     cards = yaml.safe_load((ROOT / CARDS_FILE).read_text())
@@ -110,3 +123,25 @@ def test_study_time_counts_prose_code_and_exercises(tmp_path):
     assert (
         study_time(path) == "about 10 min to read (1,800 words, 0 lines of code), then 0 exercises"
     )
+
+
+def test_the_study_time_reads_in_each_editions_language(tmp_path):
+    """Hand-made notebook: 360 words of prose (2 min) and 64 code lines (8 min) make 10 min,
+    rounded to 10; one exercise."""
+    import json
+
+    from chapter_cards import _duration, study_time
+
+    cells = [
+        {"cell_type": "markdown", "source": ["word " * 360]},
+        {"cell_type": "code", "metadata": {}, "source": ["x = 1\n" * 64]},
+        {"cell_type": "markdown", "source": ["## Exercises\n\n1. Do it.\n"]},
+    ]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    assert study_time(path) == "about 10 min to read (360 words, 64 lines of code), then 1 exercise"
+    assert study_time(path, "ja") == (
+        "読むのに約 10 分（英語版で 360 語、コード 64 行）、その後に演習 1 問"
+    )
+    assert _duration(40.2) == "40 s" and _duration(40.2, "ja") == "40 秒"
+    assert _duration(1032.0, "ja") == "17.2 分"

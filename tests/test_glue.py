@@ -9,7 +9,7 @@ import IPython.display
 import myst_nb.ext.glue as myst_glue
 import pytest
 
-from companion.glue import glue
+from companion.glue import glue, words
 
 
 def test_glues_markdown_that_myst_nb_pastes(monkeypatch):
@@ -50,3 +50,29 @@ def test_without_myst_nb_shows_the_figures_under_the_cell(monkeypatch):
 def test_bad_input_names_the_figure(texts, error, words):
     with pytest.raises(error, match=words):
         glue(**texts)
+
+
+def test_words_are_glued_in_both_languages_and_colab_shows_the_english(monkeypatch):
+    shown = []
+    monkeypatch.setattr(myst_glue, "ipy_display", lambda data, **kw: shown.append((data, kw)))
+    glue(verdict=words(en="lowers", ja="下げます"), ratio="1.5")
+    markdown = shown[0][0]["application/papermill.record/text/markdown"]
+    assert markdown == (
+        '<span class="edition-text" lang="en">lowers</span>'
+        '<span class="edition-text" lang="ja">下げます</span>'
+    )
+    assert shown[1][0]["application/papermill.record/text/markdown"] == "1.5"
+
+
+@pytest.mark.parametrize(
+    "en, ja, error, match",
+    [
+        ("lowers", "", ValueError, "words: ja: the text is empty"),
+        (3, "下げます", TypeError, "words: en: expected a str, got int"),
+        ("**lowers**", "下げます", ValueError, "words: en: plain text expected"),
+        ("lowers", "<b>下げ</b>", ValueError, "words: ja: plain text expected"),
+    ],
+)
+def test_words_name_the_language_that_is_wrong(en, ja, error, match):
+    with pytest.raises(error, match=match):
+        words(en=en, ja=ja)

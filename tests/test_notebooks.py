@@ -272,16 +272,23 @@ def test_rl_foundations_checks_every_equation(executed):
     assert number(r"RMS error to V\^pi (\S+)") < 0.02
     assert number(r"max \|Q - Q\*\| over legal actions = (\S+)") < 1e-4
     assert "its greedy policy is value iteration's: True" in text
-    # 5. the policy gradient theorem against jax.grad; REINFORCE is unbiased (its error within
-    # 3 standard errors, which shrink ~4x for 16x the episodes); a state baseline keeps the mean
-    # (and here lowers the variance), an action-dependent one fails the same check
+    # 5. the policy gradient theorem against jax.grad; REINFORCE is unbiased (its mean error
+    # within 3 standard errors, which shrink ~4x for 16x the episodes, and falling like
+    # 1/sqrt(n)); a state baseline keeps the mean (and here lowers the variance), an
+    # action-dependent one fails the same check
     assert number(r"policy gradient theorem vs jax.grad: max \|difference\| = (\S+)") < 1e-6
-    errors = re.findall(r"^(?:no baseline|baseline V)\s+error\s+(\S+)\s+(\S+)\s+(\S+)$", text, re.M)
+    errors = re.findall(
+        r"^(?:no baseline|baseline V)\s+mean error\s+(\S+)\s+(\S+)\s+(\S+)$", text, re.M
+    )
     ses = re.findall(r"^\s+standard error\s+(\S+)\s+(\S+)\s+(\S+)$", text, re.M)
     assert len(errors) == 2 and len(ses) == 2
     for (_, _, error), (se_first, _, se_last) in zip(errors, ses):
         assert float(error) < 3 * float(se_last)
         assert 3 < float(se_first) / float(se_last) < 5.5
+    slopes = re.search(
+        r"slope of the mean error against n: no baseline (\S+), baseline V (\S+) ", text
+    )
+    assert slopes and all(-0.65 < float(s) < -0.35 for s in slopes.groups()), slopes
     assert "unbiasedness check passed" in text
     assert number(r"variance of one episode's estimate, with the baseline / without: (\S+)") < 0.9
     gap_v = number(
@@ -431,7 +438,8 @@ def test_ppo_chapter(executed):
     tables = [
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
-    assert sum("50 episodes per seed" in t for t in tables) == 2  # the tiny budget's 50
+    (evaluation,) = [t for t in tables if "50 episodes per seed" in t]  # the tiny budget's 50
+    assert evaluation.count("| empty |") == evaluation.count("| medium |") == 2  # 2 seeds each
     # the prose quotes the evaluation size and the medium run's clip statistics (glued)
     record = "application/papermill.record/text/markdown"
     glued = {
@@ -582,9 +590,11 @@ def test_performance_chapter(executed):
     for row in (
         "| eager |",
         "| jit(lax.scan) |",
+        "| style | this page: µs per step | benchmark: µs per step |",  # one table, both runs
         "**dqn_envs**",
         "**ppo_seeds**",
-        "| per_step |",
+        "| this page | per_step |",  # the profile Amdahl's law reads, and the benchmark's
+        "| benchmark | per_step |",
         "gymnasium CartPole-v1",
         "DQN: time to solve",
         "PPO on Maze",

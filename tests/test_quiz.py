@@ -103,7 +103,10 @@ def test_show_quiz_passes_the_checked_questions_to_jupyterquiz(monkeypatch):
     )
     monkeypatch.chdir(ROOT / "notebooks")  # where the notebooks run
     quiz.show_quiz("08_ppo_maze")
-    assert shown == [json.loads((QUIZ_DIR / "08_ppo_maze.json").read_text())]
+    assert shown == [  # the English quiz, then its Japanese translation
+        json.loads((QUIZ_DIR / "08_ppo_maze.json").read_text()),
+        json.loads((QUIZ_DIR / "ja" / "08_ppo_maze.json").read_text()),
+    ]
 
 
 def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(

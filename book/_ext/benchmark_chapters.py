@@ -45,9 +45,11 @@ class BenchmarkChapters(SphinxRole):
         if not chapters:
             return [nodes.Text(f"{lead} none")], []
         out = [nodes.Text(f"{lead} " if lead else "")]
+        japanese = (self.env.config.language or "en") == "ja"
+        last, other = ("、", "、") if japanese else (" and ", ", ")
         for i, (number, docname) in enumerate(chapters):
             if i:
-                out.append(nodes.Text(" and " if i == len(chapters) - 1 else ", "))
+                out.append(nodes.Text(last if i == len(chapters) - 1 else other))
             link = pending_xref(
                 refdoc=self.env.docname,
                 reftarget="/" + docname,

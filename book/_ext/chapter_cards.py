@@ -27,7 +27,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 CARDS_FILE = "book/chapters.yml"
 DIFFICULTIES = ("introductory", "intermediate", "advanced")
-FIELDS = {"builds", "prerequisites", "difficulty", "gpu_seconds"}
+FIELDS = {"builds", "builds_ja", "prerequisites", "difficulty", "gpu_seconds"}
 COLAB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 
 
@@ -56,15 +56,14 @@ def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
     for i, name in enumerate(chapters):
         card = cards[name]
         unknown = set(card) - FIELDS
-        if unknown or not {"builds", "prerequisites", "difficulty"} <= set(card):
+        if unknown or not {"builds", "builds_ja", "prerequisites", "difficulty"} <= set(card):
             raise ExtensionError(
-                f"{path}: {name}: expected the fields builds, prerequisites, difficulty "
-                f"(and optionally gpu_seconds), got {sorted(card)}"
+                f"{path}: {name}: expected the fields builds, builds_ja (its Japanese), "
+                f"prerequisites, difficulty (and optionally gpu_seconds), got {sorted(card)}"
             )
         if card["difficulty"] not in DIFFICULTIES:
             raise ExtensionError(
-                f"{path}: {name}: difficulty {card['difficulty']!r}, expected one of "
-                f"{DIFFICULTIES}"
+                f"{path}: {name}: difficulty {card['difficulty']!r}, expected one of {DIFFICULTIES}"
             )
         for before in card["prerequisites"]:
             if before not in chapters[:i]:
@@ -75,12 +74,72 @@ def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
 
 
 @functools.cache
-def _machine() -> str:
+def _machine() -> tuple[str, int]:
     """The building machine as the benchmarks name it (``companion.bench.hardware``)."""
     from companion.bench import hardware
 
     hw = hardware()
-    return f"{hw['cpu']}, {hw['cpu_cores']} cores"
+    return hw["cpu"], hw["cpu_cores"]
+
+
+#: The card's words in each edition's language (``app.config.language``).
+TEXTS = {
+    "en": {
+        "title": "This chapter at a glance",
+        "builds": "You build",
+        "first": "Read first",
+        "none": "none: Python and NumPy",
+        "difficulty": "Difficulty",
+        "levels": dict(zip(DIFFICULTIES, DIFFICULTIES)),
+        "study": "Study time",
+        "about": "about {minutes} min",
+        "under": "under 10 min",
+        "reading": "{reading} to read ({words:,} words, {code:,} lines of code), then {n} {ex}",
+        "exercise": ("exercise", "exercises"),
+        "run": "Run time",
+        "executed": "{duration} to execute the notebook on the machine that built this page "
+        "({machine}{sharing})",
+        "sharing": ", with {jobs} notebooks executing at a time",
+        "not_executed": "not executed in this build",
+        "gpu": "; {duration} on a Colab GPU",
+        "no_gpu": "; not measured on a GPU",
+        "seconds": "{s:.0f} s",
+        "minutes": "{m:.1f} min",
+        "run_it": "Run it",
+        "colab": "Open in Colab",
+        "machine": "{cpu}, {cores} cores",
+    },
+    "ja": {
+        "title": "この章の概要",
+        "builds": "作るもの",
+        "first": "先に読む章",
+        "none": "なし（Python と NumPy）",
+        "difficulty": "難易度",
+        "levels": dict(zip(DIFFICULTIES, ("入門", "中級", "上級"))),
+        "study": "学習時間",
+        "about": "約 {minutes} 分",
+        "under": "10 分未満",
+        "reading": "読むのに{reading}（英語版で {words:,} 語、コード {code:,} 行）、その後に演習 "
+        "{n} 問",
+        "exercise": ("", ""),
+        "run": "実行時間",
+        "executed": "このページをビルドしたマシン（{machine}{sharing}）でノートブックの実行に "
+        "{duration}",
+        "sharing": "、{jobs} 個のノートブックを同時に実行",
+        "not_executed": "このビルドでは実行していません",
+        "gpu": "、Colab の GPU で {duration}",
+        "no_gpu": "、GPU では未計測",
+        "seconds": "{s:.0f} 秒",
+        "minutes": "{m:.1f} 分",
+        "run_it": "実行する",
+        "colab": "Colab で開く",
+        "machine": "{cpu}、{cores} コア",
+    },
+}
+
+
+def _texts(language: str | None) -> dict:
+    return TEXTS.get(language or "en", TEXTS["en"])
 
 
 def _sharing(app, docname: str, runtime: float) -> str:
@@ -93,7 +152,8 @@ def _sharing(app, docname: str, runtime: float) -> str:
     entry = json.loads(path.read_text()).get(f"{docname}.ipynb")
     if not entry or abs(entry["seconds"] - runtime) > 1e-6 or entry["jobs"] < 2:
         return ""
-    return f", with {entry['jobs']} notebooks executing at a time"
+    language = getattr(getattr(app, "config", None), "language", None)
+    return _texts(language)["sharing"].format(jobs=entry["jobs"])
 
 
 #: Reading speeds of the study-time estimate: prose in words a minute, code in lines a minute
@@ -103,10 +163,11 @@ EXERCISE = re.compile(r"^\d+\.\s", re.MULTILINE)  # "3. **Double DQN.** ..." num
 CODE_LINES_PER_MINUTE = 8
 
 
-def study_time(path) -> str:
+def study_time(path, language: str = "en") -> str:
     """The chapter's reading time, estimated from its notebook: its prose at
     ``WORDS_PER_MINUTE`` and its shown code at ``CODE_LINES_PER_MINUTE``, and its number of
-    exercises (the cells of the "Exercises" section are not counted as reading)."""
+    exercises (the cells of the "Exercises" section are not counted as reading), in
+    ``language`` (the estimate is the English one in every edition)."""
     nb = json.loads(Path(path).read_text())
     words = code = exercises = 0
     in_exercises = False
@@ -127,15 +188,18 @@ def study_time(path) -> str:
         elif not in_exercises and not {"remove-input", "remove-cell", "colab-setup"} & set(tags):
             code += sum(1 for line in text.splitlines() if line.strip())
     minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
-    reading = f"about {5 * round(minutes / 5):.0f} min" if minutes >= 7.5 else "under 10 min"
-    return (
-        f"{reading} to read ({words:,} words, {code:,} lines of code), then "
-        f"{exercises} exercise{'s' if exercises != 1 else ''}"
+    t = _texts(language)
+    reading = (
+        t["about"].format(minutes=f"{5 * round(minutes / 5):.0f}") if minutes >= 7.5 else t["under"]
+    )
+    return t["reading"].format(
+        reading=reading, words=words, code=code, n=exercises, ex=t["exercise"][exercises != 1]
     )
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+def _duration(seconds: float, language: str = "en") -> str:
+    t = _texts(language)
+    return t["seconds"].format(s=seconds) if seconds < 90 else t["minutes"].format(m=seconds / 60)
 
 
 def _field(name: str, *body: nodes.Node) -> nodes.field:
@@ -143,47 +207,62 @@ def _field(name: str, *body: nodes.Node) -> nodes.field:
 
 
 def card_node(env, docname: str) -> nodes.Element:
-    """The card of ``docname`` as a docutils admonition (prerequisites as page links)."""
+    """The card of ``docname`` as a docutils admonition (prerequisites as page links), in
+    the edition's language."""
     app = env.app
+    language = app.config.language or "en"
+    t = _texts(language)
     card = app.config.chapter_cards[docname]
     fields = nodes.field_list()
-    fields += _field("You build", nodes.paragraph(text=card["builds"]))
+    builds = card["builds_ja"] if language == "ja" else card["builds"]
+    fields += _field(t["builds"], nodes.paragraph(text=builds))
     # One link per line: chapter titles hold commas.
     before = nodes.bullet_list(classes=["chapter-card-prerequisites"])
     for target in card["prerequisites"]:
-        link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
-                            refdomain="std", refexplicit=False, refwarn=True)
+        link = pending_xref(
+            refdoc=docname,
+            reftarget="/" + target,
+            reftype="doc",
+            refdomain="std",
+            refexplicit=False,
+            refwarn=True,
+        )
         link += nodes.inline(text=target.split("/")[-1])
         before += nodes.list_item("", nodes.paragraph("", "", link))
     if not card["prerequisites"]:
-        before = nodes.paragraph(text="none: Python and NumPy")
-    fields += _field("Read first", before)
-    fields += _field("Difficulty", nodes.paragraph(text=card["difficulty"]))
-    fields += _field("Study time", nodes.paragraph(text=study_time(env.doc2path(docname))))
+        before = nodes.paragraph(text=t["none"])
+    fields += _field(t["first"], before)
+    fields += _field(t["difficulty"], nodes.paragraph(text=t["levels"][card["difficulty"]]))
+    study = study_time(env.doc2path(docname), language)
+    fields += _field(t["study"], nodes.paragraph(text=study))
     exec_data = NbMetadataCollector.get_doc_data(env).get(docname, {}).get("exec_data") or {}
     runtime = exec_data.get("runtime")
     timing = (
-        f"{_duration(runtime)} to execute the notebook on the machine that built this page "
-        f"({_machine()}{_sharing(app, docname, runtime)})"
+        t["executed"].format(
+            duration=_duration(runtime, language),
+            machine=t["machine"].format(cpu=_machine()[0], cores=_machine()[1]),
+            sharing=_sharing(app, docname, runtime),
+        )
         if runtime is not None
-        else "not executed in this build"
+        else t["not_executed"]
     )
     if card.get("gpu_seconds") is not None:
-        timing += f"; {_duration(card['gpu_seconds'])} on a Colab GPU"
+        timing += t["gpu"].format(duration=_duration(card["gpu_seconds"], language))
     else:
-        timing += "; not measured on a GPU"
-    fields += _field("Run time", nodes.paragraph(text=timing))
+        timing += t["no_gpu"]
+    fields += _field(t["run"], nodes.paragraph(text=timing))
     options = app.config.html_theme_options
     repo = options.get("repository_url", "").removeprefix("https://github.com/")
     colab = COLAB.format(
-        repo=repo, branch=options.get("repository_branch", "main"),
+        repo=repo,
+        branch=options.get("repository_branch", "main"),
         path=env.doc2path(docname, False),
     )
     fields += _field(
-        "Run it", nodes.paragraph("", "", nodes.reference("", "Open in Colab", refuri=colab))
+        t["run_it"], nodes.paragraph("", "", nodes.reference("", t["colab"], refuri=colab))
     )
     box = nodes.admonition(classes=["chapter-card", "tip"])
-    box += nodes.title(text="This chapter at a glance")
+    box += nodes.title(text=t["title"])
     box += fields
     return box
 

@@ -60,8 +60,12 @@ def _table(env, docname: str) -> nodes.table:
     group += head
     row = nodes.row()
     head += row
-    for name in ("chapter", "execution time", "of which before the first exercise",
-                 "ran without error"):
+    for name in (
+        "chapter",
+        "execution time",
+        "of which before the first exercise",
+        "ran without error",
+    ):
         row += nodes.entry("", nodes.paragraph(text=name))
     body = nodes.tbody()
     group += body
@@ -71,13 +75,23 @@ def _table(env, docname: str) -> nodes.table:
             continue
         row = nodes.row()
         body += row
-        link = pending_xref(refdoc=docname, reftarget="/" + target, reftype="doc",
-                            refdomain="std", refexplicit=False, refwarn=True)
-        link += nodes.inline(text=str(env.titles[target].astext()) if target in env.titles else target)
+        link = pending_xref(
+            refdoc=docname,
+            reftarget="/" + target,
+            reftype="doc",
+            refdomain="std",
+            refexplicit=False,
+            refwarn=True,
+        )
+        link += nodes.inline(
+            text=str(env.titles[target].astext()) if target in env.titles else target
+        )
         row += nodes.entry("", nodes.paragraph("", "", link))
         runtime = exec_data.get("runtime")
         row += nodes.entry("", nodes.paragraph(text=_minutes(runtime)))
-        row += nodes.entry("", nodes.paragraph(text=_minutes(_first_exercise(env, target, runtime))))
+        row += nodes.entry(
+            "", nodes.paragraph(text=_minutes(_first_exercise(env, target, runtime)))
+        )
         row += nodes.entry("", nodes.paragraph(text="yes" if exec_data.get("succeeded") else "no"))
     return table
 

@@ -1,0 +1,68 @@
+"""A language switch on every page: the same page in the book's other edition.
+
+The English edition sits at the site's root and the Japanese one under ``ja/``
+(``tools/editions.py``), page for page, so the other edition's address of a page is its own
+address with ``ja/`` added or taken away. The link is plain HTML at the top of the article:
+it works offline and without JavaScript.
+
+The captions of the table of contents ("Getting started", ...) are translated here too, from
+the root page's catalogue: ``sphinx-external-toc`` inserts the toctrees after Sphinx has
+translated the page, so Sphinx's own translation never sees them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sphinx import addnodes, locale
+from sphinx.application import Sphinx
+from sphinx.util.i18n import docname_to_domain
+
+#: (language, the link's text, the folder of its edition under the site's root)
+EDITIONS = (("en", "English", ""), ("ja", "日本語", "ja/"))
+
+
+def switch_html(pagename: str, language: str) -> str:
+    """The switch for ``pagename`` (e.g. ``notebooks/07_dqn``) in the ``language`` edition.
+
+    Raises:
+        ValueError: if ``language`` is not an edition's.
+    """
+    own = {lang: folder for lang, _, folder in EDITIONS}
+    if language not in own:
+        raise ValueError(f"language: expected one of {sorted(own)}, got {language!r}")
+    up = "../" * (pagename.count("/") + (1 if own[language] else 0))  # to the site's root
+    links = [
+        f'<a href="{up}{folder}{pagename}.html" hreflang="{lang}" lang="{lang}">{text}</a>'
+        for lang, text, folder in EDITIONS
+        if lang != language
+    ]
+    return f'<nav class="edition-switch" aria-label="Language">{" ".join(links)}</nav>\n'
+
+
+def _add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if doctree is None or "body" not in context:  # the index, search and generated pages
+        return
+    context["body"] = switch_html(pagename, app.config.language or "en") + context["body"]
+
+
+def _translate_captions(app: Sphinx, doctree) -> None:
+    language = app.config.language or "en"
+    if language == "en":
+        return
+    docname = app.env.docname
+    dirs = [str(Path(app.srcdir, d)) for d in app.config.locale_dirs]
+    domain = docname_to_domain(docname, app.config.gettext_compact)
+    translator, found = locale.init(dirs, language, domain)
+    if not found:
+        return
+    for toctree in doctree.findall(addnodes.toctree):
+        caption = toctree.get("caption")
+        if caption:
+            toctree["caption"] = translator.gettext(caption)
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("html-page-context", _add_switch)
+    app.connect("doctree-read", _translate_captions)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

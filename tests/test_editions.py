@@ -1,0 +1,123 @@
+"""The Japanese edition: its catalogues complete and in step, its quizzes, the language switch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import editions  # noqa: E402  (tools/editions.py)
+from language_switch import switch_html  # noqa: E402  (book/_ext/language_switch.py)
+
+from companion import quiz  # noqa: E402
+
+
+def _tool():
+    return editions
+
+
+def test_every_catalogue_entry_is_translated_and_none_is_fuzzy():
+    found = _tool().problems("ja")
+    assert not found, f"{len(found)} catalogue entries to translate or review:\n" + "\n".join(
+        found[:40]
+    )
+
+
+@pytest.mark.subprocess
+def test_the_catalogues_hold_exactly_the_english_messages(tmp_path):
+    """A fresh extraction of the English source against locales/ja: an English paragraph
+    changed without its translation being reviewed shows as missing here."""
+    tool = _tool()
+    pot = tool.extract(tmp_path)
+    found = tool.problems("ja", pot)
+    assert not found, "\n".join(found[:40])
+
+
+def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
+    tool = _tool()
+    folder = tmp_path / "ja" / "LC_MESSAGES" / "book"
+    folder.mkdir(parents=True)
+    (folder / "intro.po").write_text(
+        'msgid ""\nmsgstr "Content-Type: text/plain; charset=utf-8\\n"\n\n'
+        'msgid "Hello"\nmsgstr "こんにちは"\n\n'
+        '#, fuzzy\nmsgid "Old sentence"\nmsgstr "古い文"\n\n'
+        'msgid "New sentence"\nmsgstr ""\n'
+    )
+    monkeypatch.setattr(tool, "LOCALES", tmp_path)
+    found = tool.problems("ja")
+    assert len(found) == 2
+    assert "fuzzy" in found[0] and "Old sentence" in found[0]
+    assert "untranslated" in found[1] and "New sentence" in found[1]
+
+
+@pytest.mark.parametrize(
+    "page, language, expected",
+    [
+        ("book/intro", "en", '<a href="../ja/book/intro.html" hreflang="ja" lang="ja">日本語</a>'),
+        ("notebooks/07_dqn", "ja", '<a href="../../notebooks/07_dqn.html" hreflang="en"'),
+        ("index", "en", '<a href="ja/index.html"'),
+        ("index", "ja", '<a href="../index.html"'),
+    ],
+)
+def test_the_switch_opens_the_same_page_in_the_other_edition(page, language, expected):
+    html = switch_html(page, language)
+    assert expected in html and html.count("<a ") == 1
+
+
+def test_the_switch_names_an_unknown_language():
+    with pytest.raises(ValueError, match="language: expected one of"):
+        switch_html("book/intro", "fr")
+
+
+QUIZZES = sorted((ROOT / "notebooks" / "quizzes").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", QUIZZES, ids=[p.stem for p in QUIZZES])
+def test_every_quiz_has_a_japanese_translation_with_the_same_answers(path):
+    translated = path.parent / "ja" / path.name
+    assert translated.is_file(), f"no Japanese quiz {translated.relative_to(ROOT)}"
+    quiz.check_translation(
+        json.loads(path.read_text()), json.loads(translated.read_text()), f"ja/{path.name}"
+    )
+
+
+def test_a_translated_quiz_with_another_correct_answer_is_refused():
+    english = quiz.load_quiz("07_dqn")
+    wrong = json.loads(json.dumps(english))
+    for question in wrong:
+        for answer in question["answers"]:
+            answer["answer"] = answer["feedback"] = question["question"] = "訳"
+    wrong[1]["answers"][0]["correct"], wrong[1]["answers"][1]["correct"] = False, True
+    with pytest.raises(ValueError, match="question 2: the answers or the correct one differ"):
+        quiz.check_translation(english, wrong, "ja/07_dqn.json")
+    untranslated = json.loads(json.dumps(english))
+    with pytest.raises(ValueError, match="question 1: not translated"):
+        quiz.check_translation(english, untranslated, "ja/07_dqn.json")
+
+
+def test_the_quiz_output_holds_each_language_in_its_own_block():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()  # as in a notebook's kernel: display() publishes outputs
+    try:
+        with capture_output() as shown:
+            quiz.show_quiz("07_dqn")
+    finally:
+        InteractiveShell.clear_instance()
+    html = [o.data["text/html"] for o in shown.outputs if "text/html" in o.data]
+    assert quiz.EDITION_CSS in html[0]
+    blocks = [h for h in html if h.startswith('<div class="quiz-edition"')]
+    languages = [b.split('lang="')[1].split('"')[0] for b in blocks]
+    assert languages == ["en", "ja"]
+    assert "<div" in blocks[1] and "quiz-edition" in blocks[1]
+    scripts = [o for o in shown.outputs if "application/javascript" in o.data]
+    assert len(scripts) == 2
+    japanese = json.loads((ROOT / "notebooks" / "quizzes" / "ja" / "07_dqn.json").read_text())
+    assert json.dumps(japanese[0]["question"]) in scripts[1].data["application/javascript"]

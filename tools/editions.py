@@ -1,0 +1,158 @@
+"""The book's editions: English at ``_build/html``, Japanese at ``_build/html/ja``.
+
+Both editions render the same executed notebooks: the Japanese build reads the English build's
+execution cache (``_build/.jupyter_cache``, keyed by the notebooks' code, which translation
+does not change), so ``make book`` executes each notebook once. The Japanese prose comes from
+Sphinx's message catalogues, ``locales/ja/LC_MESSAGES/**/*.po`` (one per page), kept in step
+with the English source by ``sphinx-intl``.
+
+    python tools/editions.py catalogues   # extract the English messages; update locales/ja
+    python tools/editions.py build ja     # the Japanese edition into _build/html/ja
+    python tools/editions.py check        # every entry translated, none fuzzy, all in step
+
+``catalogues`` runs Sphinx's ``gettext`` builder with notebook execution off (only the
+Markdown is read) into ``_build/gettext``, then ``sphinx-intl update``: a changed English
+paragraph becomes a new, untranslated entry and its old translation is kept as a fuzzy
+suggestion, which ``check`` refuses until a translator reviews it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCALES = ROOT / "locales"
+LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
+CACHE = ROOT / "_build" / ".jupyter_cache"
+
+
+def edition_config(language: str | None, execute: str) -> dict:
+    """``_config.yml`` for one edition: ``language`` None for the message extraction.
+
+    Paths that Jupyter Book reads relative to the configuration file are made absolute, so
+    the configuration can be written anywhere; the execution cache is the English build's.
+    """
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    sphinx = config.setdefault("sphinx", {})
+    sphinx["local_extensions"] = {
+        name: str(ROOT / path) for name, path in sphinx.get("local_extensions", {}).items()
+    }
+    config.setdefault("execute", {}).update(execute_notebooks=execute, cache=str(CACHE))
+    settings = sphinx.setdefault("config", {})
+    settings.update(gettext_compact=False, gettext_uuid=False, gettext_location=False)
+    if language is not None:
+        config["title"] = LANGUAGES[language]
+        settings.update(language=language, locale_dirs=[str(LOCALES)])
+    return config
+
+
+def _jupyter_book(config: dict, out: Path, *args: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "_config.yml"
+        path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
+        command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT)]
+        command += ["--config", str(path), "--path-output", str(out), *args]
+        subprocess.run(command, check=True)
+
+
+def extract(out: Path) -> Path:
+    """The English messages as ``.pot`` files under ``out`` (returned: their folder)."""
+    _jupyter_book(
+        edition_config(None, "off"), out, "--builder", "custom", "--custom-builder", "gettext"
+    )
+    return out / "_build" / "gettext"
+
+
+def catalogues(languages=tuple(LANGUAGES)) -> None:
+    """Extract the English messages and bring every language's catalogues in step."""
+    pot = extract(ROOT / "_build" / "gettext-source")
+    for language in languages:
+        subprocess.run(
+            [str(Path(sys.executable).parent / "sphinx-intl"), "update", "-p", str(pot)]
+            + ["-l", language, "-d", str(LOCALES), "-w", "88"],
+            check=True,
+        )
+
+
+def build(language: str) -> Path:
+    """The ``language`` edition, warnings as errors, into ``_build/html/<language>``."""
+    if not (CACHE / "global.db").exists():
+        raise SystemExit("build the English edition first: its execution cache is reused")
+    out = ROOT / "_build" / language
+    _jupyter_book(edition_config(language, "cache"), out, "--warningiserror", "--keep-going")
+    target = ROOT / "_build" / "html" / language
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(out / "_build" / "html", target)
+    return target
+
+
+def _read(path: Path):
+    from babel.messages.pofile import read_po
+
+    with path.open("rb") as f:
+        return read_po(f)
+
+
+def problems(language: str, pot: Path | None = None) -> list[str]:
+    """What keeps ``language``'s catalogues from being complete, one line each.
+
+    Every entry must be translated and not fuzzy; with ``pot`` (a folder of freshly
+    extracted ``.pot`` files), every page's catalogue must hold exactly its English messages.
+    """
+    found = []
+    folder = LOCALES / language / "LC_MESSAGES"
+    for po in sorted(folder.rglob("*.po")):
+        name = po.relative_to(folder)
+        for message in _read(po):
+            if not message.id:
+                continue
+            text = message.id if isinstance(message.id, str) else message.id[0]
+            if message.fuzzy:
+                found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
+            elif not message.string:
+                found.append(f"{name}: untranslated: {text[:70]!r}")
+            elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
+                # a title re-parsed as Markdown: "1. ..." would be a list, the title English
+                found.append(f"{name}: write the title's number as '1\\. ': {text[:70]!r}")
+    if pot is not None:
+        for template in sorted(pot.rglob("*.pot")):
+            name = template.relative_to(pot).with_suffix(".po")
+            english = {m.id for m in _read(template) if m.id}
+            po = folder / name
+            have = {m.id for m in _read(po) if m.id} if po.exists() else set()
+            for text in sorted(english - have):
+                found.append(f"{name}: not in the catalogue (run catalogues): {text[:70]!r}")
+            for text in sorted(have - english):
+                found.append(f"{name}: no longer in the English source: {text[:70]!r}")
+    return found
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("catalogues")
+    sub.add_parser("build").add_argument("language", choices=sorted(LANGUAGES))
+    sub.add_parser("check")
+    args = parser.parse_args(argv)
+    if args.command == "catalogues":
+        catalogues()
+    elif args.command == "build":
+        print(build(args.language))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            pot = extract(Path(tmp))
+            found = [f"{lang}: {p}" for lang in LANGUAGES for p in problems(lang, pot)]
+        print("\n".join(found) or "every catalogue entry translated and in step")
+        raise SystemExit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()
