@@ -711,7 +711,7 @@ def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict,
 
 def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     """Chapter 7's hidden cells that glue the committed results' figures."""
-    cells = ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-glue")
+    cells = ("dqn-stability-glue", "dqn-layernorm-glue")
     return _chapter_glue(monkeypatch, "07_dqn", cells)
 
 
@@ -778,18 +778,10 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
         off["median_td_abs_max"] > on["median_td_abs_max"]
     )
     assert glued["stab_ln_words"].startswith("Without LayerNorm the largest values are") == larger
-    # section 10: the post's DQN and the chapter's, from source_posts (chapter 10 compares
-    # them in full, with the chapter's earlier Polyak configuration)
+    # the post's DQN, the chapter's and the earlier one (chapter 10 compares them)
     cmp = posts["comparisons"]["dqn"]
     post, book, earlier = cmp["post"], cmp["book"], cmp["earlier"]
     assert post["seeds"] == book["seeds"] == earlier["seeds"] == 33
-    assert (glued["post_keys"], glued["post_final"], glued["post_book_final"]) == (
-        "33",
-        str(post["final_solved"]),
-        str(book["final_solved"]),
-    )
-    assert glued["post_time"] == f"{post['median_time_to_target_s']:.1f} s"
-    assert glued["post_book_steps"] == f"{book['median_steps_to_target']:,.0f}"
     # one key at a time (source_posts) against vmapped (dqn_stability): the words say which
     p_one, p_bench = book["final_solved"] / 33, chapter["final_solved"] / 33
     pooled = (p_one + p_bench) / 2
@@ -813,43 +805,15 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     for phrase in (
         "without LayerNorm on {glue:md}`stab_noln_solved`",
         "the final parameters of {glue:md}`page_final_solved` of this page's",
-        "the post's holds 475 on {glue:md}`post_final` keys, this chapter's on "
-        "{glue:md}`post_book_final`",
         "{glue:md}`stab_ln_td_off` without, {glue:md}`stab_ln_td_on` with.",
     ):
         assert phrase in prose, phrase
-    assert "{cite}`pegoud2023gentle`" in prose and "{cite}`gallici2025simplifying`" in prose
+    for key in ("pegoud2023gentle", "gallici2025simplifying", "liesen2024rejax"):
+        assert f"{{cite}}`{key}`" in prose, key
     assert (
         "without LayerNorm: {glue:md}`stab_noln_solved`, {glue:md}`stab_noln_quarter`;"
         in levers_prose
     )
-
-
-def test_dqn_chapter_quotes_the_committed_speed_against_rejax(monkeypatch):
-    """Chapter 7 section 9: the steps per second of the book's DQN and rejax's, and which ran
-    more and by how much, are those of the committed dqn_cartpole result."""
-    import json
-
-    speed = json.loads((ROOT / "benchmarks" / "results" / "dqn_cartpole.json").read_text())
-    glued, prose = _dqn_chapter_glue(monkeypatch)
-    book = [r["env_steps"] / r["run_s"] for r in speed["book"]]
-    rejax = [r["env_steps"] / r["run_s"] for r in speed["rejax"]]
-    low, high = min(book) / max(rejax), max(book) / min(rejax)
-    assert low > 1, "the committed result: the book's DQN runs more steps per second"
-    ratio = glued["dqn_rate_ratio"]
-    assert ratio.startswith("this book's DQN ran ") and ratio.endswith(
-        " times as many steps per second as rejax's"
-    )
-    said = [float(x) for x in ratio.split(" ran ")[1].split(" times")[0].split(" to ")]
-    assert abs(said[0] - low) <= 0.5 and abs(said[-1] - high) <= 0.5, (said, low, high)
-    for name, rates in (("dqn_book_rate", book), ("dqn_rejax_rate", rejax)):
-        shown = [float(x.replace(",", "")) for x in glued[name].split(" to ")]
-        assert abs(shown[0] / min(rates) - 1) < 0.1 and abs(shown[-1] / max(rates) - 1) < 0.1
-    assert (
-        "{glue:md}`dqn_rejax_rate` environment steps per second: {glue:md}`dqn_rate_ratio`" in prose
-    )
-    assert "{cite}`liesen2024rejax`" in prose
-    assert "times slower" not in prose
 
 
 def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch):
