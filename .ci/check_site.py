@@ -119,8 +119,12 @@ if BROWSER is not None:
 
 # The Japanese edition: the same pages under ja/, in Japanese, each with a link back.
 edition = site / "ja"
-english_pages = sorted(p.relative_to(site) for p in site.rglob("*.html")
-                       if "_static" not in p.parts and p.parts[0] != "ja")
+english_pages = sorted(
+    p.relative_to(site)
+    for folder in ("notebooks", "book")
+    for p in (site / folder).glob("*.html")
+    if ".probe" not in p.name
+)
 if not edition.is_dir():
     problems.append(f"{edition}: no Japanese edition (tools/editions.py build ja)")
 else:
