@@ -420,7 +420,6 @@ def test_ppo_chapter(executed):
     mine = next(line for line in text.splitlines() if line.startswith("loss in view:"))
     theirs = next(line for line in text.splitlines() if line.startswith("companion   :"))
     assert abs(float(mine.split(":")[1]) - float(theirs.split(":")[1])) < 1e-5
-    assert "compilations for 3 calls of train with different keys: 1" in text
     # the training loop in view gives the companion's make_train model on the same key
     diffs = dict(re.findall(r"^(\w+) +max \|difference\|: (\S+)$", text, re.M))
     assert set(diffs) == {"model", "policy_loss", "value_loss", "entropy"}, diffs
