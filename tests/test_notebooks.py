@@ -481,6 +481,13 @@ def test_generalising_chapter(executed):
     assert len(_png_outputs(nb)) >= 4
 
 
+def _silent_bugs_phrase(markdown: str, lang: str) -> str:
+    """One language's text of a phrase glued in both (companion.glue.words)."""
+    found = re.search(rf'<span class="edition-text" lang="{lang}">(.*?)</span>', markdown)
+    assert found, markdown
+    return found.group(1)
+
+
 def test_silent_bugs_chapter(executed):
     nb = executed(ROOT / "notebooks" / "10_silent_bugs.ipynb")
     text = _stream_text(nb)
@@ -566,7 +573,13 @@ def test_silent_bugs_chapter(executed):
     }
     assert glued["mask_below_clip"] == f"{bug.group(2)}%", glued["mask_below_clip"]
     assert glued["mean_target"] == "2.5"
-    assert glued["mask_reach"].startswith(("reaches 0.99 after", "does not reach 0.99"))
+    # a phrase is glued in English and in Japanese, with the same figures
+    reach_en = _silent_bugs_phrase(glued["mask_reach"], "en")
+    reach_ja = _silent_bugs_phrase(glued["mask_reach"], "ja")
+    assert reach_en.startswith(("reaches 0.99 after", "does not reach 0.99")), reach_en
+    assert "0.99 に達" in reach_ja, reach_ja
+    figures = re.compile(r"\d[\d,.]*\d|\d")
+    assert sorted(figures.findall(reach_en)) == sorted(figures.findall(reach_ja)), glued
 
 
 def test_performance_chapter(executed):
