@@ -193,6 +193,8 @@ for edition_root, lang, title in ((site, "en", "Maze playground"),
             problems.append(f"{name}: {f.relative_to(site)} is not in the site")
     if "<noscript>" not in html:
         problems.append(f"{name}: no <noscript> message")
+    elif not all(f'<p class="edition-text" lang="{lang}">' in html for lang in ("en", "ja")):
+        problems.append(f"{name}: the <noscript> message is not in both languages")
     # The page with its own scripts and weights stays light, and needs no network.
     weight = playground.stat().st_size + sum(f.stat().st_size for f in own if f.exists())
     if weight > 500_000:
