@@ -458,17 +458,14 @@ def test_ppo_chapter(executed):
     (evaluation,) = [t for t in tables if "50 episodes per seed" in t]  # the tiny budget's 50
     assert evaluation.count("| empty |") == evaluation.count("| medium |") == 2  # 2 seeds each
     # the prose quotes the evaluation size and the medium run's clip statistics (glued)
-    record = "application/papermill.record/text/markdown"
-    glued = {
-        o["metadata"]["scrapbook"]["name"]: o["data"][record]
-        for _, o in outputs(nb)
-        if "scrapbook" in o.get("metadata", {})
-    }
+    glued, glued_ja = glued_texts(nb), glued_texts(nb, "ja")
     assert glued["num_eval_episodes"] == "50" and glued["draws_per_pair"] == "6"
     assert glued["clip_fraction_peak"].endswith("%"), glued["clip_fraction_peak"]
     peak = float(glued["clip_fraction_peak"].rstrip("%"))
     if peak > 0:  # some ratio left [1 - eps, 1 + eps], and the sentence says so
+        assert glued["clip_verdict"].startswith("In "), glued["clip_verdict"]
         assert not glued["clip_verdict"].startswith("In this run no ratio"), glued
+        assert glued_ja["clip_verdict"].endswith("範囲の外にある比がありました。"), glued_ja
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1  # the medium maze
     assert len(_png_outputs(nb)) >= 1
