@@ -12,6 +12,7 @@ from notebook_runner import ROOT
 
 from companion.agents import dqn
 from companion.bench import hardware, step_rates, throughput, timed
+from companion.glue import Words
 
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' shared module, as they import it
 import measure  # noqa: E402
@@ -709,6 +710,11 @@ def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict,
     return glued, prose
 
 
+def _english(text):
+    """A glued text's English: a phrase glued with ``words`` has one in each language."""
+    return text.en if isinstance(text, Words) else text
+
+
 def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     """Chapter 7's hidden cells that glue the committed results' figures."""
     cells = ("dqn-stability-glue", "dqn-cartpole-glue", "dqn-layernorm-glue")
@@ -779,7 +785,9 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     larger = off["median_q_max"] > on["median_q_max"] and (
         off["median_td_abs_max"] > on["median_td_abs_max"]
     )
-    assert glued["stab_ln_words"].startswith("Without LayerNorm the largest values are") == larger
+    ln_words = glued["stab_ln_words"]
+    assert ln_words.en.startswith("Without LayerNorm the largest values are") == larger
+    assert ln_words.ja.startswith("LayerNorm なしでは、Q 値の最大値は") == larger
     # section 10: the post's DQN and the chapter's, from source_posts (chapter 10 compares
     # them in full, with the chapter's earlier Polyak configuration)
     cmp = posts["comparisons"]["dqn"]
@@ -839,14 +847,19 @@ def test_dqn_chapter_quotes_the_committed_speed_against_rejax(monkeypatch):
     rejax = [r["env_steps"] / r["run_s"] for r in speed["rejax"]]
     low, high = min(book) / max(rejax), max(book) / min(rejax)
     assert low > 1, "the committed result: the book's DQN runs more steps per second"
-    ratio = glued["dqn_rate_ratio"]
+    ratio = glued["dqn_rate_ratio"].en
     assert ratio.startswith("this book's DQN ran ") and ratio.endswith(
         " times as many steps per second as rejax's"
     )
-    said = [float(x) for x in ratio.split(" ran ")[1].split(" times")[0].split(" to ")]
+    times = ratio.split(" ran ")[1].split(" times")[0]
+    said = [float(x) for x in times.split(" to ")]
     assert abs(said[0] - low) <= 0.5 and abs(said[-1] - high) <= 0.5, (said, low, high)
+    # the Japanese says the same figures, the same way round
+    assert glued["dqn_rate_ratio"].ja == (
+        f"毎秒ステップ数は、本章の DQN が rejax の DQN の {times.replace(' to ', '〜')} 倍でした"
+    )
     for name, rates in (("dqn_book_rate", book), ("dqn_rejax_rate", rejax)):
-        shown = [float(x.replace(",", "")) for x in glued[name].split(" to ")]
+        shown = [float(x.replace(",", "")) for x in _english(glued[name]).split(" to ")]
         assert abs(shown[0] / min(rates) - 1) < 0.1 and abs(shown[-1] / max(rates) - 1) < 0.1
     assert (
         "{glue:md}`dqn_rejax_rate` environment steps per second: {glue:md}`dqn_rate_ratio`" in prose
