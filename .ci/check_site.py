@@ -3,9 +3,9 @@ Chromium where it is installed) and a Colab launch link; no page weighs over 1.5
 Chromium (tools/measure_pages.py, light and dark colour schemes), at 1280 px no code box is
 narrower than its text and no chapter is taller than 23,000 px (18,000 is the goal, reported), at 390 px no page is wider than
 the screen, and no control is lost against its background; the
-maze playground page has its scripts and, in Chromium, passes its self-test: the planning agent
-walks a shortest path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24, the value map
-draws, and switching agent, size and speed works.
+maze playground page (English and Japanese) has its scripts and, in Chromium, passes its
+self-test in its language: the planning agent walks a shortest path on 100 random mazes of each
+of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and switching agent, size and speed works.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -112,15 +112,27 @@ if BROWSER is not None:
     import measure_pages
 
     measured = measure_pages.summarise(
-        measure_pages.run(site, widths=(1280, 390), modes=("light", "dark")),
+        measure_pages.run(site, widths=(1280, 390), modes=("light", "dark"),
+                          patterns=("notebooks/*", "book/*")),
         max_height=HEIGHT_LIMIT, max_overflow=0, max_clipped=0,
     )
     problems += measured["failures"]
+    # The Japanese pages share the English pages' stylesheets and code; their text wraps
+    # differently, so they are measured where wrapping matters: on the phone.
+    problems += measure_pages.summarise(
+        measure_pages.run(site, widths=(390,), modes=("light",),
+                          patterns=("ja/notebooks/*", "ja/book/*")),
+        max_overflow=0,
+    )["failures"]
 
 # The Japanese edition: the same pages under ja/, in Japanese, each with a link back.
 edition = site / "ja"
-english_pages = sorted(p.relative_to(site) for p in site.rglob("*.html")
-                       if "_static" not in p.parts and p.parts[0] != "ja")
+english_pages = sorted(
+    p.relative_to(site)
+    for folder in ("notebooks", "book")
+    for p in (site / folder).glob("*.html")
+    if ".probe" not in p.name
+)
 if not edition.is_dir():
     problems.append(f"{edition}: no Japanese edition (tools/editions.py build ja)")
 else:
@@ -159,41 +171,58 @@ for page in sorted(site.rglob("*.html")):
         problems.append(f"{page.relative_to(site)}: {page.stat().st_size:,} bytes, over the "
                         f"{PAGE_LIMIT:,} a page may weigh")
 
-playground = site / "book" / "playground.html"
-if not playground.exists():
-    problems.append(f"{playground}: missing")
-else:
+# The playground in each edition: its scripts are there, and its self-test passes in the
+# page's language (the report's values are the same in both; its text is the page's).
+PLAYGROUND_FILES = ("weights.js", "agent.js", "strings.js", "selftest.js", "playground.js",
+                    "playground.css")
+for edition_root, lang, title in ((site, "en", "Maze playground"),
+                                  (site / "ja", "ja", "迷路プレイグラウンド")):
+    if not edition_root.is_dir():
+        continue  # a missing edition is reported above
+    playground = edition_root / "book" / "playground.html"
+    name = playground.relative_to(site)
+    if not playground.exists():
+        problems.append(f"{playground}: missing")
+        continue
     html = playground.read_text()
-    for script in ("weights.js", "agent.js", "playground.js", "playground.css"):
+    own = [edition_root / "_static" / "playground" / file for file in PLAYGROUND_FILES]
+    for script, f in zip(PLAYGROUND_FILES, own):
         if f"_static/playground/{script}" not in html:
-            problems.append(f"playground.html: does not load {script}")
-        elif not (site / "_static" / "playground" / script).exists():
-            problems.append(f"playground.html: _static/playground/{script} is not in the site")
+            problems.append(f"{name}: does not load {script}")
+        elif not f.exists():
+            problems.append(f"{name}: {f.relative_to(site)} is not in the site")
     if "<noscript>" not in html:
-        problems.append("playground.html: no <noscript> message")
+        problems.append(f"{name}: no <noscript> message")
+    elif not all(f'<p class="edition-text" lang="{lang}">' in html for lang in ("en", "ja")):
+        problems.append(f"{name}: the <noscript> message is not in both languages")
     # The page with its own scripts and weights stays light, and needs no network.
-    own = [site / "_static" / "playground" / name
-           for name in ("weights.js", "agent.js", "playground.js", "playground.css")]
     weight = playground.stat().st_size + sum(f.stat().st_size for f in own if f.exists())
     if weight > 500_000:
-        problems.append(f"playground.html: {weight:,} bytes with its scripts, over 500,000")
+        problems.append(f"{name}: {weight:,} bytes with its scripts, over 500,000")
     for f in own:
         if f.exists() and re.search(r"https?://|fetch\(|XMLHttpRequest", f.read_text()):
-            problems.append(f"playground: {f.name} reaches for the network")
+            problems.append(f"{name}: {f.name} reaches for the network")
     if BROWSER is not None:
         dom = playground_selftest(playground)
+        report = {}
         if 'data-selftest="passed"' not in dom:
             found = re.findall(r'data-selftest="[^"]*"', dom) or ["no self-test result"]
-            problems.append(f"playground.html: the self-test failed: {html_lib.unescape(found[0])}")
+            problems.append(f"{name}: the self-test failed: {html_lib.unescape(found[0])}")
         else:
-            report = re.findall(r'data-selftest-report="([^"]*)"', dom)
-            playground_report = json.loads(html_lib.unescape(report[0])) if report else {}
+            found = re.findall(r'data-selftest-report="([^"]*)"', dom)
+            report = json.loads(html_lib.unescape(found[0])) if found else {}
             for size in ("10x10", "20x20", "9x24"):
-                if playground_report.get(size) != "100/100":
-                    problems.append(f"playground.html: {size} mazes along a shortest path: "
-                                    f"{playground_report.get(size)}, not 100/100")
-        if "Maze playground" not in dom or "training distribution" not in dom:
-            problems.append("playground.html: the page's text is gone after its script ran")
+                if report.get(size) != "100/100":
+                    problems.append(f"{name}: {size} mazes along a shortest path: "
+                                    f"{report.get(size)}, not 100/100")
+            if report.get("language") != lang:
+                problems.append(f"{name}: the playground spoke {report.get('language')}, "
+                                f"not {lang}")
+        texts = (title, "training distribution") if lang == "en" else (title,)
+        if any(text not in dom for text in texts):
+            problems.append(f"{name}: the page's text is gone after its script ran")
+        if lang == "en":
+            playground_report = report
 
 if problems:
     print("\n".join(problems))

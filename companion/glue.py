@@ -19,6 +19,17 @@ import re
 from typing import NamedTuple
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+#: Letters that are not English words in a glued figure: units and names both editions share.
+SHARED_WORDS = frozenset("ms ns GB MB KB TB GiB MiB KiB nan NaN inf CPU GPU TPU JAX XLA".split())
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff01-\uff5e]")
+
+
+def english_words(text: str) -> list[str]:
+    """The English words in ``text``: runs of two or more ASCII letters outside inline code
+    (backticks) and maths (``$...$``), other than :data:`SHARED_WORDS`."""
+    plain = re.sub(r"`[^`]*`|\$[^$]*\$", " ", text)
+    return [w for w in _WORD.findall(plain) if w not in SHARED_WORDS]
 
 
 class Words(NamedTuple):
@@ -42,7 +53,8 @@ def words(*, en: str, ja: str) -> Words:
     Raises:
         TypeError: if ``en`` or ``ja`` is not a ``str``.
         ValueError: if either is empty, or holds Markdown or HTML markup (``<``, ``*``, a
-            backtick), which an inline element would not render.
+            backtick), which an inline element would not render; if ``ja`` holds English
+            words (:func:`english_words`) and no Japanese character.
     """
     for lang, text in (("en", en), ("ja", ja)):
         if isinstance(text, Words):
@@ -53,6 +65,8 @@ def words(*, en: str, ja: str) -> Words:
             raise ValueError(f"words: {lang}: the text is empty")
         if re.search(r"[<>*`]", text):
             raise ValueError(f"words: {lang}: plain text expected, got markup in {text!r}")
+    if isinstance(ja, str) and english_words(ja) and not _JAPANESE.search(ja):
+        raise ValueError(f"words: ja: expected Japanese, got {ja!r}")
     return Words(en, ja)
 
 
@@ -67,7 +81,9 @@ def glue(**texts: str | Words) -> None:
 
     Raises:
         TypeError: if a text is neither a ``str`` nor :func:`words`.
-        ValueError: if no text is given or a text is empty.
+        ValueError: if no text is given or a text is empty; if a plain ``str`` holds English
+            words (:func:`english_words`): the Japanese edition pastes the same text, so
+            words go through :func:`words`.
 
     Source: myst-nb's ``glue`` (https://myst-nb.readthedocs.io/en/latest/render/glue.html).
     """
@@ -85,6 +101,12 @@ def glue(**texts: str | Words) -> None:
             )
         if not text.strip():
             raise ValueError(f"glue: {name}: the text is empty")
+        if english_words(text):
+            raise ValueError(
+                f"glue: {name}: {text!r} holds English words ({', '.join(english_words(text)[:3])}),"
+                " which the Japanese edition would show as they are; give the phrase in both"
+                " languages: glue(name=words(en=..., ja=...))"
+            )
     from IPython.display import Markdown, display
 
     try:

@@ -751,7 +751,8 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
         "stab_buffer_quarter": f"{rows['buffer 10,000']['last_quarter_eval_mean']:.0f}",
     }
     assert {name: levers[name] for name in expected} == expected
-    # a lever's words: fewer / more / about as many, against two standard errors
+    # a lever's words (in English and in Japanese): fewer / more / about as many, against two
+    # standard errors
     for short, name in (
         ("noln", "without LayerNorm"),
         ("one", "1 gradient step per iteration"),
@@ -765,11 +766,12 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
         two_se = 2 * np.sqrt(pooled * (1 - pooled) * 2 / n)
         words = levers[f"stab_{short}_words"]
         if p < q - two_se:
-            assert words.startswith("fewer final policies solve"), (name, words)
+            said = ("fewer final policies solve", "解ける最終方策は少なく")
         elif p > q + two_se:
-            assert words.startswith("more final policies solve"), (name, words)
+            said = ("more final policies solve", "解ける最終方策は多く")
         else:
-            assert words.startswith("about as many"), (name, words)
+            said = ("about as many", "解ける最終方策の数はほぼ同じで")
+        assert words.en.startswith(said[0]) and words.ja.startswith(said[1]), (name, words)
     # the LayerNorm lesson: the values' scale with and without it, and the words
     on, off = chapter, rows["without LayerNorm"]
     assert glued["stab_ln_q_on"] == f"{on['median_q_max']:.0f}"
@@ -777,7 +779,9 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     larger = off["median_q_max"] > on["median_q_max"] and (
         off["median_td_abs_max"] > on["median_td_abs_max"]
     )
-    assert glued["stab_ln_words"].startswith("Without LayerNorm the largest values are") == larger
+    ln_words = glued["stab_ln_words"]
+    assert ln_words.en.startswith("Without LayerNorm the largest values are") == larger
+    assert ln_words.ja.startswith("LayerNorm なしでは、Q 値の最大値は") == larger
     # the post's DQN, the chapter's and the earlier one (chapter 10 compares them)
     cmp = posts["comparisons"]["dqn"]
     post, book, earlier = cmp["post"], cmp["book"], cmp["earlier"]
@@ -786,11 +790,12 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     p_one, p_bench = book["final_solved"] / 33, chapter["final_solved"] / 33
     pooled = (p_one + p_bench) / 2
     agree = abs(p_one - p_bench) <= 2 * np.sqrt(pooled * (1 - pooled) * 2 / 33)
-    assert levers["stab_bench_words"].endswith(
+    assert levers["stab_bench_words"].en.endswith(
         "within two standard errors of the count above"
         if agree
         else "more than two standard errors from the count above"
     )
+    assert levers["stab_bench_words"].ja.endswith("2 倍以内です" if agree else "2 倍を超えます")
     # the committed runs are what the comparison says
     runs = posts["book_dqn_runs"]
     assert book["final_solved"] == sum(r["final_return"] >= 475 for r in runs)
@@ -832,17 +837,22 @@ def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch
     exec(source["silent-polyak-glue"], {"posts": posts, "glue": companion.glue.glue})
     cmp = posts["comparisons"]["dqn"]
     post, book, polyak = cmp["post"], cmp["book"], cmp["earlier"]
-    assert glued["dqn_polyak_final"] == f"{polyak['final_solved']} of the {polyak['seeds']}"
+    assert glued["dqn_polyak_final"] == (
+        f"{polyak['final_solved']} of the {polyak['seeds']}",
+        f"{polyak['seeds']} 個中 {polyak['final_solved']} 個",
+    )
     assert glued["dqn_chapter_steps"] == f"{book['median_steps_to_target']:,.0f}"
     assert glued["dqn_polyak_time"] == f"{polyak['median_time_to_target_s']:.1f} s"
     assert glued["dqn_post_quarter"] == f"{post['last_quarter_eval_mean']:.0f}"
     ratio = book["median_time_to_target_s"] / polyak["median_time_to_target_s"]
-    assert f"and {ratio:.2f} times its time" in glued["dqn_polyak_speed"]
+    assert f"and {ratio:.2f} times its time" in glued["dqn_polyak_speed"].en
+    assert f"コンパイルを含めて {ratio:.2f} 倍" in glued["dqn_polyak_speed"].ja
     n, m = book["seeds"], polyak["seeds"]
     p, q = book["final_solved"] / n, polyak["final_solved"] / m
     pooled = (p * n + q * m) / (n + m)
     apart = abs(p - q) > 2 * np.sqrt(pooled * (1 - pooled) * (1 / n + 1 / m))
-    assert glued["dqn_polyak_stability"].startswith("within") != apart
+    assert glued["dqn_polyak_stability"].en.startswith("within") != apart
+    assert glued["dqn_polyak_stability"].ja.endswith("2 倍以内") != apart
     prose = " ".join(
         " ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown"
     )

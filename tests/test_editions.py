@@ -57,6 +57,37 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "english, translated, lost",
+    [
+        ("See {term}`transitions <Transition>`.", "{term}`遷移 <Transition>` を参照。", None),
+        ("See {term}`Transition`.", "{term}`遷移 <Transition>` を参照。", None),
+        (
+            r"At most $\lceil T / \text{time limit} \rceil$.",
+            r"高々 $\lceil T/\text{時間制限}\rceil$。",
+            None,
+        ),
+        ("It took {glue:md}`run_s`.", "かかりました。", "roles: lost [('glue:md', 'run_s')]"),
+        ("Call `jax.jit(f)` once.", "`jax.jit` を 1 回呼びます。", "code: lost ['jax.jit(f)']"),
+        (
+            "Read [chapter 4](04_maze.ipynb).",
+            "[第 4 章](04_maze_in_depth.ipynb) を読みます。",
+            "links: lost ['04_maze.ipynb']",
+        ),
+        (r"With $\gamma = 0.9$.", r"$\gamma = 0.99$ で。", "maths: lost ['$\\\\gamma=0.9$']"),
+    ],
+)
+def test_a_translation_must_keep_the_englishs_roles_code_maths_and_links(english, translated, lost):
+    """A translated paragraph that drops a glued figure, a cross-reference, inline code, a
+    formula or a link loses what the English page shows; a term or reference may take a
+    Japanese label, and words inside ``\\text{}`` are prose."""
+    found = _tool().markup_differences(english, translated)
+    if lost is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(lost), found
+
+
+@pytest.mark.parametrize(
     "page, language, expected",
     [
         ("book/intro", "en", '<a href="../ja/book/intro.html" hreflang="ja" lang="ja">日本語</a>'),

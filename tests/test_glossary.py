@@ -401,3 +401,21 @@ def test_first_use_before_the_definition_links_to_the_glossary(book, entries):
             f"  {page}, {where}, {term!r}: {excerpt}" for _, page, where, term, excerpt in offences
         )
     )
+
+
+def test_the_notation_tables_code_names_are_the_codes():
+    """The glossary's notation table says how the code spells each symbol: every name in its
+    code column is a name the companion package or a chapter's code uses."""
+    text = (ROOT / "book" / "glossary.md").read_text()
+    table = text[text.index("## Notation") : text.index("## Terms")]
+    rows = [line for line in table.splitlines() if line.startswith("| $")]
+    assert len(rows) >= 10, rows
+    code = "\n".join(p.read_text() for p in (ROOT / "companion").rglob("*.py"))
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        code += "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    for row in rows:
+        names = re.findall(r"`(\w+)`", row.split("|")[3])
+        assert names, row
+        for name in names:
+            assert re.search(rf"\b{name}\b", code), f"{name} ({row.split('|')[1].strip()})"

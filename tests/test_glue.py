@@ -45,6 +45,12 @@ def test_without_myst_nb_shows_the_figures_under_the_cell(monkeypatch):
         ({"ratio": 0.3}, TypeError, "ratio: expected the figure as formatted text"),
         ({"ratio": " "}, ValueError, "ratio: the text is empty"),
         ({"Ratio": "1"}, ValueError, "'Ratio'"),
+        (
+            {"verdict": "grew to"},
+            ValueError,
+            r"verdict: 'grew to' holds English words \(grew, to\)",
+        ),
+        ({"share": "4 of 33"}, ValueError, r"share: .*\(of\).*words\(en=\.\.\., ja=\.\.\.\)"),
     ],
 )
 def test_bad_input_names_the_figure(texts, error, words):
@@ -76,3 +82,30 @@ def test_words_are_glued_in_both_languages_and_colab_shows_the_english(monkeypat
 def test_words_name_the_language_that_is_wrong(en, ja, error, match):
     with pytest.raises(error, match=match):
         words(en=en, ja=ja)
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("14–18×", []),
+        ("0.43 s, 3.2 GiB, 12 ms", []),  # units both editions write alike
+        ("5.2e-04", []),
+        ("the gap is `jnp.float32` rounding", ["the", "gap", "is", "rounding"]),
+        (r"$\lambda = 0.9$ at best", ["at", "best"]),
+        ("4 of its 4", ["of", "its"]),
+        ("nan, JAX's CPU", []),
+    ],
+)
+def test_english_words_skip_code_maths_and_units(text, found):
+    from companion.glue import english_words
+
+    assert english_words(text) == found
+
+
+def test_a_figure_in_english_words_must_come_in_both_languages(monkeypatch):
+    shown = []
+    monkeypatch.setattr(myst_glue, "ipy_display", lambda data, **kw: shown.append((data, kw)))
+    glue(share=words(en="4 of 33", ja="33 回中 4 回"), ratio="1.5×", memory="3.2 GiB")
+    assert len(shown) == 3
+    with pytest.raises(ValueError, match="words: ja: expected Japanese, got '4 of 33'"):
+        words(en="4 of 33", ja="4 of 33")

@@ -203,3 +203,21 @@ def test_each_planted_fault_is_found(report):
     found = "\n".join(report["failures"])
     for page in ("wide_code", "wide_box", "cut_table", "hidden_button"):
         assert f"book/{page}.html" in found, found
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_the_browser_starts_in_a_process_that_has_imported_jax():
+    """JAX registers a fork handler that warns (forking a threaded process can deadlock); the
+    browser must start without running Python between fork and exec, so no warning is raised
+    (warnings are errors in the tests) and the DevTools pipe still answers."""
+    import jax.numpy as jnp
+
+    assert float(jnp.ones(3).sum()) == 3.0  # JAX's backend and its threads are up
+    browser = measure_pages.Browser(BROWSER)
+    try:
+        assert browser.send("Browser.getVersion", timeout=60)["product"].startswith(
+            ("HeadlessChrome", "Chrome")
+        )
+    finally:
+        browser.close()

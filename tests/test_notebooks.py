@@ -12,6 +12,26 @@ IDS = [p.stem for p in NOTEBOOKS]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
+def glued_texts(nb, lang: str = "en") -> dict[str, str]:
+    """The texts a notebook glued, by name; a phrase glued with ``words`` (one text in each
+    of the book's languages, in inline elements marked with it) in the language ``lang``."""
+    record = "application/papermill.record/text/markdown"
+    edition = re.compile(
+        r'<span class="edition-text" lang="en">(.*)</span>'
+        r'<span class="edition-text" lang="ja">(.*)</span>',
+        re.S,
+    )
+    texts = {}
+    for _, o in outputs(nb):
+        if "scrapbook" in o.get("metadata", {}):
+            text = o["data"][record]
+            both = edition.fullmatch(text)
+            texts[o["metadata"]["scrapbook"]["name"]] = (
+                both.group(1 if lang == "en" else 2) if both else text
+            )
+    return texts
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_a_notebooks_tests_share_one_worker(path, request):
     """``make test`` runs the suite with ``pytest -n auto --dist loadgroup``: every test of one
@@ -375,20 +395,18 @@ def test_dqn_chapter(executed):
     # the result it leads with is the final policy (chapter 10 lays out the lever benchmark)
     assert any("| final params: mean return |" in t for t in tables)
     # the prose states the Huber comparison and the steps training runs from the run (glued)
-    record = "application/papermill.record/text/markdown"
-    glued = {
-        o["metadata"]["scrapbook"]["name"]: o["data"][record]
-        for _, o in outputs(nb)
-        if "scrapbook" in o.get("metadata", {})
-    }
+    glued, glued_ja = glued_texts(nb), glued_texts(nb, "ja")
     solved = re.search(r"final parameters solve: squared loss (\d+), Huber loss (\d+) seeds", text)
     squared, huber = map(int, solved.groups())
     assert (glued["huber_sq_solved"], glued["huber_hu_solved"]) == (str(squared), str(huber))
     said = "fewer" if huber < squared else "as many" if huber == squared else "more"
     assert glued["huber_words"].startswith(f"The Huber loss solved {said}"), glued["huber_words"]
+    said_ja = "少なく" if huber < squared else "同じ" if huber == squared else "多く"
+    assert said_ja in glued_ja["huber_words"], glued_ja["huber_words"]
     total = int(re.search(r"total_steps=(\d+)", text).group(1))
     run = int(re.search(r"\(([\d,]+) steps\), ", text).group(1).replace(",", ""))
     assert ("runs every step of it" in glued["dqn_steps_words"]) == (run == total)
+    assert ("すべてのステップを実行します" in glued_ja["dqn_steps_words"]) == (run == total)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 2  # the learning curves, the episode
@@ -420,7 +438,6 @@ def test_ppo_chapter(executed):
     mine = next(line for line in text.splitlines() if line.startswith("loss in view:"))
     theirs = next(line for line in text.splitlines() if line.startswith("companion   :"))
     assert abs(float(mine.split(":")[1]) - float(theirs.split(":")[1])) < 1e-5
-    assert "compilations for 3 calls of train with different keys: 1" in text
     # the training loop in view gives the companion's make_train model on the same key
     diffs = dict(re.findall(r"^(\w+) +max \|difference\|: (\S+)$", text, re.M))
     assert set(diffs) == {"model", "policy_loss", "value_loss", "entropy"}, diffs
@@ -441,17 +458,14 @@ def test_ppo_chapter(executed):
     (evaluation,) = [t for t in tables if "50 episodes per seed" in t]  # the tiny budget's 50
     assert evaluation.count("| empty |") == evaluation.count("| medium |") == 2  # 2 seeds each
     # the prose quotes the evaluation size and the medium run's clip statistics (glued)
-    record = "application/papermill.record/text/markdown"
-    glued = {
-        o["metadata"]["scrapbook"]["name"]: o["data"][record]
-        for _, o in outputs(nb)
-        if "scrapbook" in o.get("metadata", {})
-    }
+    glued, glued_ja = glued_texts(nb), glued_texts(nb, "ja")
     assert glued["num_eval_episodes"] == "50" and glued["draws_per_pair"] == "6"
     assert glued["clip_fraction_peak"].endswith("%"), glued["clip_fraction_peak"]
     peak = float(glued["clip_fraction_peak"].rstrip("%"))
     if peak > 0:  # some ratio left [1 - eps, 1 + eps], and the sentence says so
+        assert glued["clip_verdict"].startswith("In "), glued["clip_verdict"]
         assert not glued["clip_verdict"].startswith("In this run no ratio"), glued
+        assert glued_ja["clip_verdict"].endswith("範囲の外にある比がありました。"), glued_ja
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1  # the medium maze
     assert len(_png_outputs(nb)) >= 1
@@ -480,6 +494,13 @@ def test_generalising_chapter(executed):
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 2  # four unseen mazes; 15 x 15 and 20 x 20
     assert len(_png_outputs(nb)) >= 4
+
+
+def _silent_bugs_phrase(markdown: str, lang: str) -> str:
+    """One language's text of a phrase glued in both (companion.glue.words)."""
+    found = re.search(rf'<span class="edition-text" lang="{lang}">(.*?)</span>', markdown)
+    assert found, markdown
+    return found.group(1)
 
 
 def test_silent_bugs_chapter(executed):
@@ -567,7 +588,13 @@ def test_silent_bugs_chapter(executed):
     }
     assert glued["mask_below_clip"] == f"{bug.group(2)}%", glued["mask_below_clip"]
     assert glued["mean_target"] == "2.5"
-    assert glued["mask_reach"].startswith(("reaches 0.99 after", "does not reach 0.99"))
+    # a phrase is glued in English and in Japanese, with the same figures
+    reach_en = _silent_bugs_phrase(glued["mask_reach"], "en")
+    reach_ja = _silent_bugs_phrase(glued["mask_reach"], "ja")
+    assert reach_en.startswith(("reaches 0.99 after", "does not reach 0.99")), reach_en
+    assert "0.99 に達" in reach_ja, reach_ja
+    figures = re.compile(r"\d[\d,.]*\d|\d")
+    assert sorted(figures.findall(reach_en)) == sorted(figures.findall(reach_ja)), glued
 
 
 def test_performance_chapter(executed):

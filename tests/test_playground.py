@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import html
+import html.parser
 import itertools
 import json
 import pickle
@@ -58,11 +59,12 @@ def planner():
 
 @pytest.fixture(scope="module")
 def js():
-    """V8 with weights.js and agent.js loaded."""
+    """V8 with weights.js, agent.js and strings.js (the page's words) loaded."""
     mini_racer = pytest.importorskip("py_mini_racer")
     ctx = mini_racer.MiniRacer()
     ctx.eval((STATIC / "weights.js").read_text())
     ctx.eval((STATIC / "agent.js").read_text())
+    ctx.eval((STATIC / "strings.js").read_text())
     return lambda expr: json.loads(ctx.eval(f"JSON.stringify({expr})"))
 
 
@@ -677,9 +679,14 @@ BROWSER = next(
 )
 
 
-def standalone_page(folder: Path) -> Path:
+#: The page's title in each edition.
+TITLES = {"en": "Maze playground", "ja": "迷路プレイグラウンド"}
+
+
+def standalone_page(folder: Path, lang: str | None = None) -> Path:
     """The playground page's raw HTML block in a bare page, laid out like the built book
-    (``book/playground.html`` next to ``_static/playground/``)."""
+    (``book/playground.html`` next to ``_static/playground/``); ``lang`` marks it
+    ``<html lang="...">`` as the editions do (none: unmarked)."""
     text = (ROOT / "book" / "playground.md").read_text()
     (block,) = re.findall(r"```\{raw\} html\n(.*?)\n```", text, flags=re.DOTALL)
     shutil.copytree(STATIC, folder / "_static" / "playground")
@@ -687,11 +694,38 @@ def standalone_page(folder: Path) -> Path:
     page.parent.mkdir()
     # The book wraps the page in a section whose id is the title's slug: the script must
     # leave it alone.
-    body = f'<section id="maze-playground"><h1>Maze playground</h1>{block}</section>'
+    title = TITLES["ja" if lang == "ja" else "en"]
+    body = f'<section id="maze-playground"><h1>{title}</h1>{block}</section>'
+    marked = f'<html lang="{lang}">' if lang else "<html>"
     page.write_text(
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>"
+        f"<!DOCTYPE html>{marked}<head><meta charset='utf-8'></head><body>{body}</body></html>"
     )
     return page
+
+
+def _chromium_dom(page: Path, query: str = "", budget_ms: int = 5000) -> str:
+    """The DOM headless Chromium leaves after running ``page`` (with ``query``) for
+    ``budget_ms`` of virtual time."""
+    return subprocess.run(
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            f"--virtual-time-budget={budget_ms}",
+            "--dump-dom",
+            page.resolve().as_uri() + query,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    ).stdout
+
+
+#: What the page's status says once the agent reached the target, in each language.
+REACHED = {"en": r"Reached the target in \d+ steps", "ja": r"\d+ ステップでゴールに到達しました"}
 
 
 @pytest.mark.browser
@@ -700,12 +734,15 @@ def standalone_page(folder: Path) -> Path:
     reason="no Chromium on this machine (chromium, "
     "chromium-browser or google-chrome on PATH): the page was not run",
 )
-def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path, kept_run):
-    """The page's self-test (``?selftest=1``) in Chromium: the planning agent walks a shortest
-    path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24; the value map starts at
-    the target alone and colours every free cell once the backups settle; switching to the
-    propagation agent hides it; both agents reach the target of a maze drawn by clicks, each
-    step taking the speed setting's time. A passing page's DOM is kept for the next session
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path, kept_run, lang):
+    """The page's self-test (``?selftest=1``) in Chromium, in each language: the planning
+    agent walks a shortest path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24;
+    the value map starts at the target alone and colours every free cell once the backups
+    settle; switching to the propagation agent hides it; both agents reach the target of a
+    maze drawn by clicks, each step taking the speed setting's time; the notices, the value
+    line, the run button and the status read as the page's language writes them. The report's
+    values are the same in both languages. A passing page's DOM is kept for the next session
     while nothing it reads (the page, this module, Chromium's version) changes."""
 
     def passed(dom):
@@ -714,40 +751,179 @@ def test_page_draws_a_maze_and_the_agent_reaches_the_target(tmp_path, kept_run):
         )
 
     def run():
-        page = standalone_page(tmp_path)
-        dom = subprocess.run(
-            [
-                BROWSER,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--virtual-time-budget=30000",
-                "--dump-dom",
-                page.resolve().as_uri() + "?selftest=1",
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        ).stdout
+        dom = _chromium_dom(standalone_page(tmp_path, lang), "?selftest=1", 30000)
         passed(dom)  # a page that fails is not kept
         return dom.encode()
 
     version = subprocess.run([BROWSER, "--version"], capture_output=True, text=True).stdout
-    dom = kept_run("playground-page", run, Path(__file__).read_text() + version).decode()
+    dom = kept_run(f"playground-page-{lang}", run, Path(__file__).read_text() + version).decode()
     passed(dom)
     (report,) = re.findall(r'data-selftest-report="([^"]*)"', dom)
     report = json.loads(html.unescape(report))
+    assert report["language"] == lang
     assert report["10x10"] == report["20x20"] == report["9x24"] == "100/100"
     coloured, free = report["valueMap"].split("/")
     assert coloured == free and int(free) > 30 and int(report["backups"]) > 5
     runs = {run["agent"]: run for run in report["runs"]}
     assert runs["planning"]["outcome"] == runs["propagation"]["outcome"] == "target"
     assert runs["planning"]["msPerStep"] < runs["propagation"]["msPerStep"]  # two speeds
-    assert "<h1>Maze playground</h1>" in dom
+    assert f"<h1>{TITLES[lang]}</h1>" in dom
     assert len(re.findall(r'class="pg-cell[^"]*\bpg-wall\b', dom)) >= 9
-    assert re.search(r"Reached the target in \d+ steps", dom)
+    assert re.search(REACHED[lang], dom)
+    assert not re.search(REACHED["ja" if lang == "en" else "en"], dom)
+
+
+#: The agents' names: the Japanese page's prose writes them as the English does.
+NAMES = {"agentPropagation": "propagation"}
+JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+@pytest.mark.javascript
+def test_the_pages_language_picks_the_words(js):
+    """``<html lang>`` "ja", "ja-JP", ... gives the Japanese words, anything else the English;
+    the values are filled in as the same numbers in both; a missing message is an error."""
+    for lang, chosen in [
+        ("ja", "ja"),
+        ("ja-JP", "ja"),
+        ("JA", "ja"),
+        ("en", "en"),
+        ("en-GB", "en"),
+        ("de", "en"),
+        ("", "en"),
+        (None, "en"),
+    ]:
+        assert js(f"mazePlaygroundWords({json.dumps(lang)}).lang") == chosen, lang
+    numbers = {"steps": 12, "best": 10}
+    assert js(f"mazePlaygroundWords('en')('reached', {json.dumps(numbers)})") == (
+        "Reached the target in 12 steps (shortest path: 10)."
+    )
+    assert js(f"mazePlaygroundWords('ja')('reached', {json.dumps(numbers)})") == (
+        "12 ステップでゴールに到達しました（最短経路：10 ステップ）。"
+    )
+    assert js("mazePlaygroundWords('ja')('speedValue', {speed: 64})") == "毎秒 64 ステップ"
+    with pytest.raises(Exception, match='no words "nothing"'):
+        js("mazePlaygroundWords('ja')('nothing')")
+
+
+@pytest.mark.javascript
+def test_every_word_of_the_page_is_in_english_and_japanese(js):
+    """strings.js holds the same messages in both languages, each with the same values to fill
+    in; no Japanese message is empty or an English one, each is written in Japanese with
+    Japanese punctuation (the agents' names apart); playground.js uses every message and asks
+    for none that is missing."""
+    words = js("MAZE_PLAYGROUND_STRINGS")
+    en, ja = words["en"], words["ja"]
+    assert set(words) == {"en", "ja"} and en.keys() == ja.keys() and len(en) > 40
+
+    def fills(text):
+        return sorted(re.findall(r"\{(\w+)\}", text))
+
+    english = set(en.values())
+    for key in en:
+        assert isinstance(en[key], str) and en[key].strip(), key
+        assert isinstance(ja[key], str) and ja[key].strip(), f"{key}: no Japanese"
+        assert fills(ja[key]) == fills(en[key]), key
+        if key in NAMES:
+            assert en[key] == ja[key] == NAMES[key]
+            continue
+        assert ja[key] not in english, f"{key}: the Japanese is English: {ja[key]!r}"
+        assert JAPANESE.search(ja[key]), f"{key}: no Japanese in {ja[key]!r}"
+        # 、。：（）「」 in Japanese sentences; ASCII only in the maths V(s)
+        ascii_marks = re.findall(r"[.,:;!?()\"]", re.sub(r"V\(s\)|\{\w+\}", "", ja[key]))
+        assert not ascii_marks, f"{key}: ASCII punctuation {ascii_marks} in {ja[key]!r}"
+    source = (STATIC / "playground.js").read_text()
+    selftest = (STATIC / "selftest.js").read_text()
+    moves = {"move" + name.capitalize() for name in js("MazeAgent.ACTION_NAMES")}
+    assert moves <= en.keys()  # the bars' names: "move" and the action's name
+    asked = set(re.findall(r"\bt\('(\w+)'", source + selftest))
+    assert asked and asked <= en.keys(), asked - en.keys()
+    unused = en.keys() - moves - set(re.findall(r"'(\w+)'", source))
+    assert not unused, f"messages playground.js never shows: {sorted(unused)}"
+
+
+class _AppText(html.parser.HTMLParser):
+    """The texts and aria-labels inside ``#playground-app``, and the run button's text."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.texts, self.labels, self.run, self._tag = 0, [], {}, None, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.depth == 0 and attrs.get("id") != "playground-app":
+            return
+        self.depth += tag == "div"
+        if "aria-label" in attrs:
+            self.labels.setdefault(attrs.get("class", ""), []).append(attrs["aria-label"])
+        self._tag = attrs.get("class", "")
+
+    def handle_endtag(self, tag):
+        if self.depth and tag == "div":
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth and data.strip():
+            self.texts.append(data.strip())
+            if "pg-run" in (self._tag or ""):
+                self.run = data.strip()
+
+
+#: What the page shows in each language: the run button, the rows menu's aria-label, and the
+#: notice after a click on the start in the wall mode.
+SHOWN = {
+    "en": (
+        "Run",
+        "rows",
+        'This cell holds the start, which cannot become a wall: move the start first ("place '
+        'the start").',
+    ),
+    "ja": (
+        "実行",
+        "行数",
+        "このマスにはスタートがあるため、壁にできません。先に「スタートの配置」でスタートを別の"
+        "マスに移してください。",
+    ),
+}
+
+#: Clicks the start in the wall mode once the page has drawn, and copies the notice.
+NOTICE_PROBE = """
+<script>
+window.addEventListener('load', function () { setTimeout(function () {
+  var app = document.getElementById('playground-app');
+  app.querySelector('.pg-cell.pg-start').click();
+  document.body.setAttribute('data-notice', app.querySelector('.pg-notice').textContent);
+}, 300); });
+</script>
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the page was not run")
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_page_speaks_the_language_of_its_html(tmp_path, lang):
+    """``<html lang="ja">`` gives Japanese controls, labels, aria-labels and messages (the
+    agents' names and V(s) stay as the prose writes them), ``<html lang="en">`` English ones,
+    with no word of the other language."""
+    page = standalone_page(tmp_path, lang)
+    page.write_text(page.read_text().replace("</body>", NOTICE_PROBE + "</body>"))
+    dom = _chromium_dom(page)
+    shown = _AppText()
+    shown.feed(dom)
+    run, rows, notice = SHOWN[lang]
+    assert shown.run == run
+    assert shown.labels["pg-select pg-rows"] == [rows]
+    (found,) = re.findall(r'data-notice="([^"]*)"', dom) or [None]
+    assert found is not None and html.unescape(found) == notice
+    cells = [label for cls, labels in shown.labels.items() if "pg-cell" in cls for label in labels]
+    assert len(cells) == 100 and len(shown.texts) > 20
+    every = shown.texts + [label for labels in shown.labels.values() for label in labels]
+    for text in every + [html.unescape(found)]:
+        if lang == "en":
+            assert not JAPANESE.search(text), text
+        else:  # the agents' names and V(s) apart, no Latin letters
+            assert not re.search(r"[A-Za-z]", re.sub(r"planning|propagation|V\(s\)", "", text)), (
+                text
+            )
 
 
 # --- the ipywidgets version -------------------------------------------------------------------

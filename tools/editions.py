@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -101,6 +102,47 @@ def _read(path: Path):
         return read_po(f)
 
 
+_ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")
+_CODE = re.compile(r"(?<![`{}])`([^`]+)`")
+_MATH = re.compile(r"\$\$?[^$]+\$\$?")
+_LINK = re.compile(r"\]\(([^)]+)\)")
+_TEXT = re.compile(r"\\text\{[^{}]*\}")
+
+
+def markup(text: str) -> dict[str, Counter]:
+    """What a translation must carry over from its English message: the roles (a cross
+    reference or a term by its target, which the translation may label in its own words; a
+    glued figure by name; the book's ``benchmark-chapters`` role by its name), the inline code, the maths (spaces aside, and the words of a
+    ``\\text{...}``, which are prose) and the link targets."""
+    found_roles = Counter()
+    for name, body in _ROLE.findall(text):
+        if name in ("term", "ref", "doc", "download", "numref"):
+            body = body.rsplit("<", 1)[1].rstrip("> ") if "<" in body else body.strip()
+        elif name == "benchmark-chapters":  # its text is a word of the sentence
+            body = ""
+        found_roles[(name, body.strip())] += 1
+    rest = _ROLE.sub(" ", text)
+    maths = (_TEXT.sub(r"\\text{}", m).replace(" ", "") for m in _MATH.findall(rest))
+    return {
+        "roles": found_roles,
+        "code": Counter(_CODE.findall(_MATH.sub(" ", rest))),
+        "maths": Counter(maths),
+        "links": Counter(_LINK.findall(rest)),
+    }
+
+
+def markup_differences(english: str, translated: str) -> list[str]:
+    """How ``translated`` loses or adds markup of ``english`` (see :func:`markup`), one line
+    per kind that differs; empty when they agree."""
+    ours, theirs = markup(english), markup(translated)
+    lines = []
+    for kind in ours:
+        lost, added = ours[kind] - theirs[kind], theirs[kind] - ours[kind]
+        if lost or added:
+            lines.append(f"{kind}: lost {sorted(lost)} added {sorted(added)}")
+    return lines
+
+
 def problems(language: str, pot: Path | None = None) -> list[str]:
     """What keeps ``language``'s catalogues from being complete, one line each.
 
@@ -122,6 +164,10 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
             elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
                 # a title re-parsed as Markdown: "1. ..." would be a list, the title English
                 found.append(f"{name}: write the title's number as '1\\. ': {text[:70]!r}")
+            else:
+                translated = message.string if isinstance(message.string, str) else ""
+                for line in markup_differences(text, translated):
+                    found.append(f"{name}: markup differs from the English ({line}): {text[:70]!r}")
     if pot is not None:
         for template in sorted(pot.rglob("*.pot")):
             name = template.relative_to(pot).with_suffix(".po")

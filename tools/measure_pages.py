@@ -98,14 +98,14 @@ class Browser:
             "about:blank",
         ]
 
-        def pipe_to_3_and_4():  # in the child, before Chromium starts
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
-
+        # A shell puts the child's ends on fds 3 and 4 and closes the originals: a Python
+        # function run between fork and exec would also run the parent's fork handlers
+        # (JAX, once imported, warns from its handler that forking a threaded process is unsafe).
+        wiring = 'r=$1 w=$2; shift 2; exec 3<&"$r" 4>&"$w" {r}<&- {w}>&- "$@"'
         self.proc = subprocess.Popen(
-            [executable, *args],
-            pass_fds=(3, 4),
-            preexec_fn=pipe_to_3_and_4,
+            ["bash", "-c", wiring, "browser", str(to_browser_r), str(from_browser_w)]
+            + [executable, *args],
+            pass_fds=(to_browser_r, from_browser_w),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -1,19 +1,20 @@
 /*
  * The maze playground page: a grid the reader edits (5 x 5 to 30 x 30), one of two agents of
  * agent.js walking it, and the planning agent's value map drawn under the maze.
- * Needs agent.js (MazeAgent) and weights.js (MAZE_PLAYGROUND_WEIGHTS) loaded first, and an
- * element with id "playground-app".
+ * Needs agent.js (MazeAgent), weights.js (MAZE_PLAYGROUND_WEIGHTS) and strings.js
+ * (mazePlaygroundWords: its words, in the page's language) loaded first, and an element with
+ * id "playground-app".
  *
  * The address may set the start: ?agent=propagation&rows=9&cols=24&seed=3&speed=4.
- * With ?selftest=1 it tests itself (a maze drawn by clicks, random mazes of three sizes solved
- * along shortest paths, the agent, size and speed controls, the value map) and writes the
- * outcome to data-selftest and data-selftest-report (for .ci/check_site.py).
+ * With ?selftest=1 selftest.js (loaded first too) tests the page and writes the outcome to
+ * data-selftest and data-selftest-report (for .ci/check_site.py).
  */
 (function () {
   'use strict';
   var A = window.MazeAgent;
   var root = document.getElementById('playground-app');
-  if (!root || !A || !window.MAZE_PLAYGROUND_WEIGHTS) return;
+  if (!root || !A || !window.MAZE_PLAYGROUND_WEIGHTS || !window.mazePlaygroundWords) return;
+  var t = window.mazePlaygroundWords(document.documentElement.lang);  // t('run'): Run, 実行
   var MIN_SIZE = 5, MAX_SIZE = 30;
   // Steps per second of Run, slowest to fastest; the slider picks one.
   var SPEEDS = [2, 4, 8, 16, 32, 64];
@@ -79,70 +80,71 @@
   // --- layout ------------------------------------------------------------------------------
   root.textContent = '';
   var setup = el('div', 'pg-row');
-  setup.appendChild(el('span', 'pg-label', 'Agent:'));
-  var agentSelect = select('pg-agent-select', [['planning', 'planning (value iteration)'],
-                                        ['propagation', 'propagation']], ui.agent, setAgent);
+  setup.appendChild(el('span', 'pg-label', t('agentLabel')));
+  var agentSelect = select('pg-agent-select', [['planning', t('agentPlanning')],
+                           ['propagation', t('agentPropagation')]], ui.agent, setAgent);
   setup.appendChild(agentSelect);
   var sizes = [];
   for (var n = MIN_SIZE; n <= MAX_SIZE; n++) sizes.push([n, String(n)]);
-  setup.appendChild(el('span', 'pg-label', 'Size:'));
+  setup.appendChild(el('span', 'pg-label', t('sizeLabel')));
   var rowsSelect = select('pg-rows', sizes, s.rows, function (v) { resize(+v, s.cols); });
   var colsSelect = select('pg-cols', sizes, s.cols, function (v) { resize(s.rows, +v); });
-  rowsSelect.setAttribute('aria-label', 'rows');
-  colsSelect.setAttribute('aria-label', 'columns');
+  rowsSelect.setAttribute('aria-label', t('rowsAria'));
+  colsSelect.setAttribute('aria-label', t('colsAria'));
   var sizeBox = el('span', 'pg-size');
   sizeBox.appendChild(rowsSelect);
-  sizeBox.appendChild(el('span', 'pg-small pg-unit', 'rows ×'));
+  sizeBox.appendChild(el('span', 'pg-small pg-unit', t('rowsUnit')));
   sizeBox.appendChild(colsSelect);
-  sizeBox.appendChild(el('span', 'pg-small pg-unit', 'columns'));
+  sizeBox.appendChild(el('span', 'pg-small pg-unit', t('colsUnit')));
   setup.appendChild(sizeBox);
-  setup.appendChild(el('span', 'pg-label', 'Speed:'));
+  setup.appendChild(el('span', 'pg-label', t('speedLabel')));
   var speedInput = el('input', 'pg-speed');
   speedInput.type = 'range';
   speedInput.min = '0';
   speedInput.max = String(SPEEDS.length - 1);
   speedInput.value = String(ui.speed);
-  speedInput.setAttribute('aria-label', 'speed');
+  speedInput.setAttribute('aria-label', t('speedAria'));
   var speedText = el('span', 'pg-small pg-speed-text');
   speedInput.addEventListener('input', function () { setSpeed(+speedInput.value); });
   setup.appendChild(speedInput);
   setup.appendChild(speedText);
 
   var modes = el('div', 'pg-row');
-  modes.appendChild(el('span', 'pg-label', 'Click a cell to:'));
+  modes.appendChild(el('span', 'pg-label', t('clickLabel')));
   var modeButtons = {};
-  [['wall', 'toggle a wall'], ['start', 'place the start'], ['target', 'place the target']]
+  [['wall', t('modeWall')], ['start', t('modeStart')], ['target', t('modeTarget')]]
     .forEach(function (m) {
       modeButtons[m[0]] = button(m[1], function () { setMode(m[0]); }, 'pg-mode');
       modeButtons[m[0]].setAttribute('data-mode', m[0]);
       modes.appendChild(modeButtons[m[0]]);
     });
   var controls = el('div', 'pg-row');
-  var runButton = button('Run', function () { toggleRun(); }, 'pg-run');
-  controls.appendChild(button('Step', function () { stop(); advance(); }, 'pg-step'));
+  var runButton = button(t('run'), function () { toggleRun(); }, 'pg-run');
+  controls.appendChild(button(t('step'), function () { stop(); advance(); }, 'pg-step'));
   controls.appendChild(runButton);
-  controls.appendChild(button('Reset', function () { stop(); restart(); }, 'pg-reset'));
-  controls.appendChild(button('Random maze', function () { randomMaze(ui.random); },
+  controls.appendChild(button(t('reset'), function () { stop(); restart(); }, 'pg-reset'));
+  controls.appendChild(button(t('randomMaze'), function () { randomMaze(ui.random); },
                               'pg-random'));
-  controls.appendChild(button('Clear walls', function () { clearWalls(); }, 'pg-clear'));
+  controls.appendChild(button(t('clearWalls'), function () { clearWalls(); }, 'pg-clear'));
   var mapToggle = el('label', 'pg-small pg-map-toggle');
   var mapBox = el('input');
   mapBox.type = 'checkbox';
   mapBox.checked = true;
   mapBox.addEventListener('change', function () { ui.showMap = mapBox.checked; draw(); });
   mapToggle.appendChild(mapBox);
-  mapToggle.appendChild(document.createTextNode(' value map'));
+  mapToggle.appendChild(document.createTextNode(' ' + t('valueMapToggle')));
   controls.appendChild(mapToggle);
 
   var board = el('div', 'pg-board');
   board.setAttribute('role', 'grid');
   var cells = [];
   var side = el('div', 'pg-side');
-  side.appendChild(el('div', 'pg-heading', 'Policy in this state'));
+  side.appendChild(el('div', 'pg-heading', t('policyHeading')));
   var bars = A.ACTION_NAMES.map(function (name) {
     var row = el('div', 'pg-bar-row'), track = el('div', 'pg-bar-track'), bar = el('div', 'pg-bar');
     var value = el('span', 'pg-bar-value');
-    row.appendChild(el('span', 'pg-bar-name', name));
+    var word = 'move' + name[0].toUpperCase() + name.slice(1);  // up: moveUp
+    row.appendChild(el('span', 'pg-bar-name', t(word)));
     track.appendChild(bar);
     row.appendChild(track);
     row.appendChild(value);
@@ -151,17 +153,14 @@
   });
   var valueLine = el('div', 'pg-small');
   side.appendChild(valueLine);
-  var mapHeading = el('div', 'pg-heading pg-map-heading', 'Value map');
+  var mapHeading = el('div', 'pg-heading pg-map-heading', t('valueMapHeading'));
   var mapScale = el('div', 'pg-map-scale');
   var mapEnds = el('div', 'pg-map-ends');
-  mapEnds.appendChild(el('span', null, 'low'));
-  mapEnds.appendChild(el('span', null, 'high (target)'));
+  mapEnds.appendChild(el('span', null, t('mapLow')));
+  mapEnds.appendChild(el('span', null, t('mapHigh')));
   var mapLine = el('div', 'pg-small pg-map-line');
   [mapHeading, mapScale, mapEnds, mapLine].forEach(function (e) { side.appendChild(e); });
-  side.appendChild(el('div', 'pg-small', 'Green: the agent. Red: the target (ringed red once ' +
-                      'the agent stands on it). Black ring: the start. Dots: a shortest path ' +
-                      'from the start (breadth-first search). Orange rings: cells the agent ' +
-                      'has visited.'));
+  side.appendChild(el('div', 'pg-small', t('legend')));
   var status = el('p', 'pg-status');
   status.setAttribute('aria-live', 'polite');
   // Why a click on a cell changed nothing (the start placed on a wall, say).
@@ -212,7 +211,7 @@
   function setSpeed(index) {
     ui.speed = index;
     speedInput.value = String(index);
-    speedText.textContent = SPEEDS[index] + ' steps/s';
+    speedText.textContent = t('speedValue', {speed: SPEEDS[index]});
     root.setAttribute('data-delay', Math.round(1000 / SPEEDS[index]));
     if (ui.timer !== null) { stop(); toggleRun(); }
   }
@@ -220,25 +219,25 @@
     notice.textContent = text;
     notice.style.display = text ? '' : 'none';
   }
+  // Why a click changed nothing, by mode and by what the cell holds.
+  var REFUSED = {wall: {start: 'holdsStart', target: 'holdsTarget'},
+                 start: {wall: 'startOnWall', target: 'startOnTarget'},
+                 target: {wall: 'targetOnWall', start: 'targetOnStart'}};
   function onCell(r, c) {
     var i = r * s.cols + c, at = [r, c];
-    var here = s.walls[i] ? 'a wall' : same(at, s.start) ? 'the start'
-      : same(at, s.target) ? 'the target' : '';
-    tell('');
+    var here = s.walls[i] ? 'wall' : same(at, s.start) ? 'start' : same(at, s.target) ? 'target'
+      : '';
+    var refused = here && REFUSED[ui.mode][here];
+    // The message names the mode button that would make the click work.
+    var way = ui.mode !== 'wall' ? 'modeWall' : here === 'start' ? 'modeStart' : 'modeTarget';
+    tell(refused ? t(refused, {button: t(way)}) : '');
+    if (refused) return;
     if (ui.mode === 'wall') {
-      if (same(at, s.start) || same(at, s.target)) {
-        tell('This cell holds ' + here + ', which cannot become a wall: move ' + here +
-             ' first ("place the ' + here.slice(4) + '").');
-        return;
-      }
       stop();
       s.walls[i] = !s.walls[i];
       mazeChanged();
     } else if (here) {
-      if (here !== 'the ' + ui.mode) {
-        tell('The ' + ui.mode + ' cannot go on ' + here + ': click a free cell' +
-             (s.walls[i] ? ', or clear this wall first with "toggle a wall".' : '.'));
-      }
+      // the start or the target is already here: nothing to do
     } else {
       stop();
       if (ui.mode === 'start') {
@@ -301,12 +300,12 @@
   function stop() {
     if (ui.timer !== null) clearInterval(ui.timer);
     ui.timer = null;
-    runButton.textContent = 'Run';
+    runButton.textContent = t('run');
   }
   function toggleRun() {
     if (ui.timer !== null) { stop(); return; }
     if (s.done) restart();
-    runButton.textContent = 'Pause';
+    runButton.textContent = t('pause');
     ui.timer = setInterval(function () { if (!advance()) stop(); }, 1000 / SPEEDS[ui.speed]);
   }
 
@@ -373,15 +372,12 @@
     });
     mapToggle.style.visibility = planning ? 'visible' : 'hidden';
     if (!planning) {
-      mapLine.textContent = 'The propagation agent has no value map: its 8 features per ' +
-        'cell are learned, not values.';
+      mapLine.textContent = t('mapPropagation');
     } else if (!ui.showMap) {
       mapLine.textContent = '';
     } else if (frame !== null) {
-      mapLine.textContent = 'After ' + frame.state.backups + ' of ' + frame.total +
-        ' backups: the mean of the ' + frame.state.width + ' value channels. ' +
-        (frame.state.settled ? 'Settled: a free cell left uncoloured has no way to the ' +
-         'target.' : 'Uncoloured cells have no value yet.');
+      mapLine.textContent = t(frame.state.settled ? 'mapSettled' : 'mapSpreading', {
+        done: frame.state.backups, total: frame.total, width: frame.state.width});
     }
   }
 
@@ -391,15 +387,15 @@
     (shortest || []).forEach(function (p) { onPath[p[0] * s.cols + p[1]] = true; });
     s.trail.forEach(function (p) { seen[p[0] * s.cols + p[1]] = true; });
     cells.forEach(function (cell, i) {
-      var at = [Math.floor(i / s.cols), i % s.cols], cls = 'pg-cell', label = 'free';
-      if (s.walls[i]) { cls += ' pg-wall'; label = 'wall'; }
+      var at = [Math.floor(i / s.cols), i % s.cols], cls = 'pg-cell', label = 'cellFree';
+      if (s.walls[i]) { cls += ' pg-wall'; label = 'cellWall'; }
       if (seen[i]) cls += ' pg-visited';
       if (same(at, s.start)) cls += ' pg-start';
       if (onPath[i]) cls += ' pg-path';
-      if (same(at, s.target)) { cls += ' pg-target'; label = 'target'; }
-      if (same(at, s.agent)) { cls += ' pg-agent'; label = 'agent'; }
+      if (same(at, s.target)) { cls += ' pg-target'; label = 'cellTarget'; }
+      if (same(at, s.agent)) { cls += ' pg-agent'; label = 'cellAgent'; }
       cell.className = cls;
-      cell.setAttribute('aria-label', 'row ' + at[0] + ', column ' + at[1] + ': ' + label);
+      cell.setAttribute('aria-label', t('cell', {row: at[0], col: at[1], what: t(label)}));
     });
     drawMap();
     var stuck = A.actionMask(maze()).indexOf(true) < 0, p = null;
@@ -413,32 +409,25 @@
     });
     // The return is at most 1 (the reward for reaching the target, discounted): the
     // critic's estimate is learned, not a bound, and may pass it.
-    valueLine.textContent = p ? 'Value estimate V(s): ' + p.value.toFixed(3) + ', the ' +
-      "critic's learned guess of the return, which is at most 1 (the reward at the target)" +
-      (p.value > 1 ? ': an estimate, not a bound, ' + (p.value - 1).toFixed(3) + ' too high ' +
-       'here. ' : '. ') + 'The agent takes the most probable move (greedy).' : '';
-    var limit = s.rows * s.cols, best = shortest ? shortest.length - 1 : null, text;
+    valueLine.textContent = p ? t(p.value > 1 ? 'valueLineOver' : 'valueLine', {
+      value: p.value.toFixed(3), bound: t('returnBound'), excess: (p.value - 1).toFixed(3)}) : '';
+    var limit = s.rows * s.cols, best = shortest ? shortest.length - 1 : null;
+    var numbers = {steps: s.steps, best: best, limit: limit};
     if (s.done === 'target' || same(s.agent, s.target)) {
-      text = 'Reached the target in ' + s.steps + ' steps (shortest path: ' + best + ').';
+      status.textContent = t('reached', numbers);
     } else if (s.done === 'time limit') {
-      text = 'Time limit: ' + limit + ' steps without reaching the target (' +
-        (best === null ? 'no path from the start' : 'shortest path: ' + best + ' steps') + ').';
+      status.textContent = t(best === null ? 'timeLimitNoPath' : 'timeLimit', numbers);
     } else if (s.done === 'no legal move' || stuck) {
-      text = 'The agent has no legal move: every neighbour is a wall or off the grid.';
-    } else if (best === null) {
-      text = 'No path: walls separate the start from the target. The agent will walk until ' +
-        'the time limit of ' + limit + ' steps.';
+      status.textContent = t('noLegalMove');
     } else {
-      text = 'Step ' + s.steps + ' of at most ' + limit + '. Shortest path from the start: ' +
-        best + ' steps.';
+      status.textContent = t(best === null ? 'noPath' : 'progress', numbers);
     }
-    status.textContent = text;
     root.setAttribute('data-outcome', s.done || 'running');
     root.setAttribute('data-steps', s.steps);
     root.setAttribute('data-shortest', best === null ? -1 : best);
   }
 
-  // --- the first maze, and the self-test ---------------------------------------------------
+  // --- the first maze, and the self-test (selftest.js) -------------------------------------
   buildBoard();
   setMode('wall');
   setSpeed(ui.speed);
@@ -451,117 +440,10 @@
     mazeChanged();
   }
 
-  if (selftest) runSelfTest();
-
-  function runSelfTest() {
-    var report = {}, failures = [];
-    function check(ok, message) { if (!ok) failures.push(message); }
-    function change(e, value) {
-      e.value = String(value);
-      e.dispatchEvent(new Event(e.tagName === 'INPUT' ? 'input' : 'change'));
-    }
-    function finish() {
-      root.setAttribute('data-selftest-report', JSON.stringify(report));
-      root.setAttribute('data-selftest', failures.length ? 'failed: ' + failures.join('; ')
-                                                         : 'passed');
-    }
-    function stepToEnd() {
-      var guard = s.rows * s.cols + 1;
-      while (guard-- > 0 && advance()) { /* the Step button's action, without the timer */ }
-    }
-    // 1. Random mazes of three sizes: the planning agent walks a shortest path every time.
-    ui.random = A.seededRandom(2026);
-    setAgent('planning');
-    [[10, 10], [20, 20], [9, 24]].forEach(function (size) {
-      change(rowsSelect, size[0]);
-      change(colsSelect, size[1]);
-      check(cells.length === size[0] * size[1], 'the board has ' + cells.length + ' cells at ' +
-            size.join('x'));
-      var solved = 0;
-      for (var k = 0; k < 100; k++) {
-        if (k > 0) root.querySelector('.pg-random').click();
-        var best = +root.getAttribute('data-shortest');
-        stepToEnd();
-        if (s.done === 'target' && s.steps === best) solved += 1;
-      }
-      report[size.join('x')] = solved + '/100';
-      check(solved === 100, size.join('x') + ': ' + solved + ' of 100 along a shortest path');
-    });
-    // 2. The value map: one coloured cell (the target) before the backups, every free cell
-    //    once they settle, and nothing for the propagation agent.
-    change(rowsSelect, 10);
-    change(colsSelect, 10);
-    check(+root.getAttribute('data-coloured') === 1 && +root.getAttribute('data-backup') === 0,
-          'the value map before any backup colours ' + root.getAttribute('data-coloured') +
-          ' cells');
-    var freeCells = s.walls.filter(function (w) { return !w; }).length;
-    var waited = 0, poll = setInterval(function () {
-      waited += 1;
-      if (ui.anim !== null && waited < 200) return;
-      clearInterval(poll);
-      report.valueMap = root.getAttribute('data-coloured') + '/' + freeCells;
-      report.backups = root.getAttribute('data-backups');
-      check(+root.getAttribute('data-coloured') === freeCells, 'the settled value map colours ' +
-            report.valueMap + ' free cells');
-      check(+root.getAttribute('data-backup') === +root.getAttribute('data-backups') &&
-            +report.backups > 5, 'the backups stopped at ' + root.getAttribute('data-backup'));
-      change(agentSelect, 'propagation');
-      check(+root.getAttribute('data-coloured') === 0 && root.getAttribute('data-agent') ===
-            'propagation', 'the propagation agent shows a value map');
-      change(agentSelect, 'planning');
-      drawnMaze();
-    }, 50);
-    // 3. A maze drawn by clicks ('#' wall, S start, T target), run by each agent in turn at two
-    //    speeds: both reach the target, and a step takes the speed's time.
-    function drawnMaze() {
-      var layout = ['.#.#...#..', '.#.#.#.#.#', '.....#....', '.#.#####.#', '.#.#...#S.',
-                    '.#.#.#.#.#', '.#..T#.#..', '.#.#######', '.#........', '.#.#.#.#.#'];
-      var click = function (r, c) { cells[r * s.cols + c].click(); };
-      root.querySelector('.pg-clear').click();
-      layout.forEach(function (row, r) {
-        var c = row.indexOf('S');
-        if (c >= 0) { modeButtons.start.click(); click(r, c); }
-      });
-      layout.forEach(function (row, r) {
-        var c = row.indexOf('T');
-        if (c >= 0) { modeButtons.target.click(); click(r, c); }
-      });
-      modeButtons.wall.click();
-      layout.forEach(function (row, r) {
-        row.split('').forEach(function (ch, c) { if (ch === '#') click(r, c); });
-      });
-      // A start placed on a wall stays where it was, and the page says why; the notice goes
-      // with the next mode. The value line says what bounds the return.
-      var startBefore = s.start.slice();
-      modeButtons.start.click();
-      click(0, 1);
-      report.wallNotice = notice.textContent;
-      check(same(s.start, startBefore) && /cannot go on a wall/.test(notice.textContent),
-            'the start placed on a wall: "' + notice.textContent + '"');
-      modeButtons.wall.click();
-      check(notice.textContent === '', 'the notice stayed after the mode changed');
-      check(/at most 1/.test(valueLine.textContent), 'the value line: ' + valueLine.textContent);
-      var runs = [['planning', SPEEDS.length - 1], ['propagation', 2]];
-      report.runs = [];
-      (function next() {
-        if (!runs.length) { finish(); return; }
-        var run = runs.shift();
-        change(agentSelect, run[0]);
-        change(speedInput, run[1]);
-        var t0 = Date.now();
-        runButton.click();
-        var poll2 = setInterval(function () {
-          if (ui.timer !== null && Date.now() - t0 < 60000) return;
-          clearInterval(poll2);
-          var perStep = (Date.now() - t0) / Math.max(1, s.steps), delay = 1000 / SPEEDS[run[1]];
-          report.runs.push({agent: run[0], outcome: s.done, steps: s.steps,
-                            msPerStep: Math.round(perStep)});
-          check(s.done === 'target', run[0] + ' on the drawn maze: ' + status.textContent);
-          check(perStep >= 0.8 * delay && perStep <= 1.5 * delay + 20, run[0] + ' took ' +
-                Math.round(perStep) + ' ms a step at ' + SPEEDS[run[1]] + ' steps/s');
-          next();
-        }, 20);
-      })();
-    }
+  if (selftest && !window.MazePlaygroundSelfTest) {
+    root.setAttribute('data-selftest', 'failed: selftest.js is not loaded');
+  } else if (selftest) {  // the controls it finds in the page
+    window.MazePlaygroundSelfTest({A: A, root: root, state: s, ui: ui, t: t, speeds: SPEEDS,
+                                   advance: advance, setAgent: setAgent, valueLine: valueLine});
   }
 })();
