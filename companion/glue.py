@@ -27,7 +27,13 @@ _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff01-\uff5e]")
 
 def english_words(text: str) -> list[str]:
     """The English words in ``text``: runs of two or more ASCII letters outside inline code
-    (backticks) and maths (``$...$``), other than :data:`SHARED_WORDS`."""
+    (backticks) and maths (``$...$``), other than :data:`SHARED_WORDS`.
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"english_words: text: expected a str, got {type(text).__name__}")
     plain = re.sub(r"`[^`]*`|\$[^$]*\$", " ", text)
     return [w for w in _WORD.findall(plain) if w not in SHARED_WORDS]
 
