@@ -74,12 +74,19 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
             "links: lost ['04_maze.ipynb']",
         ),
         (r"With $\gamma = 0.9$.", r"$\gamma = 0.99$ で。", "maths: lost ['$\\\\gamma=0.9$']"),
+        ("Use `rlax`.", "`rlax` を使います（`rlax.lambda_returns`）。", None),  # code added: fine
+        (
+            "It took long.",
+            "{glue:md}`run_s` かかりました。",
+            "roles: lost [] added [('glue:md', 'run_s')]",
+        ),
     ],
 )
 def test_a_translation_must_keep_the_englishs_roles_code_maths_and_links(english, translated, lost):
     """A translated paragraph that drops a glued figure, a cross-reference, inline code, a
-    formula or a link loses what the English page shows; a term or reference may take a
-    Japanese label, and words inside ``\\text{}`` are prose."""
+    formula or a link loses what the English page shows, and one that adds a glued figure
+    shows what the English does not; a term or reference may take a Japanese label, words
+    inside ``\\text{}`` are prose, and code added to explain is allowed."""
     found = _tool().markup_differences(english, translated)
     if lost is None:
         assert found == []

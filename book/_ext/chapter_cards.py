@@ -113,10 +113,10 @@ TEXTS = {
         "title": "この章の概要",
         "builds": "作るもの",
         "first": "先に読む章",
-        "none": "なし（Python と NumPy）",
+        "none": "なし（Python と NumPy の知識があれば十分）",
         "difficulty": "難易度",
         "levels": dict(zip(DIFFICULTIES, ("入門", "中級", "上級"))),
-        "study": "学習時間",
+        "study": "学ぶ時間の目安",
         "about": "約 {minutes} 分",
         "under": "10 分未満",
         "reading": "読むのに{reading}（英語版で {words:,} 語、コード {code:,} 行）、その後に演習 "
