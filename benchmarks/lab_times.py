@@ -9,7 +9,9 @@ that took and the slowest cells on the way (the teacher's guide shows the table)
 
     python benchmarks/lab_times.py [--quick] [--out benchmarks/results/lab_times.json]
 
-``--quick`` runs chapter 1 only.
+``--quick`` runs chapter 1 only. ``--only STEM [STEM ...]`` times the named notebooks again
+and keeps the other chapters' rows of the committed JSON, dropping rows of notebooks that no
+longer exist; each row records the date it was measured (``measured``).
 """
 
 from __future__ import annotations
@@ -93,18 +95,40 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="chapter 1 only")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "lab_times.json")
+    parser.add_argument(
+        "--only", nargs="+", metavar="STEM", help="time these notebooks; keep the other rows"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from measure import result_header
 
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    if args.quick:
+    stems = [p.stem for p in paths]
+    chapters, kept_from = {}, None
+    if args.only:
+        unknown = sorted(set(args.only) - set(stems))
+        if unknown:
+            raise SystemExit(f"--only: no notebook named {unknown}; the notebooks are {stems}")
+        if args.quick:
+            raise SystemExit("--only: times chapters at the lab's budget; it excludes --quick")
+        old = json.loads(args.out.read_text())
+        kept_from = old["date"]
+        chapters = {
+            stem: {"measured": row.get("measured", old["date"]), **row}
+            for stem, row in old["chapters"].items()
+            if stem in stems
+        }
+        paths = [p for p in paths if p.stem in args.only]
+    elif args.quick:
         paths = paths[:1]
-    chapters = {}
+    header = result_header("lab_times", args.quick)
     for path in paths:
-        chapters[path.stem] = time_to_first_exercise(path)
+        chapters[path.stem] = {"measured": header["date"], **time_to_first_exercise(path)}
         print(f"{path.stem}: {chapters[path.stem]['seconds']:.0f} s", flush=True)
-    result = {**result_header("lab_times", args.quick), "budget": "tiny", "chapters": chapters}
+    chapters = {stem: chapters[stem] for stem in stems if stem in chapters}
+    result = {**header, "budget": "tiny", "chapters": chapters}
+    if kept_from:
+        result["rows_kept_from"] = kept_from
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     return result

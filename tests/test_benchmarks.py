@@ -921,3 +921,35 @@ def test_silent_bugs_chapter_reads_what_source_posts_holds():
     # warm-up"
     assert book_dqn["num_envs"] == 4 and book_dqn["total_steps"] > post_dqn["total_steps"]
     assert book_dqn["learning_starts"] > post_dqn["prefill_steps"]
+
+
+def test_lab_times_only_times_the_named_chapters_and_keeps_the_other_rows(tmp_path, monkeypatch):
+    import lab_times
+
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    old = {
+        "date": "2026-01-02T03:04:05+00:00",
+        "quick": False,
+        "budget": "tiny",
+        "chapters": {s: {"seconds": 1.0, "cells": 2, "slowest": []} for s in stems},
+    }
+    old["chapters"]["99_removed"] = {"seconds": 5.0, "cells": 1, "slowest": []}
+    out = tmp_path / "lab_times.json"
+    out.write_text(json.dumps(old))
+    timed = []
+
+    def fake(path):
+        timed.append(path.stem)
+        return {"seconds": 7.0, "cells": 3, "slowest": []}
+
+    monkeypatch.setattr(lab_times, "time_to_first_exercise", fake)
+    result = lab_times.main(["--only", stems[1], "--out", str(out)])
+    assert timed == [stems[1]]
+    assert list(result["chapters"]) == stems  # the notebooks' order; the removed row dropped
+    assert result["chapters"][stems[1]]["seconds"] == 7.0
+    assert result["chapters"][stems[1]]["measured"] == result["date"] != old["date"]
+    assert result["chapters"][stems[0]] == {"measured": old["date"], **old["chapters"][stems[0]]}
+    assert result["rows_kept_from"] == old["date"]
+    assert json.loads(out.read_text()) == result
+    with pytest.raises(SystemExit, match="no notebook named"):
+        lab_times.main(["--only", "99_removed", "--out", str(out)])

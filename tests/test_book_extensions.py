@@ -57,3 +57,30 @@ def test_a_definition_names_its_chapter_or_its_page():
     assert where(env, "trouble") == ("", "Help")
     with pytest.raises(ExtensionError, match="unknown label 'nowhere'"):
         where(env, "nowhere")
+
+
+def test_the_time_tables_speak_the_pages_language_and_stay_out_of_the_catalogues():
+    """A re-measurement must not leave a stale catalogue entry: the tables' paragraphs are
+    built in the page's language and marked untranslatable."""
+    import string
+
+    from chapter_times import TEXTS, _paragraph, texts
+    from sphinx.util.nodes import is_translatable
+
+    def slots(text):
+        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+    assert set(TEXTS["ja"]) == set(TEXTS["en"])
+    for key, english in TEXTS["en"].items():
+        japanese = TEXTS["ja"][key]
+        if isinstance(english, tuple):
+            assert len(japanese) == len(english), key
+        else:
+            assert slots(japanese) == slots(english), key
+    assert texts("ja")["lab"] == ("章", "最初の演習まで", "最も遅いセル")
+    assert texts("fr") == texts(None) == TEXTS["en"]
+    node = _paragraph(texts("en")["measured"])
+    node.source, node.line = "teachers.md", 1  # a paragraph with a source is extracted...
+    assert not is_translatable(node)  # ...unless it says it is not translatable
+    node["translatable"] = True
+    assert is_translatable(node)

@@ -21,6 +21,48 @@ from sphinx.util.docutils import SphinxDirective
 
 _KEY = "has_chapter_times"
 
+#: The tables' words in each edition's language (the page's ``language``; English otherwise).
+#: The paragraphs are built here, not extracted for translation: the measurement they quote
+#: changes with every run, so a catalogue entry would fall out of step with each one.
+TEXTS = {
+    "en": {
+        "build": ("chapter", "execution time", "of which before the first exercise",
+                  "ran without error"),
+        "yes": "yes",
+        "no": "no",
+        "lab": ("chapter", "to the first exercise", "slowest cell"),
+        "measured": "Measured {date} with {cpu}, {cores} cores, JAX {jax} "
+                    "(benchmarks/lab_times.py), one chapter at a time, on the tiny budget: the "
+                    "seconds from the kernel's start to the first exercise's stub, and the "
+                    "slowest cell on the way.",
+        "on": "on {date}",
+        "span": "between {first} and {last}",
+    },
+    "ja": {
+        "build": ("章", "実行時間", "うち最初の演習まで", "エラーなく実行"),
+        "yes": "はい",
+        "no": "いいえ",
+        "lab": ("章", "最初の演習まで", "最も遅いセル"),
+        "measured": "{date} に {cpu}（{cores} コア）、JAX {jax} で測定しました"
+                    "（benchmarks/lab_times.py）。極小の予算で 1 章ずつ実行し、カーネルの起動から"
+                    "最初の演習のスタブまでの秒数と、その途中で最も遅いセルを示しています。",
+        "on": "{date}",
+        "span": "{first}〜{last}",
+    },
+}  # fmt: skip
+
+
+def texts(language: str | None) -> dict:
+    """The tables' words for ``language`` (an unknown language gets the English)."""
+    return TEXTS.get(language or "en", TEXTS["en"])
+
+
+def _paragraph(text: str) -> nodes.paragraph:
+    """A paragraph already in the page's language: left out of the message catalogues."""
+    node = nodes.paragraph(text=text)
+    node["translatable"] = False
+    return node
+
 
 class ChapterTimesNode(nodes.General, nodes.Element):
     """Placeholder replaced by the table after all documents are read."""
@@ -60,13 +102,9 @@ def _table(env, docname: str) -> nodes.table:
     group += head
     row = nodes.row()
     head += row
-    for name in (
-        "chapter",
-        "execution time",
-        "of which before the first exercise",
-        "ran without error",
-    ):
-        row += nodes.entry("", nodes.paragraph(text=name))
+    words = texts(env.config.language)
+    for name in words["build"]:
+        row += nodes.entry("", _paragraph(name))
     body = nodes.tbody()
     group += body
     for target, data in sorted(NbMetadataCollector.get_doc_data(env).items()):
@@ -88,11 +126,11 @@ def _table(env, docname: str) -> nodes.table:
         )
         row += nodes.entry("", nodes.paragraph("", "", link))
         runtime = exec_data.get("runtime")
-        row += nodes.entry("", nodes.paragraph(text=_minutes(runtime)))
+        row += nodes.entry("", _paragraph(_minutes(runtime)))
+        row += nodes.entry("", _paragraph(_minutes(_first_exercise(env, target, runtime))))
         row += nodes.entry(
-            "", nodes.paragraph(text=_minutes(_first_exercise(env, target, runtime)))
+            "", _paragraph(words["yes"] if exec_data.get("succeeded") else words["no"])
         )
-        row += nodes.entry("", nodes.paragraph(text="yes" if exec_data.get("succeeded") else "no"))
     return table
 
 
@@ -118,11 +156,17 @@ class LabTimes(SphinxDirective):
         self.env.note_dependency(str(path))
         result = json.loads(path.read_text())
         hw = result["hardware"]
-        intro = nodes.paragraph(text=(
-            f"Measured on {result['date'][:10]} with {hw['cpu']}, {hw['cpu_cores']} cores, "
-            f"JAX {hw['jax']} (benchmarks/lab_times.py), one chapter at a time, on the tiny "
-            "budget: the seconds from the kernel's start to the first exercise's stub, and "
-            "the slowest cell on the way."))  # fmt: skip
+        words = texts(self.env.config.language)
+        dates = sorted(
+            {c.get("measured", result["date"])[:10] for c in result["chapters"].values()}
+        )
+        date = (
+            words["on"].format(date=dates[0])
+            if len(dates) == 1
+            else words["span"].format(first=dates[0], last=dates[-1])
+        )
+        intro = _paragraph(words["measured"].format(
+            date=date, cpu=hw["cpu"], cores=hw["cpu_cores"], jax=hw["jax"]))  # fmt: skip
         table = nodes.table(classes=["colwidths-auto"])
         group = nodes.tgroup(cols=3)
         table += group
@@ -132,8 +176,8 @@ class LabTimes(SphinxDirective):
         group += head
         row = nodes.row()
         head += row
-        for name in ("chapter", "to the first exercise", "slowest cell"):
-            row += nodes.entry("", nodes.paragraph(text=name))
+        for name in words["lab"]:
+            row += nodes.entry("", _paragraph(name))
         body = nodes.tbody()
         group += body
         for stem, chapter in sorted(result["chapters"].items()):
@@ -144,7 +188,7 @@ class LabTimes(SphinxDirective):
                                 refwarn=True)  # fmt: skip
             link += nodes.inline(text=stem)
             row += nodes.entry("", nodes.paragraph("", "", link))
-            row += nodes.entry("", nodes.paragraph(text=_minutes(chapter["seconds"])))
+            row += nodes.entry("", _paragraph(_minutes(chapter["seconds"])))
             slow = chapter["slowest"][0] if chapter["slowest"] else None
             cell = nodes.paragraph()
             if slow:
