@@ -8,9 +8,12 @@ Words rather than figures ("lowers", a verdict) are glued in each of the book's 
 ``glue(verdict=words(en="...", ja="..."))``: the page shows the text in its own language (one
 execution serves the English and the Japanese edition).
 
+A Markdown output that is prose or a results table a reader must read (a caption, a table's
+headers) is shown in both languages the same way, ``display(markdown(en=..., ja=...))``.
+
 Where myst-nb is not installed (Colab), the Markdown cell shows the role as written; ``glue``
 then shows the figures under the code cell that made them, one line, so that a reader can
-read them there (words in English).
+read them there (words in English), and :func:`markdown` shows the English.
 """
 
 from __future__ import annotations
@@ -74,6 +77,42 @@ def words(*, en: str, ja: str) -> Words:
     if isinstance(ja, str) and english_words(ja) and not _JAPANESE.search(ja):
         raise ValueError(f"words: ja: expected Japanese, got {ja!r}")
     return Words(en, ja)
+
+
+def markdown(*, en: str, ja: str):
+    """A Markdown output (a caption, a results table) in English and in Japanese.
+
+    In the book's build (myst-nb installed) the output holds both texts, each in a block
+    ``<div class="edition-text" lang="...">`` that the book's style shows on pages of its
+    language only; elsewhere (Colab, plain Jupyter) it is the English alone. Both texts
+    should be built from the same formatted figures.
+
+    Returns:
+        an ``IPython.display.Markdown`` to ``display`` or to leave as a cell's last value.
+
+    Raises:
+        TypeError: if ``en`` or ``ja`` is not a ``str``.
+        ValueError: if either is empty, or if ``ja`` holds no Japanese character.
+    """
+    from IPython.display import Markdown
+
+    for lang, text in (("en", en), ("ja", ja)):
+        if not isinstance(text, str):
+            raise TypeError(f"markdown: {lang}: expected a str, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"markdown: {lang}: the text is empty")
+    if not _JAPANESE.search(ja):
+        raise ValueError(f"markdown: ja: expected Japanese, got {ja[:60]!r}")
+    try:
+        import myst_nb  # noqa: F401  (the book's build)
+    except ImportError:
+        return Markdown(en)
+    return Markdown(
+        "\n\n".join(
+            f'<div class="edition-text" lang="{lang}">\n\n{text.strip()}\n\n</div>'
+            for lang, text in (("en", en), ("ja", ja))
+        )
+    )
 
 
 def glue(**texts: str | Words) -> None:

@@ -109,3 +109,43 @@ def test_a_figure_in_english_words_must_come_in_both_languages(monkeypatch):
     assert len(shown) == 3
     with pytest.raises(ValueError, match="words: ja: expected Japanese, got '4 of 33'"):
         words(en="4 of 33", ja="4 of 33")
+
+
+def test_a_markdown_output_holds_both_languages_in_the_build_and_english_elsewhere(monkeypatch):
+    from companion.glue import markdown
+
+    table = markdown(
+        en="| agent | steps |\n|---|---|\n| post | 6,000 |",
+        ja="| エージェント | ステップ |\n|---|---|\n| post | 6,000 |",
+    )
+    blocks = table.data.split("\n\n</div>\n\n")
+    assert (
+        blocks[0]
+        == '<div class="edition-text" lang="en">\n\n| agent | steps |\n|---|---|\n| post | 6,000 |'
+    )
+    assert blocks[1].startswith('<div class="edition-text" lang="ja">\n\n| エージェント |')
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "myst_nb", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    assert markdown(en="Measured on AMD EPYC", ja="AMD EPYC で測定").data == "Measured on AMD EPYC"
+
+
+@pytest.mark.parametrize(
+    "en, ja, error, match",
+    [
+        ("a table", "", ValueError, "markdown: ja: the text is empty"),
+        (None, "表", TypeError, "markdown: en: expected a str, got NoneType"),
+        ("a table", "a table", ValueError, "markdown: ja: expected Japanese"),
+    ],
+)
+def test_markdown_names_the_language_that_is_wrong(en, ja, error, match):
+    from companion.glue import markdown
+
+    with pytest.raises(error, match=match):
+        markdown(en=en, ja=ja)
