@@ -1,30 +1,95 @@
 """Markdown tables of the committed benchmark results, for the chapters.
 
 Each function takes a result as :func:`companion.bench.load_result` returns it and raises
-``ValueError``, naming the argument, when it is not that result.
+``ValueError``, naming the argument, when it is not that result. Each writes its table in one
+of :data:`LANGUAGES` (``language="ja"``: the Japanese edition's headers and sentences, the same
+rows and figures), for ``companion.glue.markdown(en=..., ja=...)``.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Any
+
+#: The languages a table can be written in: English, and the Japanese edition's.
+LANGUAGES = ("en", "ja")
 
 POST_TASKS = {
     "post-medium": "post's maze, 4 pairs",
     "post-medium-9": "post's maze, 9 pairs",
     "book-medium": "book's maze, 9 pairs",
 }
+POST_TASKS_JA = {
+    "post-medium": "記事の迷路（4 組）",
+    "post-medium-9": "記事の迷路（9 組）",
+    "book-medium": "本書の迷路（9 組）",
+}
+#: Row labels the results hold (a benchmark's variant or configuration), in Japanese; a label
+#: not listed here is shown as the result names it.
+LABELS_JA = {
+    "post": "記事",
+    "book": "本書",
+    "this book": "本書",
+    "the post": "記事",
+    # source_posts: the post's PPO with one change, and its DQN with CartPole-v1's rules
+    "mask fixed (-inf in the loss)": "マスクを修正（損失で -inf）",
+    "value broadcast fixed": "価値のブロードキャストを修正",
+    "all 9 pairs drawn": "9 組すべてを引く",
+    "post on the book's medium maze": "本書の medium 迷路",
+    "CartPole-v1 reward and truncation": "CartPole-v1 の報酬と打ち切り",
+    # dqn_stability: chapter 7's configuration and each lever taken away
+    "chapter": "第 7 章の設定",
+    "without LayerNorm": "LayerNorm なし",
+    "1 gradient step per iteration": "反復ごとに 1 勾配ステップ",
+    "batch 64": "バッチサイズ 64",
+    "constant learning rate": "一定の学習率",
+    "Polyak τ = 0.005 every step": "毎ステップ τ = 0.005 の Polyak 平均",
+    "buffer 10,000": "10,000 遷移のバッファ",
+}
 
 
-def measured_on(result: dict) -> str:
-    """``"Measured <date> on <cpu> (<n> cores), JAX <version> (<backend>)."`` for a result.
+def _check_language(language: Any) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"language: expected one of {LANGUAGES}, got {language!r}")
+    return language
+
+
+def _label(text: str, language: str) -> str:
+    return LABELS_JA.get(text, text) if language == "ja" else text
+
+
+def _tasks(language: str) -> dict:
+    return POST_TASKS_JA if language == "ja" else POST_TASKS
+
+
+def _of(k: Any, n: Any, language: str) -> str:
+    """``"k of n"`` (``"n 個中 k 個"``)."""
+    return f"{n} 個中 {k} 個" if language == "ja" else f"{k} of {n}"
+
+
+def _of_text(text: Any, language: str) -> str:
+    """A result's ``"k of n"`` in ``language``."""
+    found = re.fullmatch(r"(\d+) of (\d+)", str(text))
+    return _of(found.group(1), found.group(2), language) if found else str(text)
+
+
+def measured_on(result: dict, language: str = "en") -> str:
+    """``"Measured <date> on <cpu> (<n> cores), JAX <version> (<backend>)."`` for a result
+    (``language="ja"``: ``"<date> に <cpu>（<n> コア）、JAX <version>（<backend>）で測定しました。"``).
 
     Raises:
-        ValueError: if ``result`` is not a benchmark result with ``date`` and ``hardware``.
+        ValueError: if ``result`` is not a benchmark result with ``date`` and ``hardware``, or
+            ``language`` not one of :data:`LANGUAGES`.
     """
     hw = result.get("hardware") if isinstance(result, dict) else None
     if not isinstance(hw, dict) or "date" not in result:
         raise ValueError("result: expected a benchmark result (load_result) with date and hardware")
+    if _check_language(language) == "ja":
+        return (
+            f"{result['date'][:10]} に {hw['cpu']}（{hw['cpu_cores']} コア）、"
+            f"JAX {hw['jax']}（{hw['backend']}）で測定しました。"
+        )
     return (
         f"Measured {result['date'][:10]} on {hw['cpu']} ({hw['cpu_cores']} cores), "
         f"JAX {hw['jax']} ({hw['backend']})."
@@ -37,8 +102,12 @@ def _require(posts: Any, *keys: str) -> None:
         raise ValueError(f"posts: expected the source_posts result, missing {', '.join(missing)}")
 
 
-def _count(value: Any, fmt: str = "{:,}") -> str:
-    return "not reached" if value is None else fmt.format(value)
+def _not_reached(language: str) -> str:
+    return "未到達" if language == "ja" else "not reached"
+
+
+def _count(value: Any, language: str, fmt: str = "{:,}") -> str:
+    return _not_reached(language) if value is None else fmt.format(value)
 
 
 def _success_cells(run: dict) -> str:
@@ -48,81 +117,103 @@ def _success_cells(run: dict) -> str:
     )
 
 
-def post_ppo_table(posts: dict) -> str:
+def _success_head(language: str) -> str:
+    if language == "ja":
+        return " | ".join(f"{name}：サンプリング / 貪欲" for name in POST_TASKS_JA.values())
+    return " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
+
+
+def post_ppo_table(posts: dict, language: str = "en") -> str:
     """Markdown: each PPO run of the post's agent and the book's (time and steps to 0.99,
     final success, sampled / greedy, on the three tasks), and the ratio of median times.
 
     Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
+        ValueError: if ``posts`` is not the ``source_posts`` result, or ``language`` not one
+            of :data:`LANGUAGES`.
     """
     _require(posts, "ppo_runs", "book_ppo_runs", "comparisons")
-    head = " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
-    lines = [
-        f"| agent | trained on | key | steps to 0.99 | time to 0.99 (s) | {head} |",
-        "|---" * (5 + len(POST_TASKS)) + "|",
-    ]
+    ja = _check_language(language) == "ja"
+    tasks = _tasks(language)
+    head = (
+        "| エージェント | 学習した迷路 | キー | 0.99 までのステップ数 | 0.99 までの時間（s） |"
+        if ja
+        else "| agent | trained on | key | steps to 0.99 | time to 0.99 (s) |"
+    )
+    lines = [f"{head} {_success_head(language)} |", "|---" * (5 + len(POST_TASKS)) + "|"]
     for r in posts["ppo_runs"] + posts["book_ppo_runs"]:
         if r["variant"] not in ("post", "book"):
             continue
-        agent = "book" if r["variant"] == "book" else "post"
         lines.append(
-            f"| {agent} | {POST_TASKS[r['task']]} | {r['seed']} | "
-            f"{_count(r['steps_to_target'])} | {_count(r['time_to_target_s'], '{:.1f}')}"
-            f" | {_success_cells(r)} |"
+            f"| {_label(r['variant'], language)} | {tasks[r['task']]} | {r['seed']} | "
+            f"{_count(r['steps_to_target'], language)} | "
+            f"{_count(r['time_to_target_s'], language, '{:.1f}')} | {_success_cells(r)} |"
         )
     for task, c in posts["comparisons"]["ppo"].items():
         if c.get("post_over_book_time") is not None:
+            ratio = f"{c['post_over_book_time']:.2f}"
             lines.append(
-                f"\nOn the {POST_TASKS[task]}, median time to 0.99, post / book: "
-                f"{c['post_over_book_time']:.2f} (same run, same machine)."
+                f"\n{tasks[task]}での 0.99 までの時間の中央値の比、記事 / 本書：{ratio}"
+                "（同じ実行、同じマシン）。"
+                if ja
+                else f"\nOn the {tasks[task]}, median time to 0.99, post / book: {ratio} "
+                "(same run, same machine)."
             )
     return "\n".join(lines)
 
 
-def post_ppo_ablation_table(posts: dict) -> str:
+def post_ppo_ablation_table(posts: dict, language: str = "en") -> str:
     """Markdown: the post's PPO on key 0 as published and with each of its bugs fixed alone
     (steps and time to 0.99, final success on the three tasks).
 
     Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
+        ValueError: if ``posts`` is not the ``source_posts`` result, or ``language`` not one
+            of :data:`LANGUAGES`.
     """
     _require(posts, "ppo_runs")
-    head = " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
-    lines = [
-        f"| post's agent | trained on | steps to 0.99 | time to 0.99 (s) | {head} |",
-        "|---" * (4 + len(POST_TASKS)) + "|",
-    ]
+    ja = _check_language(language) == "ja"
+    head = (
+        "| 記事のエージェント | 学習した迷路 | 0.99 までのステップ数 | 0.99 までの時間（s） |"
+        if ja
+        else "| post's agent | trained on | steps to 0.99 | time to 0.99 (s) |"
+    )
+    lines = [f"{head} {_success_head(language)} |", "|---" * (4 + len(POST_TASKS)) + "|"]
     for r in posts["ppo_runs"]:
         if r["seed"] == 0:
             lines.append(
-                f"| {r['variant']} | {POST_TASKS[r['task']]} | "
-                f"{_count(r['steps_to_target'])} | "
-                f"{_count(r['time_to_target_s'], '{:.1f}')} | {_success_cells(r)} |"
+                f"| {_label(r['variant'], language)} | {_tasks(language)[r['task']]} | "
+                f"{_count(r['steps_to_target'], language)} | "
+                f"{_count(r['time_to_target_s'], language, '{:.1f}')} | {_success_cells(r)} |"
             )
     return "\n".join(lines)
 
 
-def post_dqn_table(posts: dict) -> str:
+def post_dqn_table(posts: dict, language: str = "en") -> str:
     """Markdown: the post's DQN, the same with CartPole-v1's reward and truncation, and the
     book's DQN on the same keys: final and kept-best parameters at a mean greedy return
     >= 475, and the median time to a first evaluation at 475 (compile included).
 
     Raises:
-        ValueError: if ``posts`` is not the ``source_posts`` result.
+        ValueError: if ``posts`` is not the ``source_posts`` result, or ``language`` not one
+            of :data:`LANGUAGES`.
     """
     _require(posts, "dqn_runs", "book_dqn_runs")
+    ja = _check_language(language) == "ja"
     groups: dict = {}
     for r in posts["dqn_runs"] + posts["book_dqn_runs"]:
-        groups.setdefault(
-            "book"
-            if r["variant"] == "book"
-            else "post"
-            if r["variant"] == "post"
-            else f"post, {r['variant']}",
-            [],
-        ).append(r)
+        variant = r["variant"]
+        name = (
+            _label(variant, language)
+            if variant in ("book", "post")
+            else f"{_label('post', language)}、{_label(variant, language)}"
+            if ja
+            else f"post, {variant}"
+        )
+        groups.setdefault(name, []).append(r)
     lines = [
-        "| agent | keys | final ≥ 475 | kept-best ≥ 475 | an evaluation ≥ 475 | "
+        "| エージェント | キー数 | 最終パラメータ ≥ 475 | 最良時のパラメータ ≥ 475 | "
+        "評価で ≥ 475 に到達 | 到達までの時間の中央値（s） |"
+        if ja
+        else "| agent | keys | final ≥ 475 | kept-best ≥ 475 | an evaluation ≥ 475 | "
         "median time to it (s) |",
         "|---" * 6 + "|",
     ]
@@ -141,67 +232,88 @@ def _rows(header: list, rows: list) -> str:
     return "\n".join(lines + ["| " + " | ".join(str(x) for x in row) + " |" for row in rows])
 
 
-def _envs(n: Any) -> str:
+def _envs(n: Any, language: str) -> str:
+    if language == "ja":
+        return f"{n} 環境"
     return f"{n} env" if str(n) == "1" else f"{n} envs"
 
 
-def _seconds(value: Any) -> str:
-    return "not reached" if value is None else f"{value:.1f}"
+def _seconds(value: Any, language: str) -> str:
+    return _not_reached(language) if value is None else f"{value:.1f}"
 
 
-def dqn_cartpole_table(result: dict) -> str:
+def dqn_cartpole_table(result: dict, language: str = "en") -> str:
     """Markdown: the book's DQN and rejax's, key by key (compile and training time, steps and
     time to solve CartPole-v1), the book's seeds trained at once, and the ratio of medians.
 
     Args:
         result: the ``dqn_cartpole`` result (``benchmarks/dqn_cartpole.py``).
+        language: one of :data:`LANGUAGES`.
 
     Raises:
-        ValueError: if ``result`` is not that result.
+        ValueError: if ``result`` is not that result, or ``language`` not one of
+            :data:`LANGUAGES`.
     """
     _require_result(result, "dqn_cartpole", "book", "book_all_seeds")
+    ja = _check_language(language) == "ja"
     lines = [
-        "| agent | PRNG key | compile (s) | training (s) | steps to solve | time to solve (s) |",
+        "| エージェント | PRNG キー | コンパイル（s） | 学習（s） | 解くまでのステップ数 | "
+        "解くまでの時間（s） |"
+        if ja
+        else "| agent | PRNG key | compile (s) | training (s) | steps to solve | "
+        "time to solve (s) |",
         "|---" * 6 + "|",
     ]
     for name, runs in [
-        ("this book", result["book"]),
+        (_label("this book", language), result["book"]),
         (f"rejax {result.get('rejax_version', '')}", result.get("rejax", [])),
     ]:
         for r in runs:
-            steps = r.get("solve_steps")
             lines.append(
                 f"| {name} | {r['seed']} | {r['compile_s']:.1f} | {r['run_s']:.1f} | "
-                f"{'not reached' if steps is None else f'{steps:,}'} | "
-                f"{_seconds(r.get('time_to_solve_s'))} |"
+                f"{_count(r.get('solve_steps'), language)} | "
+                f"{_seconds(r.get('time_to_solve_s'), language)} |"
             )
     a = result["book_all_seeds"]
+    compile_s, run_s = f"{a['compile_s']:.1f}", f"{a['run_s']:.1f}"
     lines.append(
-        f"\nAll {a['num_seeds']} seeds at once: compile {a['compile_s']:.1f} s, "
-        f"training {a['run_s']:.1f} s, {a['solved']} solved."
+        f"\n{a['num_seeds']} 個のシードを一度に学習：コンパイル {compile_s} s、学習 {run_s} s、"
+        f"解けたのは {a['solved']} 個。"
+        if ja
+        else f"\nAll {a['num_seeds']} seeds at once: compile {compile_s} s, "
+        f"training {run_s} s, {a['solved']} solved."
     )
     if "ratio_rejax_over_book_time_to_solve" in result:
+        ratio = f"{result['ratio_rejax_over_book_time_to_solve']:.1f}"
         lines.append(
-            f"rejax's median time to solve / this book's median: "
-            f"{result['ratio_rejax_over_book_time_to_solve']:.1f}x (same run)."
+            f"解くまでの時間の中央値、rejax / 本書：{ratio} 倍（同じ実行）。"
+            if ja
+            else f"rejax's median time to solve / this book's median: {ratio}x (same run)."
         )
     return "\n".join(lines)
 
 
-def dqn_levers_table(result: dict) -> str:
+def dqn_levers_table(result: dict, language: str = "en") -> str:
     """Markdown: the chapter's DQN and each of its levers removed in turn, one row each (final
     and kept-best solves, per set of 11 keys, last-quarter evaluations, steps to 475, the
     values' scale, training time).
 
     Args:
         result: the ``dqn_stability`` result (``benchmarks/dqn_stability.py``).
+        language: one of :data:`LANGUAGES`.
 
     Raises:
-        ValueError: if ``result`` is not that result.
+        ValueError: if ``result`` is not that result, or ``language`` not one of
+            :data:`LANGUAGES`.
     """
     _require_result(result, "dqn_stability", "configs")
+    ja = _check_language(language) == "ja"
     lines = [
-        "| configuration | final ≥ 475 | per set of 11 keys | kept-best ≥ 475 "
+        "| 設定 | 最終パラメータ ≥ 475 | 11 キーの組ごと | 最良時のパラメータ ≥ 475 "
+        "| 最後の 4 分の 1 の評価 | 評価が初めて 475 以上になるステップ（中央値） "
+        "| 平均 Q の最大値（中央値） | 学習、3 × 11 キー |"
+        if ja
+        else "| configuration | final ≥ 475 | per set of 11 keys | kept-best ≥ 475 "
         "| last-quarter evaluations | median step of a first evaluation ≥ 475 "
         "| largest mean Q (median) | training, 3 × 11 keys |",
         "|---" * 8 + "|",
@@ -211,7 +323,8 @@ def dqn_levers_table(result: dict) -> str:
         steps = row["median_steps_to_475"]
         sets = ", ".join(str(v) for v in row["final_solved_by_keys"].values())
         lines.append(
-            f"| {name} | {row['final_solved']} of {n} | {sets} | {row['best_solved']} of {n} "
+            f"| {_label(name, language)} | {_of(row['final_solved'], n, language)} | {sets} "
+            f"| {_of(row['best_solved'], n, language)} "
             f"| {row['last_quarter_eval_mean']:.0f} | {'—' if steps is None else f'{steps:,.0f}'} "
             f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} s |"
         )
@@ -224,26 +337,40 @@ def _require_result(result: Any, name: str, *keys: str) -> None:
         raise ValueError(f"result: expected the {name} result, missing {', '.join(missing)}")
 
 
-def benchmarks_against_others(env: dict, dqn: dict, posts: dict) -> str:
+def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str = "en") -> str:
     """Markdown: env steps/s against gymnasium and gymnax, DQN against rejax, PPO against the post.
 
     Each comparison is of two programs measured in one run on one machine; the ratios follow.
 
     Args:
         env, dqn, posts: the ``env_throughput``, ``dqn_cartpole`` and ``source_posts`` results.
+        language: one of :data:`LANGUAGES`.
 
     Raises:
-        ValueError: naming the argument that is not its result.
+        ValueError: naming the argument that is not its result, or ``language`` if it is not
+            one of :data:`LANGUAGES`.
     """
     _require_result(env, "env_throughput", "gymnasium", "jax_cartpole", "ratios")
     _require_result(dqn, "dqn_cartpole", "book")
     _require(posts, "ppo_runs", "book_ppo_runs", "comparisons", "ppo_target")
+    ja = _check_language(language) == "ja"
+    book, post = _label("this book", language), _label("the post", language)
     gym_rate = env["gymnasium"]["gym.make"]["steps_per_s"]
-    rows = [["gymnasium CartPole-v1, Python loop, 1 env", f"{gym_rate:,.0f}", "1.0"]]
+    rows = [
+        [
+            f"gymnasium CartPole-v1、Python ループ、{_envs(1, language)}"
+            if ja
+            else "gymnasium CartPole-v1, Python loop, 1 env",
+            f"{gym_rate:,.0f}",
+            "1.0",
+        ]
+    ]
     for n, r in env["jax_cartpole"].items():
         rows.append(
             [
-                f"book's JAX CartPole, {_envs(n)}",
+                f"本書の JAX CartPole、{_envs(n, language)}"
+                if ja
+                else f"book's JAX CartPole, {_envs(n, language)}",
                 f"{r['steps_per_s']:,.0f}",
                 f"{r['steps_per_s'] / gym_rate:,.1f}",
             ]
@@ -252,30 +379,44 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict) -> str:
         if peer:
             rows.append(
                 [
-                    f"gymnax CartPole, {_envs(n)}",
+                    f"gymnax CartPole{'、' if ja else ', '}{_envs(n, language)}",
                     f"{peer['steps_per_s']:,.0f}",
                     f"{peer['steps_per_s'] / gym_rate:,.1f}",
                 ]
             )
     parts = [
-        "**Environment steps per second** (random actions; `benchmarks/env_throughput.py`)",
-        _rows(["environment", "steps/s (median)", "× gymnasium"], rows),
+        "**毎秒の環境ステップ数**（ランダムな行動。`benchmarks/env_throughput.py`）"
+        if ja
+        else "**Environment steps per second** (random actions; `benchmarks/env_throughput.py`)",
+        _rows(
+            ["環境", "ステップ/s（中央値）", "gymnasium に対する倍率"]
+            if ja
+            else ["environment", "steps/s (median)", "× gymnasium"],
+            rows,
+        ),
     ]
 
     dqn_rows = []
-    for name, key in [("this book", "book"), (f"rejax {dqn.get('rejax_version', '')}", "rejax")]:
+    for name, key in [(book, "book"), (f"rejax {dqn.get('rejax_version', '')}", "rejax")]:
         if key in dqn:
             solved = sum("time_to_solve_s" in r for r in dqn[key])
             dqn_rows.append(
                 [
                     name,
-                    _seconds(dqn.get(f"{key}_time_to_solve_median_s")),
-                    f"{solved} of {len(dqn[key])}",
+                    _seconds(dqn.get(f"{key}_time_to_solve_median_s"), language),
+                    _of(solved, len(dqn[key]), language),
                 ]
             )
     parts += [
-        "**DQN: time to solve CartPole-v1** (compile included; `benchmarks/dqn_cartpole.py`)",
-        _rows(["agent", "median time to solve (s)", "seeds solved"], dqn_rows),
+        "**DQN：CartPole-v1 を解くまでの時間**（コンパイルを含む。`benchmarks/dqn_cartpole.py`）"
+        if ja
+        else "**DQN: time to solve CartPole-v1** (compile included; `benchmarks/dqn_cartpole.py`)",
+        _rows(
+            ["エージェント", "解くまでの時間の中央値（s）", "解けたシード"]
+            if ja
+            else ["agent", "median time to solve (s)", "seeds solved"],
+            dqn_rows,
+        ),
     ]
 
     ppo_rows = []
@@ -290,36 +431,64 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict) -> str:
             rate = statistics.median(r["steps_per_s"] for r in runs) if runs else None
             ppo_rows.append(
                 [
-                    POST_TASKS[task],
-                    "this book" if agent == "book" else "the post",
+                    _tasks(language)[task],
+                    book if agent == "book" else post,
                     "—" if rate is None else f"{rate:,.0f}",
-                    _seconds(cmp[f"{agent}_median_time_to_target_s"]),
-                    cmp[f"{agent}_reached"],
+                    _seconds(cmp[f"{agent}_median_time_to_target_s"], language),
+                    _of_text(cmp[f"{agent}_reached"], language),
                 ]
             )
+    target = posts["ppo_target"]
     parts += [
-        f"**PPO on Maze against the source post** (`benchmarks/source_posts.py`; the "
-        f"target is {posts['ppo_target']} success on 1,000 fresh episodes)",
+        f"**Maze での PPO：元の記事との比較**（`benchmarks/source_posts.py`。目標は、新しい "
+        f"1,000 エピソードでの成功率 {target}）"
+        if ja
+        else f"**PPO on Maze against the source post** (`benchmarks/source_posts.py`; the "
+        f"target is {target} success on 1,000 fresh episodes)",
         _rows(
-            ["task", "agent", "steps/s (median)", "median time to target (s)", "keys reaching it"],
+            [
+                "タスク",
+                "エージェント",
+                "ステップ/s（中央値）",
+                "目標までの時間の中央値（s）",
+                "到達したキー",
+            ]
+            if ja
+            else [
+                "task",
+                "agent",
+                "steps/s (median)",
+                "median time to target (s)",
+                "keys reaching it",
+            ],
             ppo_rows,
         ),
     ]
 
+    best = f"{env['ratios']['jax_best_vs_gym_make']:,.0f}"
     ratios = [
-        f"JAX CartPole (best batch) / gymnasium: "
-        f"{env['ratios']['jax_best_vs_gym_make']:,.0f}x steps/s"
+        f"JAX CartPole（最良のバッチ）/ gymnasium：毎秒ステップ数で {best} 倍"
+        if ja
+        else f"JAX CartPole (best batch) / gymnasium: {best}x steps/s"
     ]
     if "ratio_rejax_over_book_time_to_solve" in dqn:
+        ratio = f"{dqn['ratio_rejax_over_book_time_to_solve']:.1f}"
         ratios.append(
-            f"DQN time to solve, rejax / this book: "
-            f"{dqn['ratio_rejax_over_book_time_to_solve']:.1f}x"
+            f"DQN の解くまでの時間、rejax / 本書：{ratio} 倍"
+            if ja
+            else f"DQN time to solve, rejax / this book: {ratio}x"
         )
     for task, cmp in posts["comparisons"]["ppo"].items():
         if cmp.get("post_over_book_time") is not None:
+            ratio = f"{cmp['post_over_book_time']:.1f}"
             ratios.append(
-                f"PPO time to {posts['ppo_target']} on the {POST_TASKS[task]}, "
-                f"post / this book: {cmp['post_over_book_time']:.1f}x"
+                f"{POST_TASKS_JA[task]}での PPO の {target} までの時間、記事 / 本書：{ratio} 倍"
+                if ja
+                else f"PPO time to {target} on the {POST_TASKS[task]}, post / this book: {ratio}x"
             )
-    parts.append("Ratios, each between two figures of one run: " + "; ".join(ratios) + ".")
+    parts.append(
+        "比（いずれも 1 回の実行で測った 2 つの数値の比）：" + "。".join(ratios) + "。"
+        if ja
+        else "Ratios, each between two figures of one run: " + "; ".join(ratios) + "."
+    )
     return "\n\n".join(parts)
