@@ -1,6 +1,7 @@
 """The benchmark scripts keep working (tiny sizes; no timing assertions)."""
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -531,6 +532,36 @@ def _table_rows(markdown):
     return rows[2:]
 
 
+#: Words the Japanese tables keep as they are: names of programs, agents, hardware and code.
+KEPT_NAMES = {
+    *"AMD EPYC Intel CartPole DQN PPO JAX PRNG LayerNorm Polyak Python Maze medium".split(),
+    *"cpu gpu gymnasium gymnax rejax Some CPU".split(),
+}
+_FIGURE = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def _same_table_in_japanese(en: str, ja: str) -> None:
+    """``ja`` is ``en`` in Japanese: line by line the same tables (columns) and figures; each
+    header cell and each sentence in Japanese; no English word but :data:`KEPT_NAMES`."""
+    from companion.glue import english_words
+
+    en_lines, ja_lines = en.strip().splitlines(), ja.strip().splitlines()
+    assert len(en_lines) == len(ja_lines), (en, ja)
+    for i, (e, j) in enumerate(zip(en_lines, ja_lines)):
+        assert e.startswith("|") == j.startswith("|"), (e, j)
+        if e.startswith("|"):
+            assert e.count("|") == j.count("|"), (e, j)
+        header = i + 1 < len(en_lines) and en_lines[i + 1].startswith("|---")
+        if not header:  # a header may word a figure its own way ("last-quarter": 4 分の 1)
+            assert sorted(_FIGURE.findall(e)) == sorted(_FIGURE.findall(j)), (e, j)
+        if header:  # every header cell translated
+            cells = j.strip("|").split("|")
+            assert all(re.search("[\u3040-\u30ff\u4e00-\u9fff]", c) for c in cells), j
+        elif e.strip() and not e.startswith("|"):  # a sentence or a caption
+            assert re.search("[\u3040-\u30ff\u4e00-\u9fff]", j) and j != e, j
+    assert set(english_words(ja)) <= KEPT_NAMES, set(english_words(ja)) - KEPT_NAMES
+
+
 def test_source_post_tables_by_hand():
     from companion import bench
 
@@ -578,10 +609,24 @@ def test_source_post_tables_by_hand():
             table({"date": "x"})
     with pytest.raises(ValueError, match="result: expected a benchmark result"):
         bench.measured_on({"hardware": {}})
-    # the committed result lays out as well-formed tables
+    # in Japanese: the same rows and figures under Japanese headers
+    for table in (bench.measured_on, bench.post_ppo_table, bench.post_ppo_ablation_table):
+        _same_table_in_japanese(table(posts), table(posts, "ja"))
+    assert bench.measured_on(posts, "ja") == (
+        "2026-11-30 に Some CPU（2 コア）、JAX 0.10.2（cpu）で測定しました。"
+    )
+    assert _table_rows(bench.post_ppo_table(posts, "ja"))[1].startswith("| 記事 | 記事の迷路")
+    assert "| 未到達 | 未到達 |" in bench.post_ppo_table(posts, "ja")
+    assert "9 組すべてを引く" in bench.post_ppo_ablation_table(posts, "ja")
+    assert _table_rows(bench.post_dqn_table(posts, "ja")) == [
+        "| 記事 | 3 | 1 | 2 | 2 | 2.0 |",
+        "| 本書 | 1 | 1 | 1 | 1 | 6.0 |",
+    ]
+    # the committed result lays out as well-formed tables, in both languages
     committed = bench.load_result("source_posts")
     for table in (bench.post_ppo_table, bench.post_ppo_ablation_table, bench.post_dqn_table):
         assert _table_rows(table(committed))
+        _same_table_in_japanese(table(committed), table(committed, "ja"))
 
 
 def test_dqn_cartpole_and_comparison_tables_by_hand():
@@ -670,6 +715,57 @@ def test_dqn_cartpole_and_comparison_tables_by_hand():
     }
     assert _table_rows(bench.dqn_cartpole_table(committed["dqn_cartpole"]))
     assert "| task | agent |" in bench.benchmarks_against_others(*committed.values())
+    # in Japanese: the same rows and figures under Japanese headers
+    _same_table_in_japanese(text, bench.benchmarks_against_others(env, dqn, posts, "ja"))
+    _same_table_in_japanese(bench.dqn_cartpole_table(dqn), bench.dqn_cartpole_table(dqn, "ja"))
+    assert "| 本書 | 1 | 3.9 | 4.7 | 未到達 | 未到達 |" in bench.dqn_cartpole_table(dqn, "ja")
+    ja = bench.benchmarks_against_others(env, dqn, posts, "ja")
+    assert "| 記事の迷路（4 組） | 記事 | 30,000 | 19.7 | 1 個中 1 個 |" in ja
+    assert "| 本書 | 7.2 | 2 個中 1 個 |" in ja and "| 本書の JAX CartPole、64 環境 |" in ja
+    _same_table_in_japanese(
+        bench.dqn_cartpole_table(committed["dqn_cartpole"]),
+        bench.dqn_cartpole_table(committed["dqn_cartpole"], "ja"),
+    )
+    _same_table_in_japanese(
+        bench.benchmarks_against_others(*committed.values()),
+        bench.benchmarks_against_others(*committed.values(), language="ja"),
+    )
+
+
+def test_the_japanese_tables_check_can_fail():
+    """The check of the Japanese tables rejects a table left in English, a changed figure and
+    a dropped row; the tables reject a language they are not written in."""
+    from companion import bench
+
+    posts = bench.load_result("source_posts")
+    en, ja = bench.post_dqn_table(posts), bench.post_dqn_table(posts, "ja")
+    with pytest.raises(AssertionError):
+        _same_table_in_japanese(en, en)
+    with pytest.raises(AssertionError):
+        _same_table_in_japanese(en, ja.replace("| 33 |", "| 34 |", 1))
+    with pytest.raises(AssertionError):
+        _same_table_in_japanese(en, ja.rsplit("\n", 1)[0])
+    with pytest.raises(AssertionError):  # a label left in English
+        _same_table_in_japanese(en, ja.replace("| 本書 |", "| book |"))
+    for table in (bench.post_ppo_table, bench.post_dqn_table, bench.measured_on):
+        with pytest.raises(ValueError, match="language: expected one of \\('en', 'ja'\\)"):
+            table(posts, "fr")
+
+
+def test_dqn_levers_table_in_japanese():
+    """Chapter 10's lever table: every configuration of the committed result has its Japanese
+    label, with the same counts and figures."""
+    from companion import bench
+
+    stability = bench.load_result("dqn_stability")
+    en, ja = bench.dqn_levers_table(stability), bench.dqn_levers_table(stability, "ja")
+    _same_table_in_japanese(en, ja)
+    _same_table_in_japanese(bench.measured_on(stability), bench.measured_on(stability, "ja"))
+    labels = [row.split(" | ")[0].lstrip("| ") for row in _table_rows(ja)]
+    assert labels == [bench.tables.LABELS_JA[name] for name in stability["configs"]]
+    n = len(next(iter(stability["configs"].values()))["keys"])
+    first = next(iter(stability["configs"].values()))
+    assert f"| {n} 個中 {first['final_solved']} 個 |" in _table_rows(ja)[0]
 
 
 def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict, str]:

@@ -39,7 +39,7 @@ LABELS_JA = {
     "post on the book's medium maze": "本書の medium 迷路",
     "CartPole-v1 reward and truncation": "CartPole-v1 の報酬と打ち切り",
     # dqn_stability: chapter 7's configuration and each lever taken away
-    "chapter": "第 7 章の設定",
+    "chapter": "DQN の章の設定",
     "without LayerNorm": "LayerNorm なし",
     "1 gradient step per iteration": "反復ごとに 1 勾配ステップ",
     "batch 64": "バッチサイズ 64",
@@ -487,7 +487,7 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
                 else f"PPO time to {target} on the {POST_TASKS[task]}, post / this book: {ratio}x"
             )
     parts.append(
-        "比（いずれも 1 回の実行で測った 2 つの数値の比）：" + "。".join(ratios) + "。"
+        "同じ実行の中で測った数値どうしの比：" + "。".join(ratios) + "。"
         if ja
         else "Ratios, each between two figures of one run: " + "; ".join(ratios) + "."
     )
