@@ -176,6 +176,36 @@ def _png_outputs(nb):
     return [o for _, o in outputs(nb) if "image/png" in o.get("data", {})]
 
 
+_EDITION_BLOCK = re.compile(r'<div class="edition-text" lang="(\w+)">\n\n(.*?)\n\n</div>', re.S)
+
+
+def _markdown_outputs(nb, lang: str = "en") -> list[str]:
+    """The Markdown outputs (``text/markdown``), each in the language ``lang`` where it is
+    given in both (``companion.glue.markdown``: one block per language); every such output
+    has one block in each language, and the two lay out the same tables (lines of cells)."""
+    texts = []
+    for _, o in outputs(nb):
+        text = o.get("data", {}).get("text/markdown")
+        if text is None:
+            continue
+        blocks = dict(_EDITION_BLOCK.findall(text))
+        if not blocks:
+            texts.append(text)
+            continue
+        assert set(blocks) == {"en", "ja"}, text[:300]
+        shape = {
+            k: [line.count("|") for line in b.splitlines() if line.startswith("|")]
+            for k, b in blocks.items()
+        }
+        assert shape["en"] == shape["ja"], (blocks["en"][:300], blocks["ja"][:300])
+        texts.append(blocks[lang])
+    return texts
+
+
+def _has_japanese(text: str) -> bool:
+    return re.search("[\u3040-\u30ff\u4e00-\u9fff]", text) is not None
+
+
 def test_jax_essentials_shows_measured_figures(executed):
     nb = executed(ROOT / "notebooks" / "01_jax_essentials.ipynb")
     text = _stream_text(nb)
@@ -388,12 +418,14 @@ def test_dqn_chapter(executed):
     marked = int(re.search(r"transitions marked terminated: (\d+)", text).group(1))
     assert marked in (fell, fell - 1)  # the last fall may be flagged after the 300 steps
     assert text.count("check passed") == 5  # exercises 1 to 3, exercise 4's measure, the bug
-    tables = [
-        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
-    ]
+    tables, tables_ja = _markdown_outputs(nb), _markdown_outputs(nb, "ja")
     assert any("seeds solved" in t for t in tables)
     # the result it leads with is the final policy (chapter 10 lays out the lever benchmark)
     assert any("| final params: mean return |" in t for t in tables)
+    # the Japanese page's table: the same seeds under Japanese labels
+    (page_ja,) = [t for t in tables_ja if "| 最終パラメータ：平均収益 |" in t]
+    assert all(_has_japanese(t) for t in tables_ja)  # every Markdown output in both languages
+    assert "個が解けました" in page_ja and "| 評価が初めて 475 以上になったステップ |" in page_ja
     # the prose states the Huber comparison and the steps training runs from the run (glued)
     glued, glued_ja = glued_texts(nb), glued_texts(nb, "ja")
     solved = re.search(r"final parameters solve: squared loss (\d+), Huber loss (\d+) seeds", text)
@@ -474,9 +506,7 @@ def test_ppo_chapter(executed):
 def test_generalising_chapter(executed):
     nb = executed(ROOT / "notebooks" / "09_generalising.ipynb")
     text = _stream_text(nb)
-    tables = [
-        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
-    ]
+    tables, tables_ja = _markdown_outputs(nb), _markdown_outputs(nb, "ja")
     assert any("50 unseen mazes, propagation network" in t for t in tables)
     # the planning network: backups equal BFS, its values are scaled distances, and it
     # solves every one of the tiny budget's 50 unseen mazes, greedy along shortest paths
@@ -484,6 +514,11 @@ def test_generalising_chapter(executed):
     assert "equals the BFS distance: True" in text
     (planner,) = [t for t in tables if "value-iteration network" in t]
     assert "| 0 | greedy | 100.0% |" in planner and "| 1.000 |" in planner
+    assert all(_has_japanese(t) for t in tables_ja)  # every Markdown output in both languages
+    (planner_ja,) = [t for t in tables_ja if "価値反復ネットワーク" in t]
+    assert "| シード | 方策 | 成功率 |" in planner_ja and "| 0 | 貪欲 | 100.0% |" in planner_ja
+    assert any("見たことのない 50 個の迷路、伝播ネットワーク" in t for t in tables_ja)
+    assert sum("コア）で測定しました" in t for t in tables_ja) == 2  # the size sweeps
     # exercise 1: the while_loop settles to the scan's values after as many backups
     assert "15 x 15: values as the scan's: True" in text
     (settled,) = re.findall(r"backups that changed something: (\d+) \(section 3: (\d+)\)", text)
@@ -563,9 +598,7 @@ def test_silent_bugs_chapter(executed):
     assert counted == {"clip_eps static": ("1", "3"), "clip_eps traced": ("1", "0")}, counted
     assert text.count("check passed: cross_talk gives 0 ") == 1, text
     assert text.count("check passed: compilations counts as JAX does: ") == 1, text
-    tables = [
-        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
-    ]
+    tables, tables_ja = _markdown_outputs(nb), _markdown_outputs(nb, "ja")
     assert any("| post's agent | trained on |" in t and "9 pairs" in t for t in tables)
     # section 7 lays out chapter 7's lever benchmark: each setting taken away
     for row in (
@@ -579,6 +612,19 @@ def test_silent_bugs_chapter(executed):
     ):
         assert any(row in t for t in tables), row
     assert any("| training, 3 × 11 keys |" in t for t in tables)
+    # the Japanese page: the same tables under Japanese headers and labels
+    assert all(_has_japanese(t) for t in tables_ja)  # every Markdown output in both languages
+    joined_ja = "\n".join(tables_ja)
+    for row in (
+        "| 記事のエージェント | 学習した迷路 |",
+        "| エージェント | キー数 | 最終パラメータ ≥ 475 |",
+        "| LayerNorm なし | ",
+        "| 10,000 遷移のバッファ | ",
+        "| 学習、3 × 11 キー |",
+        "の DQN：平均収益が 475 以上の最終パラメータは",
+    ):
+        assert row in joined_ja, row
+    assert joined_ja.count("で測定しました。") == 2 and not _has_japanese("\n".join(tables))
     # the prose quotes what the cells printed (glued), and the results' sentences are glued
     record = "application/papermill.record/text/markdown"
     glued = {
@@ -610,9 +656,7 @@ def test_performance_chapter(executed):
     assert slope.endswith(": 41.00 bytes per transition"), slope
     assert text.count("check passed") == 4  # the four exercises' checks
     assert "dqn_envs: bends at " in text
-    tables = [
-        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
-    ]
+    tables, tables_ja = _markdown_outputs(nb), _markdown_outputs(nb, "ja")
     joined = "\n".join(tables)
     for row in (
         "| eager |",
@@ -628,6 +672,20 @@ def test_performance_chapter(executed):
     ):
         assert row in joined, row
     assert "AMD" in joined or "Intel" in joined or "cores" in joined  # the machine is named
+    joined_ja = "\n".join(tables_ja)
+    for row in (
+        "| ベンチマーク | マシン | スクリプトの実行時間 |",
+        "| 方式 | このページ：ステップあたりの µs |",
+        "| jit(lax.scan) |",
+        "**dqn_envs**",
+        "| 環境数 | ステップ/s |",
+        "| このページ | per_step |",
+        "| ベンチマーク | pooled |",
+        "**DQN：CartPole-v1 を解くまでの時間**",
+        "| 本書の JAX CartPole、",
+    ):
+        assert row in joined_ja, row
+    assert all(_has_japanese(t) for t in tables_ja) and not _has_japanese(joined)
     assert len(_png_outputs(nb)) >= 3  # compile time, scaling, memory
 
 
@@ -652,11 +710,13 @@ def test_many_devices_chapter(executed):
     seeds = next(line for line in text.splitlines() if "against vmap on one device" in line)
     assert float(seeds.rsplit(" ", 1)[1]) < 1e-4, seeds  # the first update
     assert "where the metrics live: P('devices',)" in text
-    tables = [
-        o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
-    ]
+    tables, tables_ja = _markdown_outputs(nb), _markdown_outputs(nb, "ja")
     assert any("| 8 | 391,811 |" in t for t in tables)  # 2 * 7/8 * 4 bytes * 55,973 parameters
     assert any("seeds split / vmap on one device" in t for t in tables)
+    assert all(_has_japanese(t) for t in tables_ja)  # every Markdown output in both languages
+    assert any("| デバイス数 | ステップあたりのバイト数 |" in t for t in tables_ja)
+    assert any("| 8 | 391,811 |" in t for t in tables_ja)
+    assert any("| シード分割 / 1 デバイスでの vmap |" in t for t in tables_ja)
     assert text.count("check passed") == 3  # the three exercises' checks
     assert len(_png_outputs(nb)) >= 2  # training curves, benchmark
 
