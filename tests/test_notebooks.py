@@ -438,7 +438,7 @@ def test_dqn_chapter(executed):
     total = int(re.search(r"total_steps=(\d+)", text).group(1))
     run = int(re.search(r"\(([\d,]+) steps\), ", text).group(1).replace(",", ""))
     assert ("runs every step of it" in glued["dqn_steps_words"]) == (run == total)
-    assert ("すべてのステップを実行します" in glued_ja["dqn_steps_words"]) == (run == total)
+    assert ("1 ステップも余さず実行されます" in glued_ja["dqn_steps_words"]) == (run == total)
     animations = [h for h in _html_outputs(nb) if "new Array(" in h]
     assert len(animations) == 1
     assert len(_png_outputs(nb)) >= 2  # the learning curves, the episode
