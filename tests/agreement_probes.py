@@ -82,6 +82,8 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "PPO loss": (ppo_loss_in_view(model, batch), ppo.ppo_loss(model, batch)[0]),
 })""",
         ),
+    ],
+    "08_ppo_training": [
         (
             "make_train_in_view(two",
             """__agreement({

@@ -88,7 +88,9 @@ class Entry:
 
 def toc_pages() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    chapters = [ch for part in toc["parts"] for ch in part["chapters"]]
+    # a chapter's later pages (its sections) follow it
+    return [toc["root"]] + [p["file"] for ch in chapters for p in [ch, *ch.get("sections", [])]]
 
 
 def page_path(page: str) -> Path | None:
