@@ -464,7 +464,18 @@ def test_ppo_training_page(executed):
         o["data"]["text/markdown"] for _, o in outputs(nb) if "text/markdown" in o.get("data", {})
     ]
     (evaluation,) = [t for t in tables if "50 episodes per seed" in t]  # the tiny budget's 50
-    assert evaluation.count("| empty |") == evaluation.count("| medium |") == 2  # 2 seeds each
+    blocks = re.findall(
+        r'<div class="edition-text" lang="(en|ja)">\n\n(.*?)\n\n</div>', evaluation, re.S
+    )
+    assert [lang for lang, _ in blocks] == ["en", "ja"], evaluation
+    (_, en), (_, ja) = blocks
+    assert "シードごとに 50 エピソード" in ja and "| 迷路 | シード | 成功率 |" in ja
+    rows = {}
+    for lang, block in blocks:
+        assert block.count("| empty |") == block.count("| medium |") == 2  # 2 seeds each
+        body = [line for line in block.splitlines() if line.startswith(("| empty", "| medium"))]
+        rows[lang] = re.findall(r"\d[\d.,]*%?", "\n".join(body))
+    assert rows["en"] == rows["ja"] and rows["en"], rows  # the same figures in both
     # the prose quotes the evaluation size and the medium run's clip statistics (glued)
     glued, glued_ja = glued_texts(nb), glued_texts(nb, "ja")
     assert glued["num_eval_episodes"] == "50" and glued["draws_per_pair"] == "6"
