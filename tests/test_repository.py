@@ -35,10 +35,13 @@ def test_jupyter_book_stays_on_1x():
 
 def test_toc_lists_existing_pages_and_every_notebook():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    chapters = [ch for part in toc["parts"] for ch in part["chapters"]]
-    # a chapter's later pages are its sections
-    pages = [page for ch in chapters for page in [ch, *ch.get("sections", [])]]
-    files = [toc["root"]] + [page["file"] for page in pages]
+
+    def pages(entry):  # a chapter and its sections (the chapter's further pages)
+        return [entry["file"]] + [p for s in entry.get("sections", []) for p in pages(s)]
+
+    files = [toc["root"]] + [
+        p for part in toc["parts"] for ch in part["chapters"] for p in pages(ch)
+    ]
     for f in files:
         assert any((ROOT / f"{f}{ext}").exists() for ext in (".md", ".ipynb")), f
     for nb in NOTEBOOKS:
