@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion._validate import number_in, positive_number
+from companion._validate import number_in, positive_int, positive_number, prng_key
 from companion.envs.grid import MOVES, check_cell, check_walls, shortest_path_length
 
 
@@ -165,3 +165,63 @@ def value_iteration(
     v0 = jnp.zeros(mdp.legal.shape[0], jnp.float32)
     v, _, iterations = jax.lax.while_loop(not_done, body, (v0, jnp.inf, jnp.int32(0)))
     return v, iterations
+
+
+def sample_episode(
+    mdp: MazeMDP, key: jax.Array, probs: jax.Array, start_state: Any, num_steps: int = 100
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """One episode of the policy ``probs`` from ``start_state``, sampled with the tables of
+    ``mdp`` in one ``lax.scan`` of ``num_steps`` steps (jit- and vmap-friendly).
+
+    Args:
+        key: a PRNG key; step ``t`` samples its action with the ``t``-th of
+            ``jax.random.split(key, num_steps)``.
+        probs: float ``(S, 4)``, ``pi(a | s)``.
+        start_state: int, the index of the first state.
+        num_steps: the time limit; a later step of an episode that ended is padding.
+
+    Returns:
+        ``(s_t, a_t, r_t, alive_t)``: int32, int32, float32 and bool, each ``(num_steps,)``;
+        ``alive_t`` is False for the steps after the end, whose reward is 0.
+
+    Raises:
+        TypeError: if ``key`` is not a PRNG key or ``num_steps`` not an int.
+        ValueError: if ``probs`` is not ``(S, 4)``, ``num_steps`` is not positive or a
+            concrete ``start_state`` is not a state.
+    """
+    prng_key(key)
+    num_steps = positive_int(num_steps, "num_steps")
+    if jnp.shape(probs) != mdp.legal.shape:
+        raise ValueError(f"probs: expected shape {mdp.legal.shape}, got {jnp.shape(probs)}")
+    num_states = mdp.legal.shape[0]
+    if not isinstance(start_state, jax.core.Tracer) and not 0 <= int(start_state) < num_states:
+        raise ValueError(f"start_state: expected a state in [0, {num_states}), got {start_state}")
+
+    def body(carry, step_key):
+        s, alive = carry
+        a = jax.random.categorical(step_key, jnp.log(probs[s]))
+        r = mdp.reward[s, a] * alive
+        return (mdp.next_state[s, a], alive & ~mdp.terminal[s, a]), (s, a, r, alive)
+
+    carry = (jnp.int32(start_state), jnp.array(True))
+    _, (s_t, a_t, r_t, alive_t) = jax.lax.scan(body, carry, jax.random.split(key, num_steps))
+    return s_t, a_t, r_t, alive_t
+
+
+def discounted_returns(rewards: jax.Array, gamma: float) -> jax.Array:
+    """``G_t = r_t + gamma * G_{t+1}`` with ``G_T = 0`` past the last reward, by a reverse
+    ``lax.scan``; ``rewards`` float ``(T,)``, the result float32 ``(T,)``.
+
+    Raises:
+        TypeError: if ``gamma`` is not a number.
+        ValueError: if ``rewards`` is not 1-D or ``gamma`` is outside [0, 1].
+    """
+    number_in(gamma, "gamma", 0.0, 1.0)
+    if jnp.ndim(rewards) != 1:
+        raise ValueError(f"rewards: expected shape (T,), got {jnp.shape(rewards)}")
+
+    def body(g_tp1, r):
+        g_t = r + gamma * g_tp1
+        return g_t, g_t
+
+    return jax.lax.scan(body, 0.0, rewards, reverse=True)[1]

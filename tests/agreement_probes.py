@@ -42,6 +42,30 @@ def __agreement(checks):
 
 #: ``{notebook stem: [(anchor, probe code)]}``; the probe calls ``__agreement({name: (a, b)})``.
 PROBES: dict[str, list[tuple[str, str]]] = {
+    # the episode sampler and the returns that the policy-gradient page takes from the
+    # companion, against the first page's code in view (same keys: the same episodes)
+    "05_rl_foundations": [
+        (
+            "def episode(",
+            """__agreement({
+    "episode in view against tabular.sample_episode": (
+        jax.jit(jax.vmap(episode, (0, None, None)))(
+            jax.random.split(jax.random.key(8), 16), random_policy, index[start]
+        ),
+        jax.jit(jax.vmap(tabular.sample_episode, (None, 0, None, None)))(
+            tabular.maze_mdp(walls, target),
+            jax.random.split(jax.random.key(8), 16),
+            random_policy,
+            index[start],
+        ),
+    ),
+    "returns in view against tabular.discounted_returns": (
+        returns(jax.random.uniform(jax.random.key(0), (100,)), GAMMA),
+        tabular.discounted_returns(jax.random.uniform(jax.random.key(0), (100,)), GAMMA),
+    ),
+})""",
+        ),
+    ],
     "07_dqn": [
         (
             "def buffer_sample(",
@@ -82,6 +106,8 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "PPO loss": (ppo_loss_in_view(model, batch), ppo.ppo_loss(model, batch)[0]),
 })""",
         ),
+    ],
+    "08_ppo_training": [
         (
             "make_train_in_view(two",
             """__agreement({

@@ -1034,6 +1034,20 @@ CASES += [
         ValueError,
         "tol",
     ),
+    Case(
+        "tabular.sample_episode",
+        lambda mp: tabular.sample_episode(
+            _small_mdp(), jax.random.key(0), jnp.full((6, 4), 0.25), 6
+        ),
+        ValueError,
+        r"start_state: expected a state in \[0, 6\), got 6",
+    ),
+    Case(
+        "tabular.discounted_returns",
+        lambda mp: tabular.discounted_returns(jnp.zeros((2, 3)), 0.9),
+        ValueError,
+        r"rewards: expected shape \(T,\), got \(2, 3\)",
+    ),
 ]
 
 #: Every check names what it was given when it is not a function.

@@ -144,18 +144,21 @@ def test_a_lazy_package_counts_only_the_submodules_of_the_names_imported_from_it
     assert _files(book, "b") == {"__init__.py", "checks/__init__.py", "checks/keys.py"}
 
 
-def _first(stem):
-    return next((ROOT / "notebooks").glob(f"{stem}_*.ipynb"))
+def _page(stem):
+    """The notebook ``stem``, by its exact name (a chapter may have several pages)."""
+    path = ROOT / "notebooks" / f"{stem}.ipynb"
+    assert path.is_file(), path
+    return path
 
 
 def test_the_real_chapters_import_graph():
     """Chapter 1 never reaches the DQN agent; chapter 7 does. Each chapter reaches only its
     own self-checks (companion.checks loads them lazily): an edit of chapter 8's check of the
-    rollout keys concerns chapter 8 alone."""
+    rollout keys concerns chapter 8's first page alone."""
     pkg = ROOT / "companion"
     table = book_cache.modules(pkg)
-    first = reach(book_cache._code(_first("01")), pkg, table)
-    seventh = reach(book_cache._code(_first("07")), pkg, table)
+    first = reach(book_cache._code(_page("01_jax_essentials")), pkg, table)
+    seventh = reach(book_cache._code(_page("07_dqn")), pkg, table)
     dqn = set((pkg / "agents" / "dqn").glob("*.py"))
     assert len(dqn) >= 4 and not dqn & first
     assert dqn <= seventh and pkg / "checks" / "dqn.py" in seventh
@@ -167,7 +170,7 @@ def test_the_real_chapters_import_graph():
         for nb in notebooks
         if pkg / "checks" / "keys.py" in reach(book_cache._code(nb), pkg, table)
     ]
-    assert keys == [_first("08").stem]
+    assert keys == ["08_ppo_maze"]
 
 
 def _cache_both(book, cache_dir):

@@ -87,8 +87,15 @@ class Entry:
 
 
 def toc_pages() -> list[str]:
+    """The pages of ``_toc.yml`` in reading order: a chapter, then its sections (pages)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+
+    def pages(entry: dict) -> list[str]:
+        return [entry["file"]] + [p for s in entry.get("sections", []) for p in pages(s)]
+
+    return [toc["root"]] + [
+        page for part in toc["parts"] for ch in part["chapters"] for page in pages(ch)
+    ]
 
 
 def page_path(page: str) -> Path | None:

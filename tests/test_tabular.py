@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from companion.envs.maze import make_maze, parse_maze, shortest_path_length
-from companion.tabular import action_values, evaluate_policy, maze_mdp, value_iteration
+from companion.tabular import (
+    action_values,
+    discounted_returns,
+    evaluate_policy,
+    maze_mdp,
+    sample_episode,
+    value_iteration,
+)
 
 from jumanji.environments.routing.maze.types import Position
 
@@ -129,6 +136,43 @@ def test_value_gradient_matches_finite_differences():
         np.testing.assert_allclose(grad[s, a], fd, rtol=2e-2, atol=1e-6)
 
 
+def test_an_episode_follows_the_tables_and_stops_at_the_target():
+    walls, _, (target,) = parse_maze(CORRIDOR)
+    mdp = maze_mdp(walls, target)
+    right = jnp.zeros((2, 4)).at[:, 1].set(1.0)  # always "right": two moves to the target
+    s_t, a_t, r_t, alive_t = jax.jit(sample_episode, static_argnums=4)(
+        mdp, jax.random.key(0), right, 0, 5
+    )
+    assert s_t.tolist()[:2] == [0, 1] and a_t.tolist()[:2] == [1, 1]
+    assert r_t.tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert alive_t.tolist() == [True, True, False, False, False]
+
+
+def test_episodes_visit_states_as_often_as_the_policy_says():
+    """From the small maze's start, the uniform random policy's first action: each of the
+    two legal moves about half the time, over 4,096 episodes; every step's action legal."""
+    walls, (start,), (target,) = parse_maze(SMALL)
+    mdp = maze_mdp(walls, target)
+    uniform = mdp.legal / mdp.legal.sum(axis=1, keepdims=True)
+    keys = jax.random.split(jax.random.key(1), 4096)
+    # lax.map: the key-reuse checker takes a vmapped scan over split keys for a reuse
+    episodes = jax.jit(lambda ks: jax.lax.map(lambda k: sample_episode(mdp, k, uniform, 0), ks))
+    s_t, a_t, _, alive_t = episodes(keys)
+    assert np.all(np.asarray(mdp.legal)[np.asarray(s_t), np.asarray(a_t)][np.asarray(alive_t)])
+    first = np.bincount(np.asarray(a_t[:, 0]), minlength=4) / 4096
+    np.testing.assert_allclose(first, np.asarray(uniform[0]), atol=0.03)
+
+
+def test_discounted_returns_against_a_python_loop():
+    rewards = jax.random.uniform(jax.random.key(2), (37,))
+    expected, g = [], 0.0
+    for r in reversed(np.asarray(rewards, np.float64)):
+        g = r + 0.9 * g
+        expected.append(g)
+    np.testing.assert_allclose(discounted_returns(rewards, 0.9), expected[::-1], rtol=1e-5)
+    np.testing.assert_allclose(discounted_returns(jnp.array([0.0, 0.0, 1.0]), 1.0), [1, 1, 1])
+
+
 def test_bad_input_is_named():
     walls, _, (target,) = parse_maze(SMALL)
     with pytest.raises(ValueError, match="target: cell .* is a wall"):
@@ -152,3 +196,14 @@ def test_bad_input_is_named():
         action_values(mdp, jnp.zeros(3), 0.9)
     with pytest.raises(ValueError, match="tol"):
         value_iteration(mdp, 0.9, tol=0.0)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"probs: expected shape \(17, 4\)"):
+        sample_episode(mdp, key, uniform[:3], 0)
+    with pytest.raises(ValueError, match=r"start_state: expected a state in \[0, 17\)"):
+        sample_episode(mdp, key, uniform, 17)
+    with pytest.raises(TypeError, match="key"):
+        sample_episode(mdp, 0, uniform, 0)
+    with pytest.raises(ValueError, match=r"rewards: expected shape \(T,\)"):
+        discounted_returns(jnp.zeros((2, 3)), 0.9)
+    with pytest.raises(ValueError, match="gamma"):
+        discounted_returns(jnp.zeros(3), 1.5)
