@@ -36,10 +36,10 @@ LABELS_JA = {
     "mask fixed (-inf in the loss)": "マスクを修正（損失で -inf）",
     "value broadcast fixed": "価値のブロードキャストを修正",
     "all 9 pairs drawn": "9 組すべてを引く",
-    "post on the book's medium maze": "本書の medium 迷路",
+    "post on the book's medium maze": "記事のエージェント（本書の medium 迷路で学習）",
     "CartPole-v1 reward and truncation": "CartPole-v1 の報酬と打ち切り",
     # dqn_stability: chapter 7's configuration and each lever taken away
-    "chapter": "DQN の章の設定",
+    "chapter": "第 7 章の設定",
     "without LayerNorm": "LayerNorm なし",
     "1 gradient step per iteration": "反復ごとに 1 勾配ステップ",
     "batch 64": "バッチサイズ 64",
