@@ -132,6 +132,21 @@ class _Episode:
         return f"Step {self.steps} of at most {self.time_limit}; shortest path: {best} steps."
 
 
+def _refused_click(mode: str, cell: tuple, episode: _Episode) -> str:
+    """Why a click on ``cell`` in ``mode`` ("wall", "start" or "target") changes nothing;
+    "" when it changes the maze."""
+    if mode == "wall" and cell in (episode.start, episode.target):
+        return "The start and the target cannot be walls: move them first."
+    if mode in ("start", "target") and episode.walls[cell]:
+        return (
+            f"The {mode} cannot go on a wall: click a free cell, or clear this wall first "
+            'with "wall".'
+        )
+    if (mode, cell) in (("start", episode.target), ("target", episode.start)):
+        return "The start and the target must be two different cells."
+    return ""
+
+
 def maze_playground(
     model=None,
     walls: Any = None,
@@ -267,11 +282,15 @@ def maze_playground(
     def on_cell(i):
         cell = divmod(i, episode.walls.shape[1])
         mode = controls["mode"].value
-        if mode == "wall" and cell not in (episode.start, episode.target):
+        refused = _refused_click(mode, cell, episode)
+        if refused:  # nothing changes: say why, under the episode's status
+            status.value = f"<b>{episode.status()}</b><br>{refused}"
+            return
+        if mode == "wall":
             episode.walls[cell] = not episode.walls[cell]
-        elif mode == "start" and not episode.walls[cell] and cell != episode.target:
+        elif mode == "start":
             episode.start = cell
-        elif mode == "target" and not episode.walls[cell] and cell != episode.start:
+        else:
             episode.target = cell
         episode.restart()
         draw()

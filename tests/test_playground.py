@@ -953,8 +953,19 @@ def test_widget_edits_the_maze_and_runs_the_agent(model):
     controls["reset"].click()
     assert episode.agent == (0, 0) and episode.steps == 0 and episode.trail == [(0, 0)]
     controls["mode"].value = "wall"
-    cells[0].click()  # the start is not a wall
+    cells[0].click()  # the start is not a wall, and the status says why nothing changed
     assert not episode.walls[0, 0]
+    assert "The start and the target cannot be walls" in status.value
+    controls["mode"].value = "start"
+    cells[0 * 5 + 2].click()  # (0, 2) is a wall
+    assert episode.start == (0, 0) and "The start cannot go on a wall" in status.value
+    cells[0 * 5 + 1].click()  # the target's cell
+    assert episode.start == (0, 0) and "two different cells" in status.value
+    cells[4 * 5 + 4].click()  # a free cell: the start moves and the notice goes
+    assert episode.start == (4, 4) and "cannot" not in status.value
+    controls["mode"].value = "target"
+    cells[1 * 5 + 2].click()
+    assert episode.target == (0, 1) and "The target cannot go on a wall" in status.value
 
 
 def test_widget_planning_agent_any_size_value_map_and_agent_switch(planner):
