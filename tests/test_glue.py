@@ -12,6 +12,19 @@ import pytest
 from companion.glue import glue, words
 
 
+def _without_myst_nb(monkeypatch) -> None:
+    """Make ``import myst_nb`` fail, as it does in Colab."""
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "myst_nb", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+
+
 def test_glues_markdown_that_myst_nb_pastes(monkeypatch):
     shown = []
     monkeypatch.setattr(myst_glue, "ipy_display", lambda data, **kw: shown.append((data, kw)))
@@ -22,15 +35,7 @@ def test_glues_markdown_that_myst_nb_pastes(monkeypatch):
 
 
 def test_without_myst_nb_shows_the_figures_under_the_cell(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_myst_nb(name, *args, **kwargs):
-        if name.startswith("myst_nb"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "myst_nb", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    _without_myst_nb(monkeypatch)
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     glue(ratio="14–18×", steps="212,992")
@@ -124,15 +129,7 @@ def test_a_markdown_output_holds_both_languages_in_the_build_and_english_elsewhe
         == '<div class="edition-text" lang="en">\n\n| agent | steps |\n|---|---|\n| post | 6,000 |'
     )
     assert blocks[1].startswith('<div class="edition-text" lang="ja">\n\n| エージェント |')
-    real_import = builtins.__import__
-
-    def no_myst_nb(name, *args, **kwargs):
-        if name.startswith("myst_nb"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "myst_nb", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    _without_myst_nb(monkeypatch)
     assert markdown(en="Measured on AMD EPYC", ja="AMD EPYC で測定").data == "Measured on AMD EPYC"
 
 

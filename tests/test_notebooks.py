@@ -295,15 +295,20 @@ def test_maze_in_depth_claims(executed):
     assert len(_png_outputs(nb)) >= 3
 
 
+def _printed_number(text: str, pattern: str) -> float:
+    """The number that ``pattern``'s first group finds in a notebook's printed ``text``."""
+    match = re.search(pattern, text)
+    assert match, f"not printed: {pattern}"
+    return float(match.group(1))
+
+
 def test_rl_foundations_checks_every_equation(executed):
     """Each check of the foundations chapter's first page, asserted on what it printed."""
     nb = executed(ROOT / "notebooks" / "05_rl_foundations.ipynb")
     text = _stream_text(nb)
 
     def number(pattern):
-        match = re.search(pattern, text)
-        assert match, f"not printed: {pattern}"
-        return float(match.group(1))
+        return _printed_number(text, pattern)
 
     assert "tables read from env.step agree with tabular.maze_mdp: True" in text
     # 1. the return of one episode: reverse scan against a Python loop, G_0 = gamma^(T - 1)
@@ -336,9 +341,7 @@ def test_rl_policy_gradients_checks_every_equation(executed):
     text = _stream_text(nb)
 
     def number(pattern):
-        match = re.search(pattern, text)
-        assert match, f"not printed: {pattern}"
-        return float(match.group(1))
+        return _printed_number(text, pattern)
 
     # 1. the policy gradient theorem against jax.grad; REINFORCE is unbiased (its mean error
     # within 3 standard errors, which shrink ~4x for 16x the episodes, and falling like
