@@ -153,9 +153,9 @@ def value_iteration(
         q = action_values(mdp, v, gamma)
         return jnp.max(jnp.where(mdp.legal, q, -jnp.inf), axis=1)
 
-    def not_done(carry):  # at least one backup; no infinity in the carry (JAX 0.5 on CPU
-        _, change, k = carry  # ended a loop started at change = inf before its first step)
-        return (k == 0) | ((change > tol) & (k < max_iterations))
+    def not_done(carry):
+        _, change, k = carry
+        return (change > tol) & (k < max_iterations)
 
     def body(carry):
         v, _, k = carry
@@ -163,7 +163,7 @@ def value_iteration(
         return v_new, jnp.max(jnp.abs(v_new - v)), k + 1
 
     v0 = jnp.zeros(mdp.legal.shape[0], jnp.float32)
-    v, _, iterations = jax.lax.while_loop(not_done, body, (v0, jnp.float32(0.0), jnp.int32(0)))
+    v, _, iterations = jax.lax.while_loop(not_done, body, (v0, jnp.inf, jnp.int32(0)))
     return v, iterations
 
 

@@ -21,10 +21,15 @@ def execute(
     env: dict[str, str] | None = None,
 ):
     """Run ``nb`` in place in a fresh ``kernel_name`` kernel with ``DRLJAX_BUDGET=budget``;
-    ``env`` sets more environment variables for the run (``JUPYTER_PATH`` to find a kernel)."""
+    ``env`` sets more environment variables for the run (``JUPYTER_PATH`` to find a kernel),
+    and a variable it maps to None is absent from the kernel's environment."""
     settings = {"DRLJAX_BUDGET": budget, **(env or {})}
     old = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)  # inherited by the kernel process
+    for name, value in settings.items():  # inherited by the kernel process
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     try:
         client = NotebookClient(
             nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(cwd)}}
