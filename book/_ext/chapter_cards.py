@@ -85,7 +85,7 @@ def _machine() -> tuple[str, int]:
 #: The card's words in each edition's language (``app.config.language``).
 TEXTS = {
     "en": {
-        "title": "This chapter at a glance",
+        "title": "This page at a glance",
         "builds": "You build",
         "first": "Read first",
         "none": "none: Python and NumPy",
@@ -110,9 +110,9 @@ TEXTS = {
         "machine": "{cpu}, {cores} cores",
     },
     "ja": {
-        "title": "この章の概要",
+        "title": "このページの概要",
         "builds": "作るもの",
-        "first": "先に読む章",
+        "first": "先に読むページ",
         "none": "なし（Python と NumPy の知識があれば十分）",
         "difficulty": "難易度",
         "levels": dict(zip(DIFFICULTIES, ("入門", "中級", "上級"))),
