@@ -8,9 +8,9 @@ The setup cell runs as it stands, except that ``REPO`` points at a git repositor
 this working tree's companion package. pip's dry run of the cell's install says what it would
 add; nothing Colab has may be upgraded or downgraded, and pip must report no conflict (it
 would name ``google-colab``, whose pins a stand-in carries). Then every notebook runs in a
-kernel of that environment.
+kernel of that environment, without JAX's persistent compilation cache, as in Colab.
 
-Slow (about 6 minutes a runtime line on two cores): ``make colab-test`` runs it; ``make test``
+Slow (about 7 minutes a runtime line on two cores): ``make colab-test`` runs it; ``make test``
 does not.
 What the cell adds on each line is written to ``_build/colab/<line>.txt``.
 """
