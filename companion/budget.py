@@ -7,11 +7,14 @@ environment variable ``DRLJAX_BUDGET=tiny`` (the tests), so the same notebook co
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 #: Name of the environment variable read by :func:`budget_mode`.
 BUDGET_ENV = "DRLJAX_BUDGET"
 #: The values it may take.
 BUDGET_MODES = ("full", "tiny")
+
+T = TypeVar("T")  # not ``def budget[T]``: the package also imports on Python 3.11
 
 
 def budget_mode() -> str:
@@ -28,7 +31,7 @@ def budget_mode() -> str:
     return mode
 
 
-def budget[T](full: T, tiny: T) -> T:
+def budget(full: T, tiny: T) -> T:  # noqa: UP047 (no PEP 695: Python 3.11 imports it)
     """``full`` or ``tiny``, according to :func:`budget_mode`.
 
     Args:
