@@ -1,6 +1,7 @@
 """The benchmark scripts keep working (tiny sizes; no timing assertions)."""
 
 import json
+import math
 import re
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from companion.agents import dqn
 from companion.bench import hardware, step_rates, throughput, timed
 
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts' shared module, as they import it
+import dqn_stability  # noqa: E402
 import measure  # noqa: E402
 
 
@@ -94,8 +96,25 @@ def test_dqn_stability_quick_mode_writes_json(run_quick):
     assert [r["layer_norm"] for r in rows.values()] == [True, False, True, True, True, True, True]
     assert rows["Polyak τ = 0.005 every step"]["config"]["target_tau"] == 0.005
     assert rows["constant learning rate"]["config"]["lr_final_fraction"] == 1.0
-    for row in rows.values():
-        assert row["keys"] == [0, 1] and len(row["final_returns"]) == len(row["best_returns"]) == 2
+    # the grid: five targets by their mean lag, with and without LayerNorm, one quick budget;
+    # a configuration the levers already trained is not trained again
+    grid = result["grid"]
+    assert len(grid) == 10 and {r["budget"] for r in grid.values()} == {1_200}
+    assert {(r["target"], r["layer_norm"]) for r in grid.values()} == {
+        (t, ln) for t, _, _ in dqn_stability.TARGETS for ln in (True, False)
+    }
+    same = grid["copy every 10, LayerNorm, 1,200 steps"]
+    assert same["final_returns"] == chapter["final_returns"] and same["mean_lag"] == 4.5
+    assert grid["Polyak, lag of a copy every 200, LayerNorm, 1,200 steps"]["mean_lag"] == (
+        pytest.approx(199 / 2)
+    )
+    assert {len(r["q_mean_by_block_quantiles"]["50"]) for r in grid.values()} == {
+        len(chapter["eval_env_steps"])
+    }
+    for row in [*rows.values(), *grid.values()]:
+        assert (
+            row["keys"] == [33, 34] and len(row["final_returns"]) == len(row["best_returns"]) == 2
+        )
         final = np.asarray(row["final_returns"])
         assert row["final_solved"] == int((final >= result["solved_at"]).sum())
         assert sum(row["final_solved_by_keys"].values()) == row["final_solved"]
@@ -536,6 +555,8 @@ def _table_rows(markdown):
 KEPT_NAMES = {
     *"AMD EPYC Intel CartPole DQN PPO JAX PRNG LayerNorm Polyak Python Maze medium".split(),
     *"cpu gpu gymnasium gymnax rejax Some CPU".split(),
+    # two tests' names; a TPU's device kind ("TPU v5 lite") and JAX's name of its backend
+    *"McNemar Holm lite tpu".split(),
 }
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
 
@@ -771,7 +792,10 @@ def test_dqn_levers_table_in_japanese():
     assert labels == [bench.tables.LABELS_JA[name] for name in stability["configs"]]
     n = len(next(iter(stability["configs"].values()))["keys"])
     first = next(iter(stability["configs"].values()))
-    assert f"| {n} 個中 {first['final_solved']} 個 |" in _table_rows(ja)[0]
+    assert f"| {n} 個中 {first['final_solved']} 個（" in _table_rows(ja)[0]
+    en, ja = bench.dqn_grid_table(stability), bench.dqn_grid_table(stability, "ja")
+    _same_table_in_japanese(en, ja)
+    assert len(_table_rows(ja)) == 10 and "| ターゲットネットワークなし | 0 | あり |" in ja
 
 
 def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict, str]:
@@ -813,17 +837,18 @@ def _chapter_glue(monkeypatch, stem: str, cells: tuple[str, ...]) -> tuple[dict,
 
 def _dqn_chapter_glue(monkeypatch) -> tuple[dict, str]:
     """Chapter 7's hidden cells that glue the committed results' figures."""
-    cells = ("dqn-stability-glue", "dqn-layernorm-glue")
+    cells = ("dqn-stability-glue", "dqn-layernorm-glue", "dqn-grid-glue")
     return _chapter_glue(monkeypatch, "07_dqn", cells)
 
 
 def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
-    """The figures chapter 7's prose quotes from the lever benchmark (dqn_stability) and from
-    source_posts (the post's DQN and the chapter's), and those chapter 10 quotes from the lever
-    benchmark (its section 7 lays it out), are those of the committed results, and the words
-    that compare them say what the figures say."""
+    """The figures chapter 7's prose quotes from the lever benchmark (dqn_stability) and
+    those chapter 10 quotes from it (its section 7 lays it out) are those of the committed
+    results, computed by the book's statistics rule (companion.stats), and the directions the
+    prose states are the rule's."""
     import json
-    import statistics
+
+    from companion import stats
 
     results = ROOT / "benchmarks" / "results"
     stability = json.loads((results / "dqn_stability.json").read_text())
@@ -832,95 +857,109 @@ def test_dqn_chapter_quotes_the_committed_stability_results(monkeypatch):
     glued, prose = _dqn_chapter_glue(monkeypatch)
     levers, levers_prose = _chapter_glue(monkeypatch, "10_silent_bugs", ("silent-levers-glue",))
     chapter = rows["chapter"]
-    # the chapter's row is the chapter's configuration and network
+    # the chapter's row is the chapter's configuration and network, on keys it was not tuned on
     default = dqn.DQNConfig()._asdict()
     assert chapter["layer_norm"] is True
     assert {k: v for k, v in chapter["config"].items() if k != "eval_episodes"} == {
         k: v for k, v in default.items() if k != "eval_episodes"
     }
-    assert len(chapter["keys"]) == 33 and len(rows) == 7
+    assert chapter["keys"] == list(range(33, 66)) and len(rows) == 7
+    low, high = stats.share_interval(chapter["final_solved"], 33)
     in_both = {
         "stab_keys": "33",
         "stab_chapter_solved": str(chapter["final_solved"]),
         "stab_noln_solved": str(rows["without LayerNorm"]["final_solved"]),
-        "stab_polyak_solved": str(rows["Polyak τ = 0.005 every step"]["final_solved"]),
     }
     assert {name: glued[name] for name in in_both} == in_both
+    assert glued["stab_chapter_ci"] == f"{low:.2f}–{high:.2f}"
+    # the median over all keys, the keys that never reach 475 counted as later than any step
+    steps = sorted(float("inf") if s is None else s for s in chapter["steps_to_475"])
+    assert glued["stab_chapter_steps"] == f"{steps[16]:,.0f}"
     expected = in_both | {
         "stab_run_steps": f"{dqn.DQNConfig().env_steps_run:,}",
-        "stab_chapter_sets": ", ".join(str(v) for v in chapter["final_solved_by_keys"].values()),
         "stab_chapter_quarter": f"{chapter['last_quarter_eval_mean']:.0f}",
-        "stab_buffer_quarter": f"{rows['buffer 10,000']['last_quarter_eval_mean']:.0f}",
+        "stab_buffer_solved": str(rows["buffer 10,000"]["final_solved"]),
     }
     assert {name: levers[name] for name in expected} == expected
-    # a lever's words (in English and in Japanese): fewer / more / about as many, against two
-    # standard errors
-    for short, name in (
-        ("noln", "without LayerNorm"),
-        ("one", "1 gradient step per iteration"),
-        ("batch", "batch 64"),
-        ("constant", "constant learning rate"),
-        ("polyak", "Polyak τ = 0.005 every step"),
-        ("buffer", "buffer 10,000"),
-    ):
-        n, p, q = 33, rows[name]["final_solved"] / 33, chapter["final_solved"] / 33
-        pooled = (p + q) / 2  # the same number of keys on both sides
-        two_se = 2 * np.sqrt(pooled * (1 - pooled) * 2 / n)
-        words = levers[f"stab_{short}_words"]
-        if p < q - two_se:
-            said = ("fewer final policies solve", "解ける最終方策は少なく")
-        elif p > q + two_se:
-            said = ("more final policies solve", "解ける最終方策は多く")
-        else:
-            said = ("about as many", "解ける最終方策の数はほぼ同じで")
-        assert words.en.startswith(said[0]) and words.ja.startswith(said[1]), (name, words)
-    # the LayerNorm lesson: the values' scale with and without it, and the words
+    # each lever's p: McNemar on the shared keys, Holm over the six, as written out here
+    chapter_solved = np.asarray(chapter["final_returns"]) >= 475
+    names = [n for n in rows if n != "chapter"]
+    raw = []
+    for name in names:
+        solved = np.asarray(rows[name]["final_returns"]) >= 475
+        only_lever, only_chapter = (
+            int((solved & ~chapter_solved).sum()),
+            int((~solved & chapter_solved).sum()),
+        )
+        k, m = min(only_lever, only_chapter), only_lever + only_chapter
+        raw.append(min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0)
+    order = np.argsort(raw)
+    adjusted = np.empty(len(raw))
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, raw[i] * (len(raw) - rank)))
+        adjusted[i] = running
+    shorts = {"without LayerNorm": "noln", "1 gradient step per iteration": "one"}
+    shorts |= {"batch 64": "batch", "constant learning rate": "constant"}
+    shorts |= {"Polyak τ = 0.005 every step": "polyak", "buffer 10,000": "buffer"}
+    for name, p in zip(names, adjusted):
+        assert levers[f"stab_{shorts[name]}_p"] == f"{p:.2g}", name
+        said = "fewer" if p < 0.05 else "within the spread"
+        assert f"{{glue:md}}`stab_{shorts[name]}_solved`, {said} (p =" in levers_prose, name
+    # the LayerNorm lesson: every key's values pass the bound without it
     on, off = chapter, rows["without LayerNorm"]
-    assert glued["stab_ln_q_on"] == f"{on['median_q_max']:.0f}"
-    assert glued["stab_ln_td_off"] == f"{off['median_td_abs_max']:.1f}"
-    larger = off["median_q_max"] > on["median_q_max"] and (
-        off["median_td_abs_max"] > on["median_td_abs_max"]
-    )
-    ln_words = glued["stab_ln_words"]
-    assert ln_words.en.startswith("Without LayerNorm the largest values are") == larger
-    assert ln_words.ja.startswith("LayerNorm なしでは、Q 値の最大値は") == larger
-    # the post's DQN, the chapter's and the earlier one (chapter 10 compares them)
-    cmp = posts["comparisons"]["dqn"]
-    post, book, earlier = cmp["post"], cmp["book"], cmp["earlier"]
-    assert post["seeds"] == book["seeds"] == earlier["seeds"] == 33
-    # one key at a time (source_posts) against vmapped (dqn_stability): the words say which
-    p_one, p_bench = book["final_solved"] / 33, chapter["final_solved"] / 33
-    pooled = (p_one + p_bench) / 2
-    agree = abs(p_one - p_bench) <= 2 * np.sqrt(pooled * (1 - pooled) * 2 / 33)
-    assert levers["stab_bench_words"].en.endswith(
-        "within two standard errors of the count above"
-        if agree
-        else "more than two standard errors from the count above"
-    )
-    assert levers["stab_bench_words"].ja.endswith("2 倍以内です" if agree else "2 倍を超えます")
-    # the committed runs are what the comparison says
-    runs = posts["book_dqn_runs"]
-    assert book["final_solved"] == sum(r["final_return"] >= 475 for r in runs)
-    one_run = statistics.median(r["compile_s"] + r["run_s"] for r in runs)
-    assert book["expected_time_to_solving_final_s"] == pytest.approx(
-        one_run * 33 / book["final_solved"]
-    )
-    assert cmp["book_over_earlier_time"] == pytest.approx(
-        book["median_time_to_target_s"] / earlier["median_time_to_target_s"]
-    )
+    assert glued["stab_ln_q_min_off"] == f"{min(off['q_max']):,.0f}"
+    assert glued["stab_ln_q_max_on"] == f"{max(on['q_max']):,.0f}"
+    assert min(off["q_max"]) > 100
+    # one key at a time (source_posts, keys 0-32) against the table (Fisher, other keys)
+    book = posts["comparisons"]["dqn"]["book"]
+    assert levers["stab_one_key_solved"] == str(book["final_solved"])
+    fisher = stats.unpaired_solved(book["final_solved"], 33, chapter["final_solved"], 33)
+    assert levers["stab_one_key_p"] == f"{fisher.p_value:.2f}"
+    # the grid: what the reading quotes, from the committed rows
+    grid = stability["grid"]
+    assert len(grid) == 20 and {r["budget"] for r in grid.values()} == {40_000, 120_000}
+    slow = [r for r in grid.values() if r["mean_lag"] > 50]
+    slow_short = [r for r in slow if r["budget"] == 40_000]
+    assert glued["grid_slow_short_max"] == str(max(r["final_solved"] for r in slow_short))
+    assert glued["grid_form_pairs"] == "8"
+    for row in grid.values():  # the mean lag the table prints is the configuration's
+        period, tau = row["config"]["target_update_period"], row["config"]["target_tau"]
+        lag = (period - 1) / 2 if tau == 1.0 else (1 - tau) / tau
+        assert row["mean_lag"] == pytest.approx(lag)
+        assert row["config"]["total_steps"] == row["budget"]
+        assert row["config"]["buffer_capacity"] >= row["budget"]
     # the prose quotes them where they belong
     for phrase in (
-        "without LayerNorm on {glue:md}`stab_noln_solved`",
+        "{glue:md}`stab_noln_solved` without LayerNorm against",
         "the final parameters of {glue:md}`page_final_solved` of this page's",
-        "{glue:md}`stab_ln_td_off` without, {glue:md}`stab_ln_td_on` with.",
+        "(Fisher's exact test, p = {glue:md}`stab_page_p`)",
+        "within the spread (McNemar, p = {glue:md}`huber_p`)",
     ):
         assert phrase in prose, phrase
     for key in ("pegoud2023gentle", "gallici2025simplifying", "liesen2024rejax"):
         assert f"{{cite}}`{key}`" in prose, key
-    assert (
-        "without LayerNorm: {glue:md}`stab_noln_solved`, {glue:md}`stab_noln_quarter`;"
-        in levers_prose
+    for key in ("henderson2018deep", "agarwal2021deep", "mcnemar1947note", "holm1979simple"):
+        assert f"{{cite}}`{key}`" in prose, key
+
+
+def test_a_flipped_lever_fails_the_chapter(monkeypatch, tmp_path):
+    """Chapter 10's lever glue stops when the committed result no longer says what its prose
+    says (here: the batch of 64 made to lose every key the chapter solves)."""
+    import json
+
+    import companion.bench
+
+    stability = json.loads((ROOT / "benchmarks" / "results" / "dqn_stability.json").read_text())
+    stability["configs"]["batch 64"]["final_returns"] = [0.0] * 33
+    real = companion.bench.load_result_or_note
+    monkeypatch.setattr(
+        companion.bench,
+        "load_result_or_note",
+        lambda name: (stability, "") if name == "dqn_stability" else real(name),
     )
+    with pytest.raises(AssertionError, match="batch 64: as the list below says"):
+        _chapter_glue(monkeypatch, "10_silent_bugs", ("silent-levers-glue",))
 
 
 def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch):
@@ -936,7 +975,7 @@ def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch
     monkeypatch.setattr(companion.glue, "glue", lambda **texts: glued.update(texts))
     nb = json.loads((ROOT / "notebooks" / "10_silent_bugs.ipynb").read_text())
     source = {c.get("id"): "".join(c["source"]) for c in nb["cells"]}
-    exec(source["silent-polyak-glue"], {"posts": posts, "glue": companion.glue.glue})
+    exec(source["silent-polyak-glue"], {"posts": posts, "glue": companion.glue.glue, "np": np})
     cmp = posts["comparisons"]["dqn"]
     post, book, polyak = cmp["post"], cmp["book"], cmp["earlier"]
     assert glued["dqn_polyak_final"] == (
@@ -949,12 +988,15 @@ def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch
     ratio = book["median_time_to_target_s"] / polyak["median_time_to_target_s"]
     assert f"and {ratio:.2f} times its time" in glued["dqn_polyak_speed"].en
     assert f"コンパイルを含めて {ratio:.2f} 倍" in glued["dqn_polyak_speed"].ja
-    n, m = book["seeds"], polyak["seeds"]
-    p, q = book["final_solved"] / n, polyak["final_solved"] / m
-    pooled = (p * n + q * m) / (n + m)
-    apart = abs(p - q) > 2 * np.sqrt(pooled * (1 - pooled) * (1 / n + 1 / m))
-    assert glued["dqn_polyak_stability"].en.startswith("within") != apart
-    assert glued["dqn_polyak_stability"].ja.endswith("2 倍以内") != apart
+    from companion import stats
+
+    by_seed = {r["seed"]: r["final_return"] >= 475 for r in posts["earlier_dqn_runs"]}
+    book_by_seed = {r["seed"]: r["final_return"] >= 475 for r in posts["book_dqn_runs"]}
+    seeds = sorted(by_seed)
+    mcnemar = stats.paired_solved(
+        np.array([by_seed[k] for k in seeds]), np.array([book_by_seed[k] for k in seeds])
+    )
+    assert glued["dqn_polyak_p"] == f"{mcnemar.p_value:.2f}"
     prose = " ".join(
         " ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown"
     )

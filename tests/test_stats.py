@@ -52,11 +52,28 @@ def test_paired_interval_keeps_keys_together():
     assert value == pytest.approx(1.0)
     assert low == pytest.approx(1.0) and high == pytest.approx(1.0)  # the pairing removes keys
     ratio, low, high = stats.paired_interval(
-        [2.0, 4.0, 6.0, 8.0], [1.0, 2.0, 3.0, 4.0], lambda u, v: u.mean() / v.mean()
+        [2.0, 4.0, 6.0, 8.0], [1.0, 2.0, 3.0, 4.0], statistic=lambda u, v: u.mean() / v.mean()
     )
     assert (ratio, low, high) == pytest.approx((2.0, 2.0, 2.0))
-    with pytest.raises(ValueError, match="a, b: expected one score per key"):
+    # four samples: a ratio of two expected times (time per run over the share that solves)
+    t = np.linspace(9.0, 12.0, 30)
+    solved = np.array([1.0, 0.0] + [1.0] * 28)
+    value, low, high = stats.paired_interval(
+        t,
+        solved,
+        2 * t,
+        solved,
+        statistic=lambda a, s, b, r: (a.mean() / s.mean()) / (b.mean() / r.mean()),
+    )
+    assert (value, low, high) == pytest.approx((0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="samples: expected one score per key"):
         stats.paired_interval([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="statistic: not finite on"):  # no NaN comes back
+        stats.paired_interval(
+            [1.0, 2.0], [0.0, 1.0], statistic=lambda u, v: u.mean() / v.mean() - 1 / v.min()
+        )
+    with pytest.raises(ValueError, match="statistic: needed for 3 samples"):
+        stats.paired_interval([1.0, 2.0], [1.0, 2.0], [1.0, 2.0])
 
 
 def test_mcnemar_counts_only_the_keys_that_disagree():
@@ -121,3 +138,38 @@ def test_require_stops_a_flipped_claim():
         stats.require(up._replace(direction=0, p_value=0.2), 1, "more keys solve with LayerNorm")
     with pytest.raises(ValueError, match="direction: expected -1, 0 or 1"):
         stats.require(up, 2, "x")
+
+
+def test_median_first_step_counts_every_key():
+    assert stats.median_first_step([1000, 2000, None]) == 2000.0
+    assert stats.median_first_step([1000, None, None]) is None  # most keys never reached it
+    # the median over reaching keys alone would say 1,500 for both of these
+    assert stats.median_first_step([1000, 2000, None, None, None]) is None
+    assert stats.median_first_step([1000, 2000, 3000, 4000]) == 2500.0
+
+
+def test_holm_adjust_reads_each_direction_again():
+    family = {
+        "clear": stats.Comparison(1, 0.001, "McNemar", 27, 4),
+        "marginal": stats.Comparison(-1, 0.03, "McNemar", 18, 27),
+        "none": stats.Comparison(0, 0.5, "McNemar", 24, 27),
+    }
+    adjusted = stats.holm_adjust(family)
+    assert list(adjusted) == ["clear", "marginal", "none"]
+    assert adjusted["clear"].p_value == pytest.approx(0.003) and adjusted["clear"].direction == 1
+    # 0.03 x 2 = 0.06: no longer a difference once three tests are read together
+    assert adjusted["marginal"].p_value == pytest.approx(0.06)
+    assert adjusted["marginal"].direction == 0
+    with pytest.raises(TypeError, match="comparisons\\['x'\\]: expected a Comparison"):
+        stats.holm_adjust({"x": 0.5})
+
+
+def test_a_live_claim_is_checked_at_the_real_budget_only(monkeypatch):
+    flat = stats.Comparison(0, 0.4, "McNemar", 5, 4)
+    monkeypatch.setenv("DRLJAX_BUDGET", "tiny")
+    assert stats.require(flat, 1, "the Huber loss solves more", live=True) is flat
+    with pytest.raises(AssertionError):
+        stats.require(flat, 1, "a committed result says more")
+    monkeypatch.setenv("DRLJAX_BUDGET", "full")
+    with pytest.raises(AssertionError, match="the Huber loss solves more"):
+        stats.require(flat, 1, "the Huber loss solves more", live=True)

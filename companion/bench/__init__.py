@@ -203,7 +203,9 @@ def load_result_or_note(name: str) -> tuple[dict | None, str]:
 from companion.bench.tables import (  # noqa: E402
     benchmarks_against_others,
     dqn_cartpole_table,
+    dqn_grid_table,
     dqn_levers_table,
+    lever_verdicts,
     measured_on,
     post_dqn_table,
     post_ppo_ablation_table,
@@ -213,9 +215,11 @@ from companion.bench.tables import (  # noqa: E402
 __all__ = [
     "benchmarks_against_others",
     "dqn_cartpole_table",
+    "dqn_grid_table",
     "dqn_levers_table",
     "find_results_dir",
     "hardware",
+    "lever_verdicts",
     "load_result",
     "load_result_or_note",
     "measured_on",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from companion import stats
 from companion.bench.words import (  # noqa: F401  (LABELS_JA: the labels, named here too)
     LABELS_JA,
     LANGUAGES,
@@ -38,15 +39,16 @@ def measured_on(result: dict, language: str = "en") -> str:
     hw = result.get("hardware") if isinstance(result, dict) else None
     if not isinstance(hw, dict) or "date" not in result:
         raise ValueError("result: expected a benchmark result (load_result) with date and hardware")
-    if _check_language(language) == "ja":
-        return (
-            f"{result['date'][:10]} に {hw['cpu']}（{hw['cpu_cores']} コア）、"
-            f"JAX {hw['jax']}（{hw['backend']}）で測定しました。"
-        )
-    return (
-        f"Measured {result['date'][:10]} on {hw['cpu']} ({hw['cpu_cores']} cores), "
-        f"JAX {hw['jax']} ({hw['backend']})."
+    where, where_ja = (
+        f"{hw['cpu']} ({hw['cpu_cores']} cores)",
+        f"{hw['cpu']}（{hw['cpu_cores']} コア）",
     )
+    if hw.get("backend", "cpu") != "cpu":  # an accelerator: name it, not its host's CPU
+        device = ", ".join(sorted(set(hw.get("devices", [])))) or hw["backend"]
+        where, where_ja = device, device
+    if _check_language(language) == "ja":
+        return f"{result['date'][:10]} に {where_ja}、JAX {hw['jax']}（{hw['backend']}）で測定しました。"
+    return f"Measured {result['date'][:10]} on {where}, JAX {hw['jax']} ({hw['backend']})."
 
 
 def _require(posts: Any, *keys: str) -> None:
@@ -228,10 +230,56 @@ def dqn_cartpole_table(result: dict, language: str = "en") -> str:
     return "\n".join(lines)
 
 
+def _lever_verdicts(result: dict) -> dict:
+    """Each lever row against the chapter's row, on the same keys: the exact McNemar test,
+    p-values adjusted by Holm's method over the levers (:mod:`companion.stats`)."""
+    rows = result["configs"]
+    chapter = stats.solved(rows["chapter"]["final_returns"])
+    tests = {
+        name: stats.paired_solved(stats.solved(row["final_returns"]), chapter)
+        for name, row in rows.items()
+        if name != "chapter"
+    }
+    return stats.holm_adjust(tests)
+
+
+def lever_verdicts(result: dict) -> dict:
+    """``{lever: Comparison}``: each of the ``dqn_stability`` levers against the chapter's
+    configuration on the same keys (McNemar, Holm-adjusted over the levers).
+
+    Raises:
+        ValueError: if ``result`` is not the ``dqn_stability`` result with a ``chapter`` row.
+    """
+    _require_result(result, "dqn_stability", "configs")
+    if "chapter" not in result["configs"]:
+        raise ValueError("result: expected the dqn_stability result, missing its chapter row")
+    return _lever_verdicts(result)
+
+
+def _verdict(comparison: Any, language: str) -> str:
+    """``"fewer (p = 0.0009)"``, ``"within the spread (p = 0.55)"`` (``「少ない（p = 0.0009）」``)."""
+    if language == "ja":
+        word = {1: "多い", -1: "少ない", 0: "ばらつきの範囲内"}[comparison.direction]
+        return f"{word}（p = {comparison.p_value:.2g}）"
+    word = {1: "more", -1: "fewer", 0: "within the spread"}[comparison.direction]
+    return f"{word} (p = {comparison.p_value:.2g})"
+
+
+def _interval(low: float, high: float, language: str) -> str:
+    return f"（{low:.2f}–{high:.2f}）" if language == "ja" else f" ({low:.2f}–{high:.2f})"
+
+
+def _reach(row: dict, language: str) -> str:
+    median = stats.median_first_step(row["steps_to_475"])
+    return "—" if median is None else f"{median:,.0f}"
+
+
 def dqn_levers_table(result: dict, language: str = "en") -> str:
-    """Markdown: the chapter's DQN and each of its levers removed in turn, one row each (final
-    and kept-best solves, per set of 11 keys, last-quarter evaluations, steps to 475, the
-    values' scale, training time).
+    """Markdown: the chapter's DQN and each of its levers removed in turn, one row each: final
+    solves with their 95% Wilson interval, the paired test against the chapter's row
+    (:func:`lever_verdicts`), kept-best solves, last-quarter evaluations, the median over all
+    keys of the step of a first evaluation at 475 (— when half the keys never reach it), the
+    values' scale and the training time.
 
     Args:
         result: the ``dqn_stability`` result (``benchmarks/dqn_stability.py``).
@@ -243,26 +291,81 @@ def dqn_levers_table(result: dict, language: str = "en") -> str:
     """
     _require_result(result, "dqn_stability", "configs")
     ja = _check_language(language) == "ja"
+    verdicts = lever_verdicts(result)
     lines = [
-        "| 設定 | 最終パラメータ ≥ 475 | 11 キーの組ごと | 最良時のパラメータ ≥ 475 "
-        "| 最後の 4 分の 1 の評価 | 評価が初めて 475 以上になるステップ（中央値） "
-        "| 平均 Q の最大値（中央値） | 学習、3 × 11 キー |"
+        "| 設定 | 最終パラメータ ≥ 475（95% 区間） | 第 7 章の設定と比べて（McNemar、Holm） "
+        "| 最良時のパラメータ ≥ 475 | 最後の 4 分の 1 の評価 "
+        "| 評価が初めて 475 以上になるステップ（全キーの中央値） "
+        "| 平均 Q の最大値（中央値） | 学習 |"
         if ja
-        else "| configuration | final ≥ 475 | per set of 11 keys | kept-best ≥ 475 "
-        "| last-quarter evaluations | median step of a first evaluation ≥ 475 "
-        "| largest mean Q (median) | training, 3 × 11 keys |",
+        else "| configuration | final ≥ 475 (95% interval) | against the chapter's "
+        "(McNemar, Holm) | kept-best ≥ 475 | last-quarter evaluations "
+        "| first evaluation ≥ 475: median step over all keys "
+        "| largest mean Q (median) | training |",
         "|---" * 8 + "|",
     ]
     for name, row in result["configs"].items():
         n = len(row["keys"])
-        steps = row["median_steps_to_475"]
-        sets = ", ".join(str(v) for v in row["final_solved_by_keys"].values())
+        low, high = stats.share_interval(row["final_solved"], n)
+        against = "—" if name not in verdicts else _verdict(verdicts[name], language)
         lines.append(
-            f"| {_label(name, language)} | {_of(row['final_solved'], n, language)} | {sets} "
-            f"| {_of(row['best_solved'], n, language)} "
-            f"| {row['last_quarter_eval_mean']:.0f} | {'—' if steps is None else f'{steps:,.0f}'} "
+            f"| {_label(name, language)} | {_of(row['final_solved'], n, language)}"
+            f"{_interval(low, high, language)} | {against} | {_of(row['best_solved'], n, language)} "
+            f"| {row['last_quarter_eval_mean']:.0f} | {_reach(row, language)} "
             f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} s |"
         )
+    return "\n".join(lines)
+
+
+def dqn_grid_table(result: dict, language: str = "en") -> str:
+    """Markdown: the target network's speed against LayerNorm and the budget, one row per
+    target and LayerNorm, two columns per budget: final solves (95% Wilson interval) and the
+    largest mean Q of a replayed batch, median over keys (largest over keys).
+
+    Args:
+        result: the ``dqn_stability`` result with its ``grid``.
+        language: one of :data:`LANGUAGES`.
+
+    Raises:
+        ValueError: if ``result`` has no grid, or ``language`` is not one of :data:`LANGUAGES`.
+    """
+    _require_result(result, "dqn_stability", "grid")
+    ja = _check_language(language) == "ja"
+    grid = result["grid"]
+    budgets = sorted({row["budget"] for row in grid.values()})
+    cells: dict = {}
+    for row in grid.values():
+        cells.setdefault((row["target"], row["mean_lag"], row["layer_norm"]), {})[row["budget"]] = (
+            row
+        )
+    head = (
+        ["ターゲット", "平均の遅れ（勾配ステップ）", "LayerNorm の有無"]
+        if ja
+        else ["target", "mean lag (gradient steps)", "LayerNorm"]
+    )
+    for b in budgets:
+        head += (
+            [f"{b:,} ステップ：最終 ≥ 475（95% 区間）", "平均 Q の最大値：中央値（最大）"]
+            if ja
+            else [f"{b:,} steps: final ≥ 475 (95% interval)", "largest mean Q: median (max)"]
+        )
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    yes, no = ("あり", "なし") if ja else ("yes", "no")
+    for (target, lag, layer_norm), by_budget in cells.items():
+        line = [_label(target, language), f"{lag:g}", yes if layer_norm else no]
+        for b in budgets:
+            row = by_budget.get(b)
+            if row is None:
+                line += ["—", "—"]
+                continue
+            n = len(row["keys"])
+            low, high = stats.share_interval(row["final_solved"], n)
+            line += [
+                f"{_of(row['final_solved'], n, language)}{_interval(low, high, language)}",
+                f"{row['median_q_max']:,.0f}"
+                + (f"（{max(row['q_max']):,.0f}）" if ja else f" ({max(row['q_max']):,.0f})"),
+            ]
+        lines.append("| " + " | ".join(line) + " |")
     return "\n".join(lines)
 
 

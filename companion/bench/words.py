@@ -41,6 +41,12 @@ LABELS_JA = {
     "constant learning rate": "一定の学習率",
     "Polyak τ = 0.005 every step": "毎ステップ τ = 0.005 の Polyak 平均",
     "buffer 10,000": "10,000 遷移のバッファ",
+    # dqn_stability's grid: the target networks
+    "no target network": "ターゲットネットワークなし",
+    "copy every 10": "10 ステップごとにコピー",
+    "copy every 200": "200 ステップごとにコピー",
+    "Polyak, lag of a copy every 10": "Polyak 平均（10 ステップごとのコピーと同じ遅れ）",
+    "Polyak, lag of a copy every 200": "Polyak 平均（200 ステップごとのコピーと同じ遅れ）",
 }
 
 
