@@ -1,0 +1,84 @@
+"""Every sentence of the chapters that compares measured figures carries the test that licenses
+its comparison word (the book's statistics rule, chapter 7 section 6: ``companion.stats``).
+
+A sentence is a comparison when it quotes a glued figure (``{glue:md}``) and uses a comparison
+word (fewer, faster, ahead, more keys, ...). It passes when it states its test's result in
+the same sentence (a p-value, an interval, or "within the spread"), or when it is listed in
+:data:`NOT_A_CLAIM` with the reason it compares nothing measured. The direction each such
+sentence states is checked in the chapter's own code (``stats.require``), which stops the
+build when a re-run contradicts it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from notebook_runner import ROOT
+
+COMPARISON = re.compile(
+    r"\b(fewer|ahead|faster|slower|sooner|more stable|less stable|outperform\w*|better than|"
+    r"worse than|more (?:keys|seeds) |higher than|lower than|longer than|shorter than)",
+    re.I,
+)
+LICENSED = re.compile(r"\bp [=≤≥]|\binterval\b|within the spread")
+#: The start of a flagged sentence that compares nothing measured, and why.
+NOT_A_CLAIM = {
+    "Its last committed result, and the ratio of this page's figures": (
+        "06: says when a ratio falls below 1 (a slower machine), no comparison of results"
+    ),
+    "Does an agent trained only on 10 × 10 mazes": "09: 'fewer' iterations, a setting",
+    "A likely reason: training always ran exactly": "09: 'fewer' steps, a setting",
+    "- **DQN** (CartPole) keeps": "11: 'faster' in a question of design, not a result",
+    "The rest, GAE and the gradient epochs": "11: Amdahl's law, an identity",
+    "If the rollout takes a share $p$ of the update": "11: Amdahl's law, an identity",
+    "NVLink is tens of times faster": "12: hardware facts cited, not measured here",
+}
+
+
+def _unlicensed(sentence: str) -> bool:
+    """A comparison of measured figures that does not state its test."""
+    return bool(
+        "{glue:md}" in sentence and COMPARISON.search(sentence) and not LICENSED.search(sentence)
+    )
+
+
+def _sentences():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            text = " ".join("".join(cell["source"]).split())
+            for sentence in re.split(r"(?<=[.;:?])\s+(?=[A-Z(*-])", text):
+                if "{glue:md}" in sentence and COMPARISON.search(sentence):
+                    yield path.stem, sentence
+
+
+def test_every_comparison_sentence_states_its_test():
+    found = list(_sentences())
+    assert len(found) >= 5  # the scan sees the chapters' comparisons (chapters 7 and 10)
+    unlicensed = [
+        (stem, s[:160])
+        for stem, s in found
+        if _unlicensed(s) and not any(s.startswith(k) for k in NOT_A_CLAIM)
+    ]
+    assert not unlicensed, (
+        "comparison words without the test that licenses them (state the test's result in "
+        f"the sentence, or list it in NOT_A_CLAIM with why): {unlicensed}"
+    )
+    stale = [k for k in NOT_A_CLAIM if not any(s.startswith(k) for _, s in found)]
+    assert not stale, f"NOT_A_CLAIM entries that match no sentence any more: {stale}"
+
+
+@pytest.mark.parametrize(
+    "sentence, flagged",
+    [
+        ("The Huber loss solved {glue:md}`a`, fewer seeds than the squared loss.", True),
+        ("On {glue:md}`n` keys it is faster (p = {glue:md}`p`).", False),
+        ("The two are {glue:md}`x` apart: within the spread.", False),
+        ("Training is faster on a GPU.", False),  # no measured figure
+    ],
+)
+def test_the_scan_flags_an_unlicensed_comparison(sentence, flagged):
+    assert _unlicensed(sentence) == flagged
