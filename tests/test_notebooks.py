@@ -317,7 +317,7 @@ def test_rl_foundations_checks_every_equation(executed):
     g0, power = re.search(r"G_0 = (\S+) = gamma\^\d+ = (\S+)", text).groups()
     assert g0 == power
     # 2. exact values by a linear solve, and Monte Carlo within 4 standard errors
-    assert number(r"Bellman equation residual: (\S+)") < 1e-6
+    assert number(r"residual of the linear solve, max \|V - sum_a pi Q\|: (\S+)") < 1e-6
     assert "tabular.evaluate_policy agrees: True" in text
     assert number(r"largest difference in standard errors: (\S+)") < 4
     # 3. value iteration gives gamma^(k-1); its greedy policy walks shortest paths
