@@ -1,8 +1,8 @@
 """How the book compares results: one statistics rule, stated in chapter 7 (section 6).
 
-An RL result depends on the key (seed) it was trained with, so a result is a sample over keys,
-and two configurations differ only where the difference is larger than that spread (Henderson
-et al., 2018; Agarwal et al., 2021). The rule:
+An RL result depends on the key (seed) it was trained with, so a result is a sample over keys
+(Henderson et al., 2018), and the book reports it with interval estimates (Agarwal et al.,
+2021). Its rule for a comparison word is its own, a significance test at 5%:
 
 - **Solved.** A key solves the task when the mean greedy return of its *final* parameters over
   100 fresh episodes is at least the threshold (475 on CartPole-v1): :func:`solved`. "A first
@@ -13,12 +13,12 @@ et al., 2018; Agarwal et al., 2021). The rule:
   with a 95% bootstrap interval: :func:`iqm`, :func:`iqm_interval`.
 - **Two configurations on the same keys** are paired: the exact McNemar test on the keys where
   one solves and the other does not (:func:`paired_solved`); scores by a paired bootstrap of
-  the difference (:func:`paired_interval`). **On different keys**: Fisher's exact test
-  (:func:`unpaired_solved`).
+  a statistic of both, the difference of their means by default (:func:`paired_interval`).
+  **On different keys**: Fisher's exact test (:func:`unpaired_solved`).
 - **Several comparisons at once** (six levers against one configuration) have their p-values
   adjusted by Holm's method: :func:`holm`.
-- A comparison word ("more", "fewer", "faster") is licensed only when the test rejects at the
-  5% level (:data:`ALPHA`), after the adjustment; otherwise the difference is within the spread
+- A comparison word ("more", "fewer") is licensed only when the test rejects at the 5% level
+  (:data:`ALPHA`), after the adjustment; otherwise the difference is within the spread
   (:class:`Comparison`). :func:`require` stops a build whose re-run contradicts a sentence.
 
 The tests come from scipy (``scipy.stats.binomtest``, ``fisher_exact``, ``bootstrap``,
@@ -359,18 +359,29 @@ def reached_by(first_steps: Sequence[int | None], at_steps: Sequence[int]) -> np
     return (steps[None, :] <= at[:, None]).mean(axis=1)
 
 
-def median_first_step(first_steps: Sequence[int | None]) -> float | None:
-    """The median over **all** keys of the step of a first evaluation at the threshold, a key
-    that never reached it counting as later than any step: ``None`` when half or more of the
-    keys never reached it. (A median over only the keys that reached it describes a different,
-    luckier, set of keys for each configuration.)
+def median_first_step(first: Sequence[float | None]) -> float | None:
+    """The median over **all** keys of the step (or the time) of a first evaluation at the
+    threshold, a key that never reached it counting as later than any: ``None`` when half
+    or more of the keys never reached it. (A median over only the keys that reached it
+    describes a different, luckier, set of keys for each configuration.)
+
+    Args:
+        first: per key, the step or the seconds of its first evaluation at the threshold (a
+            number >= 0), or ``None``.
 
     Raises:
-        TypeError, ValueError: as :func:`reached_by`.
+        TypeError: an entry that is neither a number nor ``None``; ValueError: no keys, or a
+            negative or non-finite number.
     """
-    reached_by(first_steps, [0])  # validates
-    steps = np.sort([np.inf if s is None else float(s) for s in first_steps])
-    middle = float(np.median(steps))
+    if isinstance(first, (str, bytes)) or len(first) == 0:
+        raise ValueError("first: expected one entry per key, got none")
+    for s in first:
+        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float, np.number))):
+            raise TypeError(f"first: expected numbers (steps or seconds) or None, got {s!r}")
+        if s is not None and not (np.isfinite(s) and s >= 0):
+            raise ValueError(f"first: expected finite numbers >= 0, got {s!r}")
+    values = np.sort([np.inf if s is None else float(s) for s in first])
+    middle = float(np.median(values))
     return None if not np.isfinite(middle) else middle
 
 

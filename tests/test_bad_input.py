@@ -751,7 +751,7 @@ CASES = [
          TypeError, 'first_steps: expected steps \\(ints\\) or None'),
     Case('stats.median_first_step',
          lambda mp: stats.median_first_step([]),
-         ValueError, 'first_steps: expected one entry per key, got none'),
+         ValueError, 'first: expected one entry per key, got none'),
     Case('stats.require',
          lambda mp: stats.require(stats.Comparison(0, 0.5, 'McNemar', 3, 3), 1, 'more solve'),
          AssertionError, "The page says: 'more solve' \\(above\\), but the evidence now says"),

@@ -146,6 +146,9 @@ def test_median_first_step_counts_every_key():
     # the median over reaching keys alone would say 1,500 for both of these
     assert stats.median_first_step([1000, 2000, None, None, None]) is None
     assert stats.median_first_step([1000, 2000, 3000, 4000]) == 2500.0
+    assert stats.median_first_step([5.5, None, 2.5]) == 5.5  # seconds too
+    with pytest.raises(ValueError, match="first: expected finite numbers >= 0"):
+        stats.median_first_step([-1.0])
 
 
 def test_holm_adjust_reads_each_direction_again():

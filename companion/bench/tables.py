@@ -293,10 +293,10 @@ def dqn_levers_table(result: dict, language: str = "en") -> str:
     ja = _check_language(language) == "ja"
     verdicts = lever_verdicts(result)
     lines = [
-        "| 設定 | 最終パラメータ ≥ 475（95% 区間） | 第 7 章の設定と比べて（McNemar、Holm） "
+        "| 設定 | 最終パラメータ ≥ 475（95% 信頼区間） | 第 7 章の設定と比べて（McNemar、Holm） "
         "| 最良時のパラメータ ≥ 475 | 最後の 4 分の 1 の評価 "
         "| 評価が初めて 475 以上になるステップ（全キーの中央値） "
-        "| 平均 Q の最大値（中央値） | 学習 |"
+        "| 平均 Q の最大値（中央値） | 学習時間 |"
         if ja
         else "| configuration | final ≥ 475 (95% interval) | against the chapter's "
         "(McNemar, Holm) | kept-best ≥ 475 | last-quarter evaluations "
@@ -312,7 +312,7 @@ def dqn_levers_table(result: dict, language: str = "en") -> str:
             f"| {_label(name, language)} | {_of(row['final_solved'], n, language)}"
             f"{_interval(low, high, language)} | {against} | {_of(row['best_solved'], n, language)} "
             f"| {row['last_quarter_eval_mean']:.0f} | {_reach(row, language)} "
-            f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} s |"
+            f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} {'秒' if ja else 's'} |"
         )
     return "\n".join(lines)
 
@@ -345,7 +345,10 @@ def dqn_grid_table(result: dict, language: str = "en") -> str:
     )
     for b in budgets:
         head += (
-            [f"{b:,} ステップ：最終 ≥ 475（95% 区間）", "平均 Q の最大値：中央値（最大）"]
+            [
+                f"{b:,} ステップ：最終 ≥ 475（95% 信頼区間）",
+                "平均 Q の最大値：キーの中央値（キーの最大値）",
+            ]
             if ja
             else [f"{b:,} steps: final ≥ 475 (95% interval)", "largest mean Q: median (max)"]
         )
