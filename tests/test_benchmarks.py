@@ -1114,3 +1114,25 @@ def test_lab_times_only_times_the_named_chapters_and_keeps_the_other_rows(tmp_pa
     assert json.loads(out.read_text()) == result
     with pytest.raises(SystemExit, match="no notebook named"):
         lab_times.main(["--only", "99_removed", "--out", str(out)])
+
+
+def test_a_flipped_grid_reading_fails():
+    """The grid's readings stop a page whose committed result no longer says what they say:
+    a slow target that suddenly solves every key in the short budget is not 'fewer'."""
+    import copy
+
+    from companion import bench
+
+    stability = bench.load_result("dqn_stability")
+    readings = bench.dqn_grid_readings(stability)
+    assert readings["grid_form_pairs"] == "8" and readings["grid_slow_short_max"] == str(
+        max(
+            r["final_solved"]
+            for r in stability["grid"].values()
+            if r["mean_lag"] > 50 and r["budget"] == 40_000
+        )
+    )
+    flipped = copy.deepcopy(stability)
+    flipped["grid"]["copy every 200, LayerNorm, 40,000 steps"]["final_returns"] = [500.0] * 33
+    with pytest.raises(AssertionError, match="with copy every 200 for 40,000 steps, fewer keys"):
+        bench.dqn_grid_readings(flipped)
