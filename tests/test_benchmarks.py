@@ -981,7 +981,7 @@ def test_silent_bugs_chapter_quotes_the_book_dqns_two_configurations(monkeypatch
     source = {c.get("id"): "".join(c["source"]) for c in nb["cells"]}
     exec(source["silent-polyak-glue"], {"posts": posts, "glue": companion.glue.glue, "np": np})
     cmp = posts["comparisons"]["dqn"]
-    post, book, polyak = cmp["post"], cmp["book"], cmp["earlier"]
+    post, polyak = cmp["post"], cmp["earlier"]
     assert glued["dqn_polyak_final"] == (
         f"{polyak['final_solved']} of the {polyak['seeds']}",
         f"{polyak['seeds']} 個中 {polyak['final_solved']} 個",
