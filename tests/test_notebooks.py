@@ -647,7 +647,9 @@ def test_silent_bugs_chapter(executed):
         "| buffer 10,000 | ",
     ):
         assert any(row in t for t in tables), row
-    assert any("| training, 3 × 11 keys |" in t for t in tables)
+    assert any("| training |" in t and "(McNemar, Holm)" in t for t in tables)
+    # and the grid: one row per target network, four columns of final solves
+    assert any("| copy every 200 | 99.5 | " in t for t in tables)
     # the Japanese page: the same tables under Japanese headers and labels
     assert all(_has_japanese(t) for t in tables_ja)  # every Markdown output in both languages
     joined_ja = "\n".join(tables_ja)
@@ -656,7 +658,8 @@ def test_silent_bugs_chapter(executed):
         "| エージェント | キー数 | 最終パラメータ ≥ 475 |",
         "| LayerNorm なし | ",
         "| 10,000 遷移のバッファ | ",
-        "| 学習、3 × 11 キー |",
+        "| 学習時間 |",
+        "| 200 ステップごとにコピー | 99.5 | ",
         "の DQN：平均収益が 475 以上の最終パラメータは",
     ):
         assert row in joined_ja, row
