@@ -230,19 +230,6 @@ def dqn_cartpole_table(result: dict, language: str = "en") -> str:
     return "\n".join(lines)
 
 
-def _lever_verdicts(result: dict) -> dict:
-    """Each lever row against the chapter's row, on the same keys: the exact McNemar test,
-    p-values adjusted by Holm's method over the levers (:mod:`companion.stats`)."""
-    rows = result["configs"]
-    chapter = stats.solved(rows["chapter"]["final_returns"])
-    tests = {
-        name: stats.paired_solved(stats.solved(row["final_returns"]), chapter)
-        for name, row in rows.items()
-        if name != "chapter"
-    }
-    return stats.holm_adjust(tests)
-
-
 def lever_verdicts(result: dict) -> dict:
     """``{lever: Comparison}``: each of the ``dqn_stability`` levers against the chapter's
     configuration on the same keys (McNemar, Holm-adjusted over the levers).
@@ -253,7 +240,14 @@ def lever_verdicts(result: dict) -> dict:
     _require_result(result, "dqn_stability", "configs")
     if "chapter" not in result["configs"]:
         raise ValueError("result: expected the dqn_stability result, missing its chapter row")
-    return _lever_verdicts(result)
+    rows = result["configs"]
+    chapter = stats.solved(rows["chapter"]["final_returns"])
+    tests = {
+        name: stats.paired_solved(stats.solved(row["final_returns"]), chapter)
+        for name, row in rows.items()
+        if name != "chapter"
+    }
+    return stats.holm_adjust(tests)
 
 
 def _verdict(comparison: Any, language: str) -> str:
