@@ -82,3 +82,50 @@ def test_every_comparison_sentence_states_its_test():
 )
 def test_the_scan_flags_an_unlicensed_comparison(sentence, flagged):
     assert _unlicensed(sentence) == flagged
+
+
+#: A comparison word inside a string that a chapter's code composes for the page.
+COMPOSED = re.compile(
+    r"\b(fewer|ahead|faster|slower|sooner|closer|further|more|less|higher|lower|longer|"
+    r"shorter|better|worse|outperform\w*|above|below|exceed\w*|beats?|behind)\b",
+    re.I,
+)
+#: Code cells (by id) that compose a glued phrase with a comparison word, and the rule that
+#: licenses it. Everywhere else the claim is written once in the prose and only its figures
+#: are glued; the cell asserts the claim's direction.
+COMPOSED_OK: dict[str, str] = {}
+
+
+def _english_strings(source: str):
+    """The string constants (f-string parts included) of a cell's code that hold no Japanese."""
+    import ast
+
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if not re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", node.value):
+                yield node.value
+
+
+def _composed_comparisons():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "glue(" not in source:
+                continue
+            hits = sorted(
+                {m.group(0).lower() for s in _english_strings(source) for m in COMPOSED.finditer(s)}
+            )
+            if hits:
+                yield path.stem, cell["id"], hits
+
+
+def test_no_comparison_word_is_composed_in_code():
+    found = list(_composed_comparisons())
+    unlicensed = [f for f in found if f[1] not in COMPOSED_OK]
+    assert not unlicensed, (
+        "code that composes a comparison word for the page (write the claim in the prose, glue "
+        f"its figures, and assert its direction in the cell; or list it in COMPOSED_OK): {unlicensed}"
+    )
+    stale = set(COMPOSED_OK) - {f[1] for f in found}
+    assert not stale, f"COMPOSED_OK entries that compose no comparison any more: {stale}"
