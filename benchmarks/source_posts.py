@@ -34,20 +34,23 @@ the earlier configuration's, the chapter's), so that a busier machine slows them
 Compile time is measured apart, once per configuration (later keys reuse the
 compiled programs and report the same compile time). ``comparisons["dqn"]`` holds, per agent,
 the final and kept-best solves, the last-quarter evaluations, the median steps and time to a
-first evaluation at 475, the time of one whole run (compile included) and the expected time to
-a solving final policy (that time divided by the fraction of keys whose final parameters
-solve), and the same-run ratios.
+first evaluation at 475 (medians over all keys, a key that never got there counting as later
+than any), the time of one whole run (compile included) and the expected time to a solving
+final policy when retrying keys until one solves (one compile, which a retry reuses, then the
+median run time divided by the fraction of keys whose final parameters solve), and the
+same-run ratios. ``--resummarise`` recomputes the comparisons and the summary from the runs
+in the JSON, measuring nothing.
 
     python benchmarks/source_posts.py             # about 20 minutes on 2 cores
     python benchmarks/source_posts.py --dqn-only  # the DQN part, merged into the JSON
     python benchmarks/source_posts.py --quick     # tiny sizes, to keep the script working
+    python benchmarks/source_posts.py --resummarise  # the summaries of the committed runs
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -63,6 +66,7 @@ import post_maze  # noqa: E402
 import post_ppo  # noqa: E402
 from measure import result_header  # noqa: E402
 
+from companion import stats  # noqa: E402
 from companion.agents import dqn  # noqa: E402
 from companion.agents.ppo import networks as ppo_networks  # noqa: E402
 
@@ -214,8 +218,9 @@ def measure_book_dqn(
 
 
 def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+    """The median over all keys, a key that never got there (``None``) counting as later
+    than any; ``None`` when half or more never did (``companion.stats.median_first_step``)."""
+    return stats.median_first_step(list(values))
 
 
 def _last_quarter(run: dict) -> float:
@@ -233,6 +238,7 @@ def dqn_comparison(runs: list) -> dict:
     n = len(runs)
     final_solved = sum(r["final_return"] >= DQN_TARGET for r in runs)
     run_time = _median([r["compile_s"] + r["run_s"] for r in runs])
+    compile_s, run_s = _median([r["compile_s"] for r in runs]), _median([r["run_s"] for r in runs])
     sets = {}
     for first in range(0, n, 11):
         group = [r for r in runs if first <= r["seed"] < first + 11]
@@ -254,10 +260,12 @@ def dqn_comparison(runs: list) -> dict:
         "median_post_solved_s": _median([r["post_solved_s"] for r in runs]),
         "median_steps_per_s": _median([r["steps_per_s"] for r in runs]),
         "env_steps": _median([r["env_steps"] for r in runs]),
-        "compile_s": _median([r["compile_s"] for r in runs]),
+        "compile_s": compile_s,
         "median_run_time_s": run_time,
+        # retrying keys until a final policy solves: one compile (a retry reuses the
+        # program), then n / final_solved runs on average
         "expected_time_to_solving_final_s": (
-            None if not final_solved or run_time is None else run_time * n / final_solved
+            None if not final_solved else compile_s + run_s * n / final_solved
         ),
     }
 
@@ -338,18 +346,18 @@ def summarise_dqn(dqn_runs: list, compared: dict) -> list:
             continue
         final_ok = [r for r in runs if r["final_return"] >= DQN_TARGET]
         best_ok = [r for r in runs if r["best_return"] >= DQN_TARGET]
-        reached = [r["time_to_target_s"] for r in runs if r["time_to_target_s"] is not None]
-        steps = [r["steps_to_target"] for r in runs if r["steps_to_target"] is not None]
-        solved = [r["post_solved_s"] for r in runs if r["post_solved_s"] is not None]
+        reached = sum(r["time_to_target_s"] is not None for r in runs)
+        solved = sum(r["post_solved_s"] is not None for r in runs)
+        steps = _median([r["steps_to_target"] for r in runs])
         lines.append(
             f"DQN {variant}, {len(runs)} keys: final parameters >= {DQN_TARGET:.0f} on "
             f"{len(final_ok)} keys, kept-best on {len(best_ok)}; last-quarter evaluations "
             f"{np.mean([_last_quarter(r) for r in runs]):.0f}; during training a 100-episode "
-            f"evaluation reached {DQN_TARGET:.0f} on {len(reached)} keys (median "
-            f"{statistics.median(steps) if steps else 0:,.0f} steps, "
-            f"{_fmt(statistics.median(reached) if reached else None, 2)}, compile included); "
-            f"the post's 'solved' fired on {len(solved)} keys (median "
-            f"{_fmt(statistics.median(solved) if solved else None, 2)})."
+            f"evaluation reached {DQN_TARGET:.0f} on {reached} keys (median over all keys "
+            f"{'not reached' if steps is None else f'{steps:,.0f} steps'}, "
+            f"{_fmt(_median([r['time_to_target_s'] for r in runs]), 2)}, compile included); "
+            f"the post's 'solved' fired on {solved} keys (median over all keys "
+            f"{_fmt(_median([r['post_solved_s'] for r in runs]), 2)})."
         )
     for name in ("book_over_earlier_time", "book_over_post_time", "book_over_post_expected_time"):
         if compared.get(name) is not None:
@@ -457,6 +465,21 @@ def run_ppo(quick: bool) -> dict:
     }
 
 
+def resummarise(result: dict) -> dict:
+    """``result`` with its comparisons and summary recomputed from its runs (no measurement)."""
+    dqn_runs, book_dqn = result["dqn_runs"], result["book_dqn_runs"]
+    earlier_dqn = result.get("earlier_dqn_runs", [])
+    ppo_runs, book_ppo = result["ppo_runs"], result["book_ppo_runs"]
+    compared = {
+        "ppo": comparisons(ppo_runs, book_ppo),
+        "dqn": dqn_comparisons(dqn_runs, book_dqn, earlier_dqn),
+    }
+    summary = summarise_ppo(ppo_runs + book_ppo, compared["ppo"]) + summarise_dqn(
+        dqn_runs + earlier_dqn + book_dqn, compared["dqn"]
+    )
+    return {**result, "comparisons": compared, "summary": summary}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
@@ -465,8 +488,18 @@ def main(argv=None) -> dict:
         action="store_true",
         help="measure the DQN part only; keep the PPO part of --out",
     )
+    parser.add_argument(
+        "--resummarise",
+        action="store_true",
+        help="recompute the comparisons and the summary of --out from its runs",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "source_posts.json")
     args = parser.parse_args(argv)
+    if args.resummarise:
+        result = resummarise(json.loads(args.out.read_text()))
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print("\n".join(result["summary"]))
+        return result
     started = time.perf_counter()
     header = result_header("source_posts", args.quick)
     if args.dqn_only:
