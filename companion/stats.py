@@ -223,7 +223,8 @@ def paired_interval(
         with np.errstate(divide="ignore", invalid="ignore"):
             return statistic(*resampled)
 
-    with warnings.catch_warnings():  # a degenerate distribution is checked below
+    # a degenerate distribution, or resamples whose statistic is infinite (checked below)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", _scipy.DegenerateDataWarning)
         result = _scipy.bootstrap(
             tuple(arrays),

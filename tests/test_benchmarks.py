@@ -1137,3 +1137,34 @@ def test_a_flipped_grid_reading_fails():
     flipped["grid"]["copy every 200, LayerNorm, 40,000 steps"]["final_returns"] = [500.0] * 33
     with pytest.raises(AssertionError, match="with copy every 200 for 40,000 steps, fewer keys"):
         bench.dqn_grid_readings(flipped)
+
+
+def test_dqn_expected_times_compile_once_then_runs_over_the_share_that_solves():
+    from companion import bench
+
+    def run(variant, seed, run_s, final):
+        return {
+            "variant": variant,
+            "seed": seed,
+            "compile_s": 1.0,
+            "run_s": run_s,
+            "final_return": final,
+        }
+
+    posts = {
+        # post: every key solves, runs of median 2.5 s: 1 + 2.5 / 1 = 3.5 s
+        "dqn_runs": [run("post", k, 1.0 + k, 500.0) for k in range(4)]
+        + [run("CartPole-v1 reward and truncation", 0, 9.0, 0.0)],
+        # book: every key solves, runs of median 5.5 s: 1 + 5.5 = 6.5 s
+        "book_dqn_runs": [run("book", k, 4.0 + k, 480.0) for k in range(4)],
+    }
+    post_s, book_s, ratio, low, high = bench.dqn_expected_times(posts)
+    assert (post_s, book_s) == (3.5, 6.5)
+    assert ratio == pytest.approx(6.5 / 3.5) and low <= ratio <= high
+    # three of the book's four keys solve: 1 + 5.5 / 0.75, the compile not repeated per retry
+    posts["book_dqn_runs"][0]["final_return"] = 0.0
+    assert bench.dqn_expected_times(posts)[1] == pytest.approx(1 + 5.5 / 0.75)
+    for r in posts["book_dqn_runs"]:
+        r["final_return"] = 0.0
+    with pytest.raises(ValueError, match="solving final policy for both agents"):
+        bench.dqn_expected_times(posts)

@@ -200,7 +200,7 @@ def load_result_or_note(name: str) -> tuple[dict | None, str]:
 
 
 # The readings the chapters state from the DQN grid, checked (companion.bench.readings).
-from companion.bench.readings import dqn_grid_readings  # noqa: E402
+from companion.bench.readings import dqn_expected_times, dqn_grid_readings  # noqa: E402
 
 # The tables of committed results (companion.bench.tables), where the chapters look for them.
 from companion.bench.tables import (  # noqa: E402
@@ -218,6 +218,7 @@ from companion.bench.tables import (  # noqa: E402
 __all__ = [
     "benchmarks_against_others",
     "dqn_cartpole_table",
+    "dqn_expected_times",
     "dqn_grid_readings",
     "dqn_grid_table",
     "dqn_levers_table",

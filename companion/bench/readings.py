@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from companion import stats
 
 #: The grid's fast targets (a mean lag of at most 4.5 gradient steps) and slow ones (99.5).
@@ -134,3 +136,51 @@ def dqn_grid_readings(result: Any) -> dict[str, str]:
         "grid_form_p": f"{min(form):.2f}",
         "grid_form_pairs": str(len(form)),
     }
+
+
+def dqn_expected_times(posts: Any) -> tuple[float, float, float, float, float]:
+    """The DQN post's agent and the book's, from ``source_posts``: the expected time to a
+    final policy that solves when retrying keys until one does, and the ratio book / post
+    with its 95% paired bootstrap interval over the shared keys.
+
+    A user who retries compiles once (a retry reuses the program), then runs
+    ``keys / solving keys`` times on average: ``median(compile_s) + median(run_s) / share``,
+    the same formula as ``benchmarks/source_posts.py``'s ``expected_time_to_solving_final_s``.
+
+    Returns:
+        ``(post_s, book_s, ratio, low, high)``.
+
+    Raises:
+        ValueError: ``posts`` is not the ``source_posts`` result, or one agent's final
+            policy solves on no shared key (the expected time is not defined).
+    """
+    if not isinstance(posts, dict) or not {"dqn_runs", "book_dqn_runs"} <= set(posts):
+        raise ValueError("posts: expected the source_posts result with dqn_runs and book_dqn_runs")
+    agents = {
+        "post": {r["seed"]: r for r in posts["dqn_runs"] if r["variant"] == "post"},
+        "book": {r["seed"]: r for r in posts["book_dqn_runs"]},
+    }
+    shared = sorted(set(agents["post"]) & set(agents["book"]))
+    samples = [
+        np.array([field(agents[name][k]) for k in shared], dtype=float)
+        for name in ("post", "book")
+        for field in (
+            lambda r: r["compile_s"],
+            lambda r: r["run_s"],
+            lambda r: r["final_return"] >= 475,
+        )
+    ]
+    if len(shared) < 2 or min(samples[2].sum(), samples[5].sum()) == 0:
+        raise ValueError(
+            "posts: the expected time needs two shared keys and a solving final policy for "
+            f"both agents (post {samples[2].sum():.0f}, book {samples[5].sum():.0f} of "
+            f"{len(shared)} keys)"
+        )
+
+    def expected(compile_s, run_s, solves):
+        return float(np.median(compile_s) + np.median(run_s) / solves.mean())
+
+    ratio, low, high = stats.paired_interval(
+        *samples, statistic=lambda a, b, c, u, v, w: expected(u, v, w) / expected(a, b, c)
+    )
+    return expected(*samples[:3]), expected(*samples[3:]), ratio, low, high
