@@ -219,8 +219,10 @@ def measure_book_dqn(
 
 def _median(values):
     """The median over all keys, a key that never got there (``None``) counting as later
-    than any; ``None`` when half or more never did (``companion.stats.median_first_step``)."""
-    return stats.median_first_step(list(values))
+    than any; ``None`` when half or more never did (``companion.stats.median_first_step``)
+    or when there are no runs."""
+    values = list(values)
+    return stats.median_first_step(values) if values else None
 
 
 def _last_quarter(run: dict) -> float:

@@ -484,3 +484,4 @@ def test_committed_summaries_follow_from_the_committed_runs():
     # a median over all keys, not over those that got there: 1, 3, never -> 3 (not 2)
     assert source_posts._median([1.0, None, 3.0]) == 3.0
     assert source_posts._median([1.0, None, None]) is None
+    assert source_posts._median([]) is None  # a variant with no runs (quick mode)
