@@ -166,3 +166,80 @@ def test_no_comparison_word_is_composed_in_code():
 )
 def test_the_code_scan_finds_a_composed_comparison(source, hits):
     assert _composed_in(source) == hits
+
+
+#: Code cells (by id) that choose between two wordings by a result, and why that is no claim.
+BRANCHED_OK = {
+    "b7e2c4a1": "10: span() writes one value or a range of values, a format",
+}
+
+
+def _words_in(nodes, code: str) -> list[str]:
+    """The ``en=`` texts of the ``words(...)`` calls under ``nodes``, less placeholders for an
+    absent result (an English text that starts with a parenthesis, "(not measured here)")."""
+    import ast
+
+    found = []
+    for node in nodes:
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "words":
+                en = [k.value for k in call.keywords if k.arg == "en"]
+                if en and isinstance(en[0], ast.Constant) and str(en[0].value).startswith("("):
+                    continue
+                found.append(ast.get_source_segment(code, en[0]) if en else "words(...)")
+    return found
+
+
+def _branched_wordings(source: str) -> list[str]:
+    """The wordings a cell chooses between by a condition: both arms of an ``if`` (or a
+    conditional expression) build page text with ``words``."""
+    import ast
+
+    code = "\n".join(
+        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.If):
+            arms = (node.body, node.orelse)
+        elif isinstance(node, ast.IfExp):
+            arms = ([node.body], [node.orelse])
+        else:
+            continue
+        first, second = _words_in(arms[0], code), _words_in(arms[1], code)
+        if first and second:
+            found += first + second
+    return sorted(set(found))
+
+
+def test_no_cell_chooses_its_wording_by_a_result():
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and "glue(" in source:
+                if wordings := _branched_wordings(source):
+                    found.append((path.stem, cell["id"], wordings[:2]))
+    unlicensed = [f for f in found if f[1] not in BRANCHED_OK]
+    assert not unlicensed, (
+        "a cell that words the page by a result (write the claim once in the prose, glue its "
+        f"figures and assert the claim; or list the cell in BRANCHED_OK with why): {unlicensed}"
+    )
+    stale = set(BRANCHED_OK) - {f[1] for f in found}
+    assert not stale, f"BRANCHED_OK entries that branch no more: {stale}"
+
+
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("x = words(en='grew', ja='増') if a > b else words(en='stayed', ja='同')", True),
+        (
+            "if r is None:\n    t = words(en='(not measured here)', ja='（未測定）')\nelse:\n"
+            "    t = words(en=f'{r:.2f} times', ja=f'{r:.2f} 倍')",
+            False,
+        ),
+        ("assert a > b\nt = words(en=f'{a} against {b}', ja=f'{a} 対 {b}')", False),
+    ],
+)
+def test_the_branch_scan_tells_a_verdict_from_a_placeholder(source, flagged):
+    assert bool(_branched_wordings(source)) == flagged
