@@ -132,26 +132,29 @@ def _composed_in(source: str) -> list[str]:
     )
 
 
-def _composed_comparisons():
+def _glue_cells():
+    """``(notebook stem, cell id, source)`` of every code cell that glues something."""
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
-            if cell["cell_type"] != "code" or "glue(" not in source:
-                continue
-            hits = _composed_in(source)
-            if hits:
-                yield path.stem, cell["id"], hits
+            if cell["cell_type"] == "code" and "glue(" in source:
+                yield path.stem, cell["id"], source
+
+
+def _check_listed(found: list, allowed: dict, what: str) -> None:
+    """Fail on a found cell that ``allowed`` does not list, and on a listed one not found."""
+    unlicensed = [f for f in found if f[1] not in allowed]
+    assert not unlicensed, (
+        f"{what} (write the claim once in the prose, glue its figures and assert the claim in "
+        f"the cell; or list the cell with why): {unlicensed}"
+    )
+    stale = set(allowed) - {f[1] for f in found}
+    assert not stale, f"listed cells that no longer match: {stale}"
 
 
 def test_no_comparison_word_is_composed_in_code():
-    found = list(_composed_comparisons())
-    unlicensed = [f for f in found if f[1] not in COMPOSED_OK]
-    assert not unlicensed, (
-        "code that composes a comparison word for the page (write the claim in the prose, glue "
-        f"its figures, and assert its direction in the cell; or list it in COMPOSED_OK): {unlicensed}"
-    )
-    stale = set(COMPOSED_OK) - {f[1] for f in found}
-    assert not stale, f"COMPOSED_OK entries that compose no comparison any more: {stale}"
+    found = [(stem, cid, hits) for stem, cid, src in _glue_cells() if (hits := _composed_in(src))]
+    _check_listed(found, COMPOSED_OK, "code that composes a comparison word for the page")
 
 
 @pytest.mark.parametrize(
@@ -213,20 +216,12 @@ def _branched_wordings(source: str) -> list[str]:
 
 
 def test_no_cell_chooses_its_wording_by_a_result():
-    found = []
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for cell in json.loads(path.read_text())["cells"]:
-            source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and "glue(" in source:
-                if wordings := _branched_wordings(source):
-                    found.append((path.stem, cell["id"], wordings[:2]))
-    unlicensed = [f for f in found if f[1] not in BRANCHED_OK]
-    assert not unlicensed, (
-        "a cell that words the page by a result (write the claim once in the prose, glue its "
-        f"figures and assert the claim; or list the cell in BRANCHED_OK with why): {unlicensed}"
-    )
-    stale = set(BRANCHED_OK) - {f[1] for f in found}
-    assert not stale, f"BRANCHED_OK entries that branch no more: {stale}"
+    found = [
+        (stem, cid, wordings[:2])
+        for stem, cid, src in _glue_cells()
+        if (wordings := _branched_wordings(src))
+    ]
+    _check_listed(found, BRANCHED_OK, "a cell that words the page by a result")
 
 
 @pytest.mark.parametrize(
