@@ -106,6 +106,21 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_figure_is_folded_away_as_code(path, executed):
+    """A figure is a result: its cell may fold the code (``hide-input``), never the figure
+    with it (``hide-cell``), except in an exercise's hidden solution."""
+    nb = executed(path)
+    folded = [
+        i
+        for i, out in outputs(nb)
+        if "image/png" in out.get("data", {})
+        and "hide-cell" in (tags := nb.cells[i].metadata.get("tags", []))
+        and "solution" not in tags
+    ]
+    assert not folded, f"cells {folded} fold a figure behind 'Show code cell content'"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_quoted_figure_is_glued_once_by_the_run(path, executed):
     """Each ``{glue:md}`name``` of the prose names Markdown text that the executed notebook
     glued (``companion.glue``), once, and non-empty."""
