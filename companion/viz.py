@@ -31,6 +31,9 @@ FRAME_COLORS = 64
 
 # A frame in the player's script: "data:image/png;base64,<base64 split by backslash-newline>"
 _EMBEDDED_PNG = re.compile(r'("data:image/png;base64,)([^"]+)(")')
+#: matplotlib's player links FontAwesome 4 from a CDN for its button icons; the book's theme
+#: ships FontAwesome and draws them, and an offline page must not reach for the network.
+_REMOTE_STYLESHEET = re.compile(r'<link rel="stylesheet"\s+href="https?://[^"]*"\s*/?>\s*')
 
 
 def _check_episode_list(states: Any, argname: str) -> None:
@@ -120,7 +123,7 @@ def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_m
             html = anim.to_jshtml(default_mode="once")
     finally:
         plt.close(fig)
-    return HTML(_palette_frames(html))
+    return HTML(_REMOTE_STYLESHEET.sub("", _palette_frames(html)))
 
 
 def _palette_frames(html: str, colors: int = FRAME_COLORS) -> str:

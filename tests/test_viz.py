@@ -49,8 +49,10 @@ def test_every_frame_is_embedded_and_the_figure_closed(episode):
     assert _frame_count(html) == len(episode) == 12
     assert len(_pngs(html)) == 12
     assert plt.get_fignums() == before
-    # Play controls are part of the player.
+    # Play controls are part of the player, and it loads nothing from the network (matplotlib
+    # links FontAwesome from a CDN; the book works offline)
     assert "anim_step_forward" in html or "Play" in html
+    assert "fa-play" in html and "<link" not in html and "https://" not in html
 
 
 def test_frames_differ_when_the_agent_moves(episode):
