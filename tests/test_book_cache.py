@@ -195,12 +195,13 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
     compiled file nothing; a missing manifest everything."""
     root, pkg = book["root"], book["package"]
     cache, doctrees = root / "_build" / ".jupyter_cache", root / "_build" / ".doctrees"
+    edition = root / "_build" / "ja" / "_build" / ".doctrees"  # a second edition's
 
     def run():
         return refresh(
             cache,
             pkg,
-            doctrees,
+            [doctrees, edition],
             book["notebooks"],
             book["notebooks"] / "quizzes",
             root / "_ext",
@@ -209,16 +210,18 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
 
     def step(path, text):
         _cache_both(book, cache)
-        for stem in ("a_first", "b_second"):
-            _write(doctrees / "notebooks" / f"{stem}.doctree", "doctree")
-        _write(doctrees / "environment.pickle", "env")
+        for folder in (doctrees, edition):
+            for stem in ("a_first", "b_second"):
+                _write(folder / "notebooks" / f"{stem}.doctree", "doctree")
+            _write(folder / "environment.pickle", "env")
         if path is not None:
             path.write_text(text)
         outcome = run()
-        assert (doctrees / "environment.pickle").exists() == (not outcome.pages)
-        left = {p.stem for p in (doctrees / "notebooks").glob("*.doctree")}
-        if not outcome.pages:  # the forgotten notebooks' doctrees go, the others stay
-            assert left == {"a_first", "b_second"} - set(outcome.notebooks)
+        for folder in (doctrees, edition):  # every edition reads the notebook again
+            assert (folder / "environment.pickle").exists() == (not outcome.pages)
+            left = {p.stem for p in (folder / "notebooks").glob("*.doctree")}
+            if not outcome.pages:  # the forgotten notebooks' doctrees go, the others stay
+                assert left == {"a_first", "b_second"} - set(outcome.notebooks), folder
         assert _cached(cache) == {"a_first", "b_second"} - set(outcome.notebooks)
         return outcome.notebooks
 
@@ -242,7 +245,7 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
     (cache / MANIFEST).unlink()
     outcome = run()
     assert outcome.everything and outcome.notebooks == ("a_first", "b_second")
-    assert _cached(cache) == set() and not doctrees.exists()
+    assert _cached(cache) == set() and not doctrees.exists() and not edition.exists()
 
 
 def test_a_changed_extension_reads_every_page_again_and_keeps_the_executions(book):

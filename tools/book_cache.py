@@ -37,7 +37,9 @@ get_outdated_files``), and without that it would skip the unchanged notebook and
 old outputs. The other notebooks keep their cached execution and their doctrees.
 
 When the manifest is missing or unreadable, or this script or jupyter-cache's version
-changed, the whole cache and ``_build/.doctrees`` are cleared. When the Sphinx extensions
+changed, the whole cache and ``_build/.doctrees`` are cleared (and so are the saved
+environments of the other editions, ``_build/<language>/_build/.doctrees``, which read the
+same execution cache). When the Sphinx extensions
 (``book/_ext/*.py``) or the package modules they import changed, ``_build/.doctrees`` is
 cleared (every page is read again; the executions stay cached).
 
@@ -53,6 +55,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -342,7 +345,7 @@ class Outcome(NamedTuple):
 def refresh(
     cache: Path,
     package: Path,
-    doctrees: Path | None = None,
+    doctrees: Path | Sequence[Path] | None = None,
     notebooks: Path | None = None,
     quizzes: Path | None = None,
     extensions: Path | None = None,
@@ -352,9 +355,12 @@ def refresh(
     ``package`` and the data since the last call make stale, and store the new manifest.
 
     ``notebooks`` is the folder of the ``*.ipynb`` files (the doctree of ``notebooks/x.ipynb``
-    is ``doctrees/notebooks/x.doctree``). Everything is cleared when ``cache`` holds no
+    is ``doctrees/notebooks/x.doctree``). ``doctrees`` may be several saved environments, one
+    per edition: each edition reads the same execution cache, so a notebook executed again
+    must be read again by every one of them. Everything is cleared when ``cache`` holds no
     readable manifest, or it was written by another version of this script or jupyter-cache.
     """
+    saved = [] if doctrees is None else [doctrees] if isinstance(doctrees, Path) else list(doctrees)
     paths = sorted(notebooks.glob("*.ipynb")) if notebooks else []
     manifest = {
         **_versions(),
@@ -369,8 +375,8 @@ def refresh(
     except (OSError, ValueError, TypeError, KeyError):
         known = None
     if known is None or any(known[k] != manifest[k] for k in ("tool", "jupyter_cache")):
-        for folder in (cache, doctrees):
-            if folder is not None and folder.exists():
+        for folder in (cache, *saved):
+            if folder.exists():
                 shutil.rmtree(folder)
         outcome = Outcome(True, tuple(nb.stem for nb in paths), True)
     else:
@@ -380,12 +386,12 @@ def refresh(
         if stale:
             _remove_records(cache, stale)
         pages = known["extensions"] != manifest["extensions"]
-        if doctrees is not None and pages and doctrees.exists():
-            shutil.rmtree(doctrees)
-        elif doctrees is not None and notebooks is not None:
-            for nb in stale:
-                doctree = doctrees / notebooks.name / f"{nb.stem}.doctree"
-                doctree.unlink(missing_ok=True)
+        for folder in saved:
+            if pages and folder.exists():
+                shutil.rmtree(folder)
+            elif notebooks is not None:
+                for nb in stale:
+                    (folder / notebooks.name / f"{nb.stem}.doctree").unlink(missing_ok=True)
         outcome = Outcome(False, tuple(nb.stem for nb in stale), pages)
     cache.mkdir(parents=True, exist_ok=True)
     partial = cache / (MANIFEST + ".new")
@@ -398,7 +404,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=ROOT / "_build" / ".jupyter_cache")
     parser.add_argument("--package", type=Path, default=ROOT / "companion")
-    parser.add_argument("--doctrees", type=Path, default=ROOT / "_build" / ".doctrees")
+    parser.add_argument(
+        "--doctrees",
+        type=Path,
+        nargs="+",
+        # the English edition's saved environment, and each other edition's
+        # (tools/editions.py builds one into _build/<language>)
+        default=[ROOT / "_build" / ".doctrees", *sorted(ROOT.glob("_build/*/_build/.doctrees"))],
+    )
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--quizzes", type=Path, default=ROOT / "notebooks" / "quizzes")
     parser.add_argument("--extensions", type=Path, default=ROOT / "book" / "_ext")
