@@ -397,7 +397,16 @@ def test_run_all_lists_every_benchmark_script():
 
     # post_ppo, post_maze, post_dqn and book_agents are modules that source_posts imports;
     # measure is what every script imports
-    not_scripts = {"run_all", "post_ppo", "post_maze", "post_dqn", "book_agents", "measure"}
+    # device_notebooks runs the notebooks on an accelerator (the book's build runs them here)
+    not_scripts = {
+        "run_all",
+        "post_ppo",
+        "post_maze",
+        "post_dqn",
+        "book_agents",
+        "measure",
+        "device_notebooks",
+    }
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - not_scripts
     assert set(run_all.SCRIPTS) == scripts
     assert "benchmarks/run_all.py" in (ROOT / "Makefile").read_text()
@@ -1170,3 +1179,60 @@ def test_dqn_expected_times_compile_once_then_runs_over_the_share_that_solves():
         r["final_return"] = 0.0
     with pytest.raises(ValueError, match="solving final policy for both agents"):
         bench.dqn_expected_times(posts)
+
+
+def _notebook(path, cells):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    for source, tags in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = tags
+        notebook.cells.append(cell)
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_device_notebooks_records_a_pass_and_names_the_failing_cell(tmp_path):
+    import device_notebooks
+
+    good = _notebook(
+        tmp_path / "good.ipynb",
+        [
+            ("import os\nbudget = os.environ['DRLJAX_BUDGET']", []),
+            ("raise RuntimeError('a build skips this cell')", ["skip-execution"]),
+            ("%time assert budget == 'tiny'", []),  # IPython syntax runs, as in a kernel
+        ],
+    )
+    record = device_notebooks._run_in_process(good, "tiny", timeout=120)
+    assert record["passed"] and record["cells"] == 2, record
+    assert record["slowest"]["cell"] in (0, 2) and "last_cell" not in record
+
+    bad = _notebook(
+        tmp_path / "bad.ipynb",
+        [
+            ("x = 1", []),
+            ("def f():\n    raise ValueError('wrong sign')\nf()", ["solution"]),
+            ("x = 2", []),
+        ],
+    )
+    record = device_notebooks._run_in_process(bad, "tiny", timeout=120)
+    assert not record["passed"] and record["cells"] == 2
+    assert record["failed_cell"] == {"cell": 1, "first_line": "def f():"}
+    assert record["error"].splitlines()[-1] == "ValueError: wrong sign"
+
+    slow = _notebook(tmp_path / "slow.ipynb", [("x = 1", []), ("import time; time.sleep(60)", [])])
+    record = device_notebooks._run_in_process(slow, "tiny", timeout=8)
+    assert not record["passed"] and "ran past --timeout 8 s" in record["error"]
+    assert record["last_cell"]["cell"] == 0  # the last cell that finished
+
+
+def test_device_notebooks_committed_rows_name_the_device_and_every_notebook_they_ran():
+    committed = json.loads((ROOT / "benchmarks/results/device_notebooks.json").read_text())
+    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+    for device, entry in committed["devices"].items():
+        assert entry["hardware"]["devices"][0] == device and entry["budget"] in ("tiny", "full")
+        assert set(entry["notebooks"]) <= stems, "a row names a notebook that no longer exists"
+        for stem, row in entry["notebooks"].items():
+            assert row["seconds"] > 0 and row["compilation_cache"] in ("on", "off"), stem
+            assert row["passed"] or row["error"], stem
