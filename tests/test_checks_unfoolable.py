@@ -67,7 +67,7 @@ from test_checks_ppo import dual_clip, eps_probs, fill_loss, gae_from_values_ans
 
 import companion.checks as checks
 from companion.agents import ppo
-from companion.checks import CheckFailed
+from companion.checks import CheckFailed, core
 from companion.envs import cartpole
 
 
@@ -455,6 +455,27 @@ def test_a_failure_shows_the_message_not_the_check(name):
     files = [frame.filename for frame in traceback.extract_tb(exc.__traceback__)]
     inside = [f for f in files if "companion" in f]
     assert inside and all(f.endswith("checks/core.py") for f in inside), files
+
+
+def test_a_check_runs_the_answer_at_the_highest_matmul_precision():
+    """On a TPU a float32 product runs in bfloat16 passes by default, and a right answer then
+    misses a float32 reference by about 1e-3; every check (each is wrapped by ``self_check``,
+    test above) runs the answer at the highest precision, and leaves the setting as it was."""
+    seen = []
+
+    def answer(a, b):
+        seen.append(jax.config.jax_default_matmul_precision)
+        return a @ b
+
+    @core.self_check
+    def check_product(fn):
+        a = jnp.arange(6.0).reshape(2, 3)
+        np.testing.assert_allclose(fn(a, a.T), np.asarray(a) @ np.asarray(a).T)
+
+    before = jax.config.jax_default_matmul_precision
+    check_product(answer)
+    assert seen == ["highest"]
+    assert jax.config.jax_default_matmul_precision == before
 
 
 def test_ipython_prints_no_catalogue_of_mistakes(capsys):

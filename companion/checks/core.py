@@ -33,6 +33,12 @@ def self_check(check: Callable) -> Callable:
     ``__tracebackhide__``), so it never prints the check's own lines (the expected
     answer's expressions, the catalogue of mistakes).
 
+    The check runs at the highest matrix-product precision
+    (``jax.default_matmul_precision("highest")``), the answer's calls included: on a TPU,
+    float32 products otherwise run in bfloat16 passes and agree with a float32 reference to
+    about three digits, so a right answer would miss the check's tolerance. On a CPU this
+    changes nothing.
+
     Raises:
         TypeError: if ``check`` is not callable.
     """
@@ -43,7 +49,8 @@ def self_check(check: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (read by pytest)
         try:
-            return check(*args, **kwargs)
+            with jax.default_matmul_precision("highest"):
+                return check(*args, **kwargs)
         except CheckFailed as failure:
             message = str(failure)
         raise CheckFailed(message) from None
