@@ -476,3 +476,62 @@ def test_the_factor_of_three_is_what_the_chapter_measured():
         for s in (0.1, 0.2, 0.3):
             jax.block_until_ready(static(x, s))
     assert (len(right), len(wrong)) == (3, 9)
+
+
+_AFTER_A_CLEARING_ANSWER = '''
+import contextlib
+
+import jax
+
+from companion.checks import CheckFailed, check_compilations
+
+
+@contextlib.contextmanager
+def clearing():
+    """A student's answer that clears every listener of JAX's, the check's included."""
+    jax.monitoring.clear_event_listeners()
+    yield []
+
+
+try:
+    check_compilations(clearing)
+except CheckFailed as failure:
+    assert "clear_event_listeners" in str(failure), failure
+else:
+    raise AssertionError("an answer that clears JAX's listeners passed")
+jax.config.update("jax_default_device", jax.devices()[-1])  # more global state changed
+
+
+@contextlib.contextmanager
+def right():
+    """A listener of this answer's own for each block, removed when the block ends."""
+    seen = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            seen.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+check_compilations(right)
+check_compilations(right)  # and again: the first call left no listener that counts twice
+'''
+
+
+@NEEDS_UNREGISTER
+def test_compilations_check_survives_an_answer_that_clears_jax_listeners():
+    """The check sets up its own listener at every call: an earlier answer that cleared
+    JAX's listeners (process-global state) does not make a later right answer fail."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _AFTER_A_CLEARING_ANSWER], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("check passed: compilations counts as JAX does") == 2, done.stdout

@@ -4,6 +4,7 @@ context manager that counts XLA compilations).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -28,18 +29,34 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 
-#: ``(event, duration)`` of every duration event JAX reported since the first check ran.
+#: ``(event, duration)`` of every duration event JAX reported during the running check (a
+#: new list at each call of :func:`check_compilations`).
 _events: list = []
-_listening: list = []
 
 
-def _listen() -> None:
-    """Register the check's own listener, once per process (``jax.monitoring`` keeps it)."""
-    if not _listening:
-        jax.monitoring.register_event_duration_secs_listener(
-            lambda event, duration, **kwargs: _events.append((event, duration))
-        )
-        _listening.append(True)
+@contextlib.contextmanager
+def _listener():
+    """Listen to JAX's duration events for one call of the check, into a new ``_events``.
+
+    The check sets up its listener at every call and removes it after: an answer that
+    changes ``jax.monitoring``'s global state (``clear_event_listeners()``) cannot leave a
+    later call deaf. Where JAX cannot remove a listener (older releases), the one left behind
+    writes to a list no later call reads."""
+    global _events
+    events: list = []
+    _events = events
+
+    def listener(event, duration, **kwargs):
+        events.append((event, duration))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield
+    finally:
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            with contextlib.suppress(AssertionError, ValueError):  # the answer removed it
+                unregister(listener)
 
 
 def _fresh() -> Callable:
@@ -162,7 +179,7 @@ def check_compilations(compilations: Callable) -> None:
             by the blocks; every compile event counted, about three per compilation; traces
             or lowerings counted; an empty list; compilations before the block counted; a list
             that grows after its block; a block that raised uncounted or its error
-            swallowed; items that are not durations).
+            swallowed; items that are not durations; JAX's listeners cleared).
     """
     if hasattr(compilations, "__enter__") and not isinstance(compilations, type):
         fail(
@@ -171,7 +188,12 @@ def check_compilations(compilations: Callable) -> None:
             "(check_compilations(compilations))"
         )
     require_function(compilations, "compilations")
-    _listen()
+    with _listener():
+        _check_compilations(compilations)
+
+
+def _check_compilations(compilations: Callable) -> None:
+    """The body of :func:`check_compilations`, with the check's listener registered."""
     x = jnp.linspace(-1.0, 1.0, 3, dtype=jnp.float32)
     blocks: list[_Block] = []
 
@@ -251,6 +273,12 @@ def check_compilations(compilations: Callable) -> None:
         blocks,
     )
     jax.block_until_ready(jax.jit(_fresh())(x, 0.5))  # a compilation after every block
+    if not any(block.count(COMPILE_EVENT) for block in blocks):  # JAX compiled in 6 blocks
+        fail(
+            "compilations() removed the check's listener with JAX's others "
+            "(jax.monitoring.clear_event_listeners()), so nothing could count the "
+            "compilations: register a listener of your own, and remove only that one"
+        )
 
     shared = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :] if a.seen is b.seen]
     if shared:
