@@ -1,4 +1,4 @@
-"""Student copies: solution cells become stubs, everything else is unchanged."""
+"""Student copies: solution cells become stubs, glued figures are filled in, the code is unchanged."""
 
 import ast
 import re
@@ -101,8 +101,41 @@ def test_make_lab_writes_both_copies(tmp_path):
     for path in NOTEBOOKS:
         student = nbformat.read(tmp_path / "student" / path.name, as_version=4)
         solutions = nbformat.read(tmp_path / "solutions" / path.name, as_version=4)
-        assert solutions == nbformat.read(path, as_version=4)
+        source = nbformat.read(path, as_version=4)
+        assert [c.source for c in solutions.cells if c.cell_type == "code"] == [
+            c.source for c in source.cells if c.cell_type == "code"
+        ]
         assert any("NotImplementedError" in c.source for c in student.cells)
+        for copy in (student, solutions):  # Jupyter would show the role, not the figure
+            assert not any("{glue:" in c.source for c in copy.cells if c.cell_type == "markdown")
+
+
+def test_glued_figures_are_filled_in_from_the_books_run():
+    from make_lab import NO_FIGURE, glued_values, resolve_glue
+
+    executed = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("glue(rate=...)")
+    prefix = "application/papermill.record/"
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={prefix + "text/markdown": "55.8%", prefix + "text/plain": "<Markdown>"},
+            metadata={"scrapbook": {"name": "rate", "mime_prefix": prefix}},
+        ),
+        nbformat.v4.new_output("stream", text="printed, not glued"),
+    ]
+    executed.cells = [cell]
+    assert glued_values(executed) == {"rate": "55.8%"}
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("It solves {glue:md}`rate` in {glue:md}`secs` s."),
+        nbformat.v4.new_code_cell("print('{glue:md}`rate`')"),  # code is left alone
+    ]
+    missing = resolve_glue(nb, glued_values(executed))
+    assert nb.cells[0].source == f"It solves 55.8% in {NO_FIGURE} s."
+    assert nb.cells[1].source == "print('{glue:md}`rate`')"
+    assert missing == ["secs"]
 
 
 CHECK_CALL = re.compile(r"\b((?:companion\.checks\.)?check_\w+)\(")

@@ -6,6 +6,13 @@ unchanged. The hint is the cell's ``hint`` metadata when it has one. The stub
 loses the tags that hide a solution in the book (``hide-input``, ``hide-cell``),
 so that students see the cell they are to fill in.
 
+The book's prose quotes figures of its run with myst-nb's ``{glue:md}`name``` role, which
+only the book's build fills in: Jupyter and Colab show the role itself. In both copies each
+role is replaced by the figure the book's last build glued (read from its execution cache,
+``_build/.jupyter_cache``), the number the reader of the HTML page sees. Without an executed
+copy of a notebook in the cache (no ``make book`` yet, or the notebook changed since), its
+roles read "(a figure of the book's run)", and the script says so.
+
     python tools/make_lab.py [--out lab]   # writes lab/student/*.ipynb and lab/solutions/*.ipynb
 """
 
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +33,66 @@ DEFAULT_HINT = (
     "Write your solutions to the exercises above in this cell. The checks in "
     "companion.checks say what is wrong, not only that it is wrong."
 )
+
+
+#: myst-nb's inline glue role, ``{glue:md}`name```, as the book's Markdown writes it.
+GLUE_ROLE = re.compile(r"\{glue:md\}`([^`]+)`")
+#: What a role reads as when the book's run of its notebook is not at hand.
+NO_FIGURE = "(a figure of the book's run)"
+CACHE = ROOT / "_build" / ".jupyter_cache"
+
+
+def glued_values(executed: nbformat.NotebookNode) -> dict[str, str]:
+    """``{name: Markdown text}`` of every figure an executed notebook glued (myst-nb keeps
+    each as a display output whose ``metadata.scrapbook`` names it)."""
+    values = {}
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook")
+            if not record:
+                continue
+            data = output.get("data", {})
+            prefix = record.get("mime_prefix", "")
+            text = data.get(prefix + "text/markdown")
+            if text is not None:
+                values[record["name"]] = text if isinstance(text, str) else "".join(text)
+    return values
+
+
+def resolve_glue(nb: nbformat.NotebookNode, values: dict[str, str]) -> list[str]:
+    """Replace, in ``nb``'s Markdown cells (in place), each ``{glue:md}`name``` role by
+    ``values[name]``, or by :data:`NO_FIGURE` where ``values`` lacks it.
+
+    Returns:
+        the names not in ``values``, in order of appearance.
+    """
+    missing: list[str] = []
+
+    def figure(match: re.Match) -> str:
+        name = match.group(1)
+        if name in values:
+            return values[name]
+        missing.append(name)
+        return NO_FIGURE
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = GLUE_ROLE.sub(figure, cell.source)
+    return missing
+
+
+def executed_copy(nb: nbformat.NotebookNode, cache: Path) -> nbformat.NotebookNode | None:
+    """The book build's executed copy of ``nb`` from the jupyter-cache at ``cache`` (the same
+    code cells), or None when the cache has none."""
+    if not cache.is_dir():
+        return None
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(cache).merge_match_into_notebook(copy.deepcopy(nb))
+    except KeyError:
+        return None
+    return merged
 
 
 def stub_source(hint: str) -> str:
@@ -58,6 +126,9 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "lab")
+    parser.add_argument(
+        "--cache", type=Path, default=CACHE, help="the book build's execution cache"
+    )
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -68,6 +139,15 @@ def main(argv=None) -> int:
         (args.out / folder).mkdir(parents=True, exist_ok=True)
     for path in paths:
         nb = nbformat.read(path, as_version=4)
+        executed = executed_copy(nb, args.cache)
+        missing = resolve_glue(nb, glued_values(executed) if executed is not None else {})
+        if missing:
+            why = "no executed copy in the cache" if executed is None else "not glued by the run"
+            print(
+                f"{path.name}: {len(missing)} glued figure(s) read {NO_FIGURE!r} ({why}; "
+                "run make book first)",
+                file=sys.stderr,
+            )
         stubs = sum(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)
         nbformat.write(student_copy(nb), args.out / "student" / path.name)
         nbformat.write(nb, args.out / "solutions" / path.name)
