@@ -84,3 +84,24 @@ def test_the_time_tables_speak_the_pages_language_and_stay_out_of_the_catalogues
     assert not is_translatable(node)  # ...unless it says it is not translatable
     node["translatable"] = True
     assert is_translatable(node)
+
+
+def test_device_times_cell_shows_the_time_the_stopping_cell_or_a_dash():
+    from chapter_times import TEXTS, _device_cell
+
+    words = TEXTS["en"]
+    assert _device_cell(None, words).astext() == "–"
+    assert _device_cell({"passed": True, "seconds": 62.1}, words).astext() == "62 s"
+    assert _device_cell({"passed": True, "seconds": 402.0}, words).astext() == "6.7 min"
+    stopped = {
+        "passed": False,
+        "seconds": 13.1,
+        "error": "AssertionError",
+        "failed_cell": {"cell": 15, "first_line": "def selu(x):"},
+    }
+    cell = _device_cell(stopped, words)
+    assert cell.astext() == "stopped at cell 15 def selu(x):"
+    assert cell.children[-1].tagname == "literal"
+    timed_out = {"passed": False, "seconds": 402.4, "error": "ran past --timeout 400 s"}
+    assert _device_cell(timed_out, words).astext() == "ran past 6.7 min"
+    assert _device_cell(stopped, TEXTS["ja"]).astext() == "セル 15 で停止 def selu(x):"

@@ -1,4 +1,5 @@
-"""Tables of how long the chapters take to run: in this build, and in a lab's student copy.
+"""Tables of how long the chapters take to run: in this build, in a lab's student copy, and
+on each device the notebooks were run on (``{device-times}``).
 
 ``{chapter-times}`` in a page is replaced, once every notebook has been executed (or read
 from the execution cache), by a table with one row per executed chapter: its title (a
@@ -37,6 +38,18 @@ TEXTS = {
                     "slowest cell on the way.",
         "on": "on {date}",
         "span": "between {first} and {last}",
+        "device_head": "chapter",
+        "device_intro": "Each notebook ran top to bottom in a fresh process, on the tiny "
+                        "budget, its solution cells included (benchmarks/device_notebooks.py): "
+                        "a time means the notebook ran without error and every self-check "
+                        "accepted the chapter's own solution. JAX's persistent compilation "
+                        "cache was on, so a program compiled by a notebook run earlier on the "
+                        "same machine was loaded, not compiled again. A notebook that stopped "
+                        "shows the cell it stopped at; a dash marks one not run on that device.",
+        "device_measured": "{device}: measured {date} with JAX {jax}, Python {python}, "
+                           "{cores} CPU cores.",
+        "stopped": "stopped at cell {cell}",
+        "timeout": "ran past {limit}",
     },
     "ja": {
         "build": ("章", "実行時間", "うち最初の演習まで", "エラーなく実行"),
@@ -48,6 +61,19 @@ TEXTS = {
                     "最初の演習のスタブまでの秒数と、その途中で最も遅いセルを示しています。",
         "on": "{date}",
         "span": "{first}〜{last}",
+        "device_head": "章",
+        "device_intro": "各ノートブックを新しいプロセスで先頭から最後まで、極小の予算で、"
+                        "解答のセルも含めて実行しました（benchmarks/device_notebooks.py）。"
+                        "時間が示されていれば、ノートブックはエラーなく実行され、"
+                        "すべてのセルフチェックが章の解答を受け入れたということです。"
+                        "JAX の永続コンパイルキャッシュを有効にしたため、同じマシンで先に"
+                        "実行したノートブックがコンパイルしたプログラムは、再コンパイルせずに"
+                        "読み込まれました。途中で止まったノートブックには止まったセルを、"
+                        "そのデバイスで実行していないノートブックにはダッシュを示しています。",
+        "device_measured": "{device}：{date} に JAX {jax}、Python {python}、"
+                           "CPU {cores} コアで測定。",
+        "stopped": "セル {cell} で停止",
+        "timeout": "{limit} を超過",
     },
 }  # fmt: skip
 
@@ -198,10 +224,77 @@ class LabTimes(SphinxDirective):
         return [intro, table]
 
 
+class DeviceTimes(SphinxDirective):
+    """The committed run of every notebook on each device (``device_notebooks.json``): one
+    column per device, the seconds each notebook took or the cell it stopped at."""
+
+    def run(self):
+        path = Path(self.env.srcdir) / "benchmarks" / "results" / "device_notebooks.json"
+        self.env.note_dependency(str(path))
+        devices = json.loads(path.read_text())["devices"]
+        words = texts(self.env.config.language)
+        names = sorted(devices, key=lambda name: (name != "cpu", name))  # the CPU first
+        out = [_paragraph(words["device_intro"])]
+        for name in names:
+            entry = devices[name]
+            hw = entry["hardware"]
+            dates = sorted({row["measured"][:10] for row in entry["notebooks"].values()})
+            date = (words["on"].format(date=dates[0]) if len(dates) == 1
+                    else words["span"].format(first=dates[0], last=dates[-1]))  # fmt: skip
+            out.append(_paragraph(words["device_measured"].format(
+                device=_device_name(name), date=date, jax=hw["jax"], python=hw["python"],
+                cores=hw["cpu_cores"])))  # fmt: skip
+        table = nodes.table(classes=["colwidths-auto"])
+        group = nodes.tgroup(cols=1 + len(names))
+        table += group
+        for _ in range(1 + len(names)):
+            group += nodes.colspec(colwidth=100 // (1 + len(names)))
+        head = nodes.thead()
+        group += head
+        row = nodes.row()
+        head += row
+        for text in [words["device_head"], *map(_device_name, names)]:
+            row += nodes.entry("", _paragraph(text))
+        body = nodes.tbody()
+        group += body
+        stems = sorted({stem for entry in devices.values() for stem in entry["notebooks"]})
+        for stem in stems:
+            row = nodes.row()
+            body += row
+            link = pending_xref(refdoc=self.env.docname, reftarget=f"/notebooks/{stem}",
+                                reftype="doc", refdomain="std", refexplicit=False,
+                                refwarn=True)  # fmt: skip
+            link += nodes.inline(text=stem)
+            row += nodes.entry("", nodes.paragraph("", "", link))
+            for name in names:
+                row += nodes.entry("", _device_cell(devices[name]["notebooks"].get(stem), words))
+        out.append(table)
+        return out
+
+
+def _device_name(kind: str) -> str:
+    """A device kind as JAX names it, for a column head (JAX calls every CPU ``cpu``)."""
+    return "CPU" if kind == "cpu" else kind
+
+
+def _device_cell(record: dict | None, words: dict) -> nodes.paragraph:
+    """One notebook's run on one device: its time, where it stopped, or a dash."""
+    if record is None:
+        return _paragraph("–")
+    if record["passed"]:
+        return _paragraph(_minutes(record["seconds"]))
+    if "failed_cell" in record:
+        cell = _paragraph(words["stopped"].format(cell=record["failed_cell"]["cell"]) + " ")
+        cell += nodes.literal(text=record["failed_cell"]["first_line"])
+        return cell
+    return _paragraph(words["timeout"].format(limit=_minutes(record["seconds"])))
+
+
 def setup(app: Sphinx) -> dict:
     app.add_node(ChapterTimesNode)
     app.add_directive("chapter-times", ChapterTimes)
     app.add_directive("lab-times", LabTimes)
+    app.add_directive("device-times", DeviceTimes)
     app.add_post_transform(ChapterTimesTransform)
     app.connect("env-updated", _pages_with_table)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
