@@ -46,7 +46,8 @@ TRACEBACK_LINES = 25
 
 def code_cells(path: Path) -> list[dict]:
     """The code cells of the notebook at ``path`` that a build executes (``skip-execution``
-    cells left out), each as ``{"index", "source", "tags"}``."""
+    cells left out), each as ``{"index", "id", "source", "tags"}`` (``id``: nbformat's cell
+    id, which stays when cells are added above; ``index`` does not)."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     cells = []
     for index, cell in enumerate(notebook["cells"]):
@@ -56,7 +57,7 @@ def code_cells(path: Path) -> list[dict]:
         if "skip-execution" in tags:
             continue
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-        cells.append({"index": index, "source": source, "tags": tags})
+        cells.append({"index": index, "id": cell.get("id"), "source": source, "tags": tags})
     return cells
 
 
@@ -86,11 +87,13 @@ def run_one(path: Path, progress: Path | None = None) -> dict:
         if record["slowest"] is None or seconds > record["slowest"]["seconds"]:
             record["slowest"] = {
                 "cell": cell["index"],
+                "id": cell["id"],
                 "seconds": round(seconds, 2),
                 "first_line": _first_line(cell["source"]),
             }
         record["last_cell"] = {
             "cell": cell["index"],
+            "id": cell["id"],
             "seconds": round(seconds, 2),
             "first_line": _first_line(cell["source"]),
         }
@@ -102,7 +105,11 @@ def run_one(path: Path, progress: Path | None = None) -> dict:
             text = "".join(lines).splitlines()
             record.update(
                 passed=False,
-                failed_cell={"cell": cell["index"], "first_line": _first_line(cell["source"])},
+                failed_cell={
+                    "cell": cell["index"],
+                    "id": cell["id"],
+                    "first_line": _first_line(cell["source"]),
+                },
                 error="\n".join(text[-TRACEBACK_LINES:]),
             )
             break

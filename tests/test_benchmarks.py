@@ -1195,6 +1195,7 @@ def _notebook(path, cells):
 
 def test_device_notebooks_records_a_pass_and_names_the_failing_cell(tmp_path):
     import device_notebooks
+    import nbformat
 
     good = _notebook(
         tmp_path / "good.ipynb",
@@ -1218,7 +1219,8 @@ def test_device_notebooks_records_a_pass_and_names_the_failing_cell(tmp_path):
     )
     record = device_notebooks._run_in_process(bad, "tiny", timeout=120)
     assert not record["passed"] and record["cells"] == 2
-    assert record["failed_cell"] == {"cell": 1, "first_line": "def f():"}
+    stable_id = nbformat.read(bad, as_version=4).cells[1].id  # survives cells added above
+    assert record["failed_cell"] == {"cell": 1, "id": stable_id, "first_line": "def f():"}
     assert record["error"].splitlines()[-1] == "ValueError: wrong sign"
 
     slow = _notebook(tmp_path / "slow.ipynb", [("x = 1", []), ("import time; time.sleep(60)", [])])

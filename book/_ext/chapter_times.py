@@ -45,10 +45,11 @@ TEXTS = {
                         "accepted the chapter's own solution. JAX's persistent compilation "
                         "cache was on, so a program compiled by a notebook run earlier on the "
                         "same machine was loaded, not compiled again. A notebook that stopped "
-                        "shows the cell it stopped at; a dash marks one not run on that device.",
+                        "shows the first line of the cell it stopped at; a dash marks one not run "
+                        "on that device.",
         "device_measured": "{device}: measured {date} with JAX {jax}, Python {python}, "
                            "{cores} CPU cores.",
-        "stopped": "stopped at cell {cell}",
+        "stopped": ("stopped at ", ""),
         "timeout": "ran past {limit}",
     },
     "ja": {
@@ -72,7 +73,7 @@ TEXTS = {
                         "そのデバイスで実行していないノートブックにはダッシュを示しています。",
         "device_measured": "{device}：{date} に JAX {jax}、Python {python}、"
                            "CPU {cores} コアで測定。",
-        "stopped": "セル {cell} で停止",
+        "stopped": ("", " で停止"),
         "timeout": "{limit} を超過",
     },
 }  # fmt: skip
@@ -284,8 +285,10 @@ def _device_cell(record: dict | None, words: dict) -> nodes.paragraph:
     if record["passed"]:
         return _paragraph(_minutes(record["seconds"]))
     if "failed_cell" in record:
-        cell = _paragraph(words["stopped"].format(cell=record["failed_cell"]["cell"]) + " ")
+        before, after = words["stopped"]
+        cell = _paragraph(before)
         cell += nodes.literal(text=record["failed_cell"]["first_line"])
+        cell += nodes.Text(after)
         return cell
     return _paragraph(words["timeout"].format(limit=_minutes(record["seconds"])))
 
