@@ -102,6 +102,8 @@ def test_device_times_cell_shows_the_time_the_stopping_cell_or_a_dash():
     cell = _device_cell(stopped, words)
     assert cell.astext() == "stopped at def selu(x):"
     assert cell.children[1].tagname == "literal"
+    assert _device_cell(stopped, TEXTS["ja"]).astext() == "def selu(x): で停止"
+    stopped["failed_cell"]["first_line"] = "# Solution 1: every layer but the last, then the last"
+    assert _device_cell(stopped, words).astext() == "stopped at # Solution 1: every layer but…"
     timed_out = {"passed": False, "seconds": 402.4, "error": "ran past --timeout 400 s"}
     assert _device_cell(timed_out, words).astext() == "ran past 6.7 min"
-    assert _device_cell(stopped, TEXTS["ja"]).astext() == "def selu(x): で停止"

@@ -287,7 +287,8 @@ def _device_cell(record: dict | None, words: dict) -> nodes.paragraph:
     if "failed_cell" in record:
         before, after = words["stopped"]
         cell = _paragraph(before)
-        cell += nodes.literal(text=record["failed_cell"]["first_line"])
+        line = record["failed_cell"]["first_line"]
+        cell += nodes.literal(text=line if len(line) <= 32 else line[:31].rsplit(" ", 1)[0] + "…")
         cell += nodes.Text(after)
         return cell
     return _paragraph(words["timeout"].format(limit=_minutes(record["seconds"])))
