@@ -1168,6 +1168,10 @@ EXEMPT = {
     "agents.ppo.train.RunnerState": "data container",
     "agents.ppo.train.collect_batch": "called by make_trainer's update and parallel.first_batch, "
     "which check its arguments first (validated once, at those entry points)",
+    "agents.ppo.train.episode_stats": "called by make_trainer's update, which checks its "
+    "arguments first (validated once, at that entry point)",
+    "agents.ppo.train.shuffle_minibatches": "called by make_trainer's update, which checks "
+    "its arguments first (validated once, at that entry point)",
     "agents.ppo.train.Trainer": "data container",
     "agents.ppo.evaluate.Evaluation": "data container",
     "envs.autoreset.ResetPool": "data container",

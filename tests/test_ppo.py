@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from companion.agents import ppo
+from companion.agents.ppo.train import episode_stats, shuffle_minibatches
 from companion.envs import maze as maze_lib
 from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
@@ -756,3 +757,49 @@ def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
     for shape, leaf in zip(jax.tree.leaves(skeleton), jax.tree.leaves(model)):
         assert isinstance(shape, jax.ShapeDtypeStruct)
         assert (shape.shape, shape.dtype) == (leaf.shape, leaf.dtype) and eqx.is_inexact_array(leaf)
+
+
+def test_episode_stats_counts_each_end_under_the_update_it_started_in():
+    """``episode_stats`` against a plain-Python loop over environments and steps."""
+    rng = np.random.default_rng(0)
+    num_updates, steps, envs, update = 6, 5, 4, 3
+    done = rng.random((steps, envs)) < 0.4
+    success = rng.random((steps, envs)) < 0.5
+    episode_start = np.array([0, 2, 3, 1], np.int32)
+    started = np.full(num_updates, 2.0, np.float32)
+    ended, succeeded = np.zeros(num_updates, np.float32), np.zeros(num_updates, np.float32)
+    runner = ppo.RunnerState(
+        params=None,
+        opt_state=None,
+        env_state=None,
+        timestep=None,
+        key=None,
+        update=jnp.int32(update),
+        episode_start=jnp.asarray(episode_start),
+        started=jnp.asarray(started),
+        ended=jnp.asarray(ended),
+        succeeded=jnp.asarray(succeeded),
+    )
+    out = jax.jit(episode_stats)(runner, jnp.asarray(done), jnp.asarray(success))
+    start = episode_start.copy()
+    for e in range(envs):
+        for t in range(steps):
+            if done[t, e]:
+                ended[start[e]] += 1
+                succeeded[start[e]] += success[t, e]
+                started[update] += 1
+                start[e] = update
+    assert done.sum() > envs // 2 and (done.sum(axis=0) > 1).any()  # some envs end twice
+    np.testing.assert_array_equal(out.ended, ended)
+    np.testing.assert_array_equal(out.succeeded, succeeded)
+    np.testing.assert_array_equal(out.started, started)
+    np.testing.assert_array_equal(out.episode_start, start)
+
+
+def test_shuffle_minibatches_is_one_permutation_split_evenly():
+    batch = {"x": jnp.arange(12), "y": jnp.arange(12.0)[:, None] * 10.0}
+    out = jax.jit(shuffle_minibatches, static_argnums=2)(jax.random.key(0), batch, 3)
+    assert out["x"].shape == (3, 4) and out["y"].shape == (3, 4, 1)
+    assert sorted(np.asarray(out["x"]).ravel().tolist()) == list(range(12))  # each row once
+    np.testing.assert_array_equal(out["y"][..., 0], out["x"] * 10.0)  # the leaves alike
+    assert not np.array_equal(np.asarray(out["x"]).ravel(), np.arange(12))  # in a new order

@@ -78,6 +78,44 @@ class Trainer(NamedTuple):
     network: Any
 
 
+def episode_stats(runner: RunnerState, done: jax.Array, success: jax.Array) -> RunnerState:
+    """Count every episode that ended in an update's rollout under the update it started in.
+
+    A helper of :func:`make_trainer` (whose arguments it trusts): ``done`` and ``success``
+    bool ``(num_steps, num_envs)``, the rollout's episode ends and which of them reached the
+    target. An environment's first end in the rollout closes the episode that started in
+    ``runner.episode_start``; each later end, one that started in this update.
+
+    Returns:
+        ``runner`` with ``started``, ``ended``, ``succeeded`` (float32 counts per update) and
+        ``episode_start`` advanced.
+    """
+    earlier = jnp.cumsum(done, axis=0) - done  # episodes ended before step t, per env
+    start = jnp.where(earlier == 0, runner.episode_start[None, :], runner.update)
+    ended = runner.ended.at[start].add(done.astype(jnp.float32))
+    succeeded = runner.succeeded.at[start].add((done & success).astype(jnp.float32))
+    started = runner.started.at[runner.update].add(done.sum().astype(jnp.float32))
+    episode_start = jnp.where(done.any(axis=0), runner.update, runner.episode_start)
+    return runner._replace(
+        started=started, ended=ended, succeeded=succeeded, episode_start=episode_start
+    )
+
+
+def shuffle_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+    """One epoch's minibatches: ``batch``'s leaves (leading axis ``B``) in the order of one
+    random permutation, split into ``(num_minibatches, B // num_minibatches, ...)``.
+
+    A helper of :func:`make_trainer` (whose arguments it trusts: ``num_minibatches``
+    divides ``B``).
+    """
+    size = jax.tree.leaves(batch)[0].shape[0]
+    perm = jax.random.permutation(key, size)
+    return jax.tree.map(
+        lambda x: x[perm].reshape((num_minibatches, size // num_minibatches) + x.shape[1:]),
+        batch,
+    )
+
+
 def make_trainer(
     config: PPOConfig,
     network: Any,
@@ -111,22 +149,9 @@ def make_trainer(
     grid_shape = (env.num_rows, env.num_cols)
     optimizer = make_optimizer(config)
     n = config.num_envs
-    minibatch = config.batch_size // config.num_minibatches
     # The model's structure without its weights: traced, not computed (nothing compiles here).
     skeleton = eqx.filter_eval_shape(_make_model, network, jax.random.key(0), grid_shape)
     static_model = eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
-
-    def episode_stats(runner: RunnerState, done, success):
-        """Count every episode that ended under the update in which it started."""
-        earlier = jnp.cumsum(done, axis=0) - done  # episodes ended before step t, per env
-        start = jnp.where(earlier == 0, runner.episode_start[None, :], runner.update)
-        ended = runner.ended.at[start].add(done.astype(jnp.float32))
-        succeeded = runner.succeeded.at[start].add((done & success).astype(jnp.float32))
-        started = runner.started.at[runner.update].add(done.sum().astype(jnp.float32))
-        episode_start = jnp.where(done.any(axis=0), runner.update, runner.episode_start)
-        return runner._replace(
-            started=started, ended=ended, succeeded=succeeded, episode_start=episode_start
-        )
 
     def update(runner: RunnerState, _):
         key, pool_key, rollout_key, perm_key = jax.random.split(runner.key, 4)
@@ -152,11 +177,7 @@ def make_trainer(
         def epoch(carry, _):
             params, opt_state, key = carry
             key, perm_key = jax.random.split(key)
-            perm = jax.random.permutation(perm_key, config.batch_size)
-            shuffled = jax.tree.map(
-                lambda x: x[perm].reshape((config.num_minibatches, minibatch) + x.shape[1:]),
-                flat,
-            )
+            shuffled = shuffle_minibatches(perm_key, flat, config.num_minibatches)
             (params, opt_state), metrics = jax.lax.scan(
                 minibatch_step, (params, opt_state), shuffled
             )
