@@ -27,6 +27,7 @@ SCRIPTS = (
     "dispatch",
     "scaling",
     "profile_ppo",
+    "ppo_width",
     "dqn_cartpole",
     "dqn_stability",
     "source_posts",

@@ -249,6 +249,23 @@ def test_profile_ppo_quick_mode_writes_json(run_quick):
     assert agent["training_speedup_pooled_over_per_step"] > 0
 
 
+def test_ppo_width_quick_mode_times_each_part_of_an_update(run_quick):
+    result = run_quick("ppo_width.py")
+    assert result["quick"] is True and [r["num_envs"] for r in result["widths"]] == [8, 16]
+    for row in result["widths"]:
+        assert row["batch_size"] == row["num_envs"] * result["config"]["num_steps"]
+        for part in ("collect", "episode_stats", "shuffle"):
+            timing = row["parts"][part]
+            assert 0 < timing["min_s"] <= timing["median_s"] <= timing["max_s"], part
+            assert timing["cost"]["bytes_accessed"] > 0, part
+        assert row["steps_per_s"] == pytest.approx(row["batch_size"] / row["update_s"])
+        assert row["steps_per_s_low"] <= row["steps_per_s_high"]
+        assert 0 <= row["gradients_s"] <= row["update_s"]
+    # a wider batch moves more bytes through the rollout
+    collect = [r["parts"]["collect"]["cost"]["bytes_accessed"] for r in result["widths"]]
+    assert collect[1] > collect[0]
+
+
 def test_maze_sizes_quick_mode_writes_json(run_quick):
     result = run_quick("maze_sizes.py")
     assert result["quick"] is True and result["trained_iterations"] == 32
@@ -389,6 +406,25 @@ def test_lab_times_cover_every_chapter():
     result = json.loads((ROOT / "benchmarks" / "results" / "lab_times.json").read_text())
     assert result["quick"] is False and result["budget"] == "tiny"
     assert set(result["chapters"]) == {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+
+
+def test_lab_times_name_slow_cells_that_still_exist():
+    """Each slow cell of the teacher's table is named by its cell id, and that cell still
+    starts with the line the table shows: a cell rewritten since it was timed fails here
+    (time the chapter again: ``python benchmarks/lab_times.py --only STEM``)."""
+    result = json.loads((ROOT / "benchmarks" / "results" / "lab_times.json").read_text())
+    stale = []
+    for stem, chapter in result["chapters"].items():
+        cells = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())["cells"]
+        first_lines = {
+            c.get("id"): "".join(c["source"]).strip().splitlines()[0][:80]
+            for c in cells
+            if c["cell_type"] == "code" and "".join(c["source"]).strip()
+        }
+        for row in chapter["slowest"]:
+            if first_lines.get(row.get("id")) != row["first_line"]:
+                stale.append(f"{stem}: {row['first_line']!r}")
+    assert not stale, "timed cells that no longer exist as timed:\n" + "\n".join(stale)
 
 
 def test_run_all_lists_every_benchmark_script():
