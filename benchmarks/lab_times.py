@@ -45,7 +45,9 @@ def _cell_seconds(cell) -> float | None:
 def time_to_first_exercise(path: Path, timeout: int = 1200) -> dict:
     """Run ``path``'s student copy on the tiny budget up to its first stub.
 
-    Returns ``{"seconds", "cells", "slowest": [{"cell", "seconds", "first_line"}]}``.
+    Returns ``{"seconds", "cells", "slowest": [{"cell", "id", "seconds", "first_line"}]}``
+    (``cell``: the index when measured; ``id``: nbformat's cell id, which stays when cells
+    are added above).
 
     Raises:
         RuntimeError: if a cell before the stub raises, or the stub does not.
@@ -76,17 +78,17 @@ def time_to_first_exercise(path: Path, timeout: int = 1200) -> dict:
         raise RuntimeError(f"{path.name}: the first stub did not raise")
     seconds = time.perf_counter() - start
     timed = [
-        (i, _cell_seconds(c), c.source)
+        (i, c.get("id"), _cell_seconds(c), c.source)
         for i, c in enumerate(nb.cells[:first])
         if c.cell_type == "code"
     ]
-    slowest = sorted((t for t in timed if t[1] is not None), key=lambda t: -t[1])[:3]
+    slowest = sorted((t for t in timed if t[2] is not None), key=lambda t: -t[2])[:3]
     return {
         "seconds": seconds,
         "cells": len(timed),
         "slowest": [
-            {"cell": i, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
-            for i, s, src in slowest
+            {"cell": i, "id": j, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
+            for i, j, s, src in slowest
         ],
     }
 
