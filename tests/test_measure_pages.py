@@ -125,6 +125,9 @@ def site(tmp_path_factory) -> Path:
         + "<td>a long cell of text</td>" * 8
         + "</tr></table></div>",
         "hidden_button": "<button style='color: #777; background: #777; border: 0'>Run</button>",
+        # a const declared by two scripts (sphinx-thebe's doubled configuration), and an error
+        "script_error": "<script>const URL_A = 1;</script><script>const URL_A = 2;</script>"
+        "<script>console.error('broken'); console.log('quiet');</script>",
     }
     (root / "notebooks").mkdir()
     (root / "book").mkdir()
@@ -200,8 +203,11 @@ def test_each_planted_fault_is_found(report):
     assert pages["book/cut_table.html"]["light"]["390"]["tables_cut"]
     hidden = pages["book/hidden_button.html"]["dark"]["390"]["low_contrast"]
     assert len(hidden) == 1 and hidden[0][0] == 1.0, hidden
+    errors = pages["book/script_error.html"]["light"]["1280"]["console_errors"]
+    assert errors == ["SyntaxError: Identifier 'URL_A' has already been declared", "broken"]
+    assert pages["notebooks/01_good.html"]["dark"]["390"]["console_errors"] == []
     found = "\n".join(report["failures"])
-    for page in ("wide_code", "wide_box", "cut_table", "hidden_button"):
+    for page in ("wide_code", "wide_box", "cut_table", "hidden_button", "script_error"):
         assert f"book/{page}.html" in found, found
 
 

@@ -27,6 +27,8 @@ load event, its web fonts and MathJax's typesetting. Per page and per width it r
 - ``figure_scale``: the smallest ratio of an image's drawn width to its natural width (a
   matplotlib PNG's text shrinks by this factor; the text itself is not measured), and
   ``figure_scales`` every image's, in page order (images under 200 px wide left out);
+- ``console_errors``: the page's uncaught script exceptions and ``console.error`` calls
+  (each fails the check);
 - ``controls`` and ``low_contrast``: the visible controls (buttons, menus, inputs, fold
   toggles, quiz choices, cards, links styled as buttons) and those whose text or icon
   colour has a contrast ratio under ``--min-contrast`` against the background drawn behind
@@ -163,6 +165,17 @@ class Browser:
                 return False
             self._events.append(reply)
 
+    def take_events(self, session: str, methods: tuple[str, ...]) -> list[dict]:
+        """The events of ``session`` named in ``methods`` received so far (those not yet read
+        are read first), removed from the queue."""
+        while (reply := self._read(0.05)) is not None:  # what has arrived, not waited for
+            self._events.append(reply)
+        taken = [
+            e for e in self._events if e.get("method") in methods and e.get("sessionId") == session
+        ]
+        self._events = [e for e in self._events if not any(e is t for t in taken)]
+        return taken
+
     def close(self):
         try:
             self.send("Browser.close", timeout=10)
@@ -176,6 +189,25 @@ class Browser:
         os.close(self._r)
         os.close(self._w)
         self.profile.cleanup()
+
+
+#: DevTools events that mean a script on the page failed: an uncaught exception, or
+#: ``console.error``.
+ERROR_EVENTS = ("Runtime.exceptionThrown", "Runtime.consoleAPICalled")
+
+
+def _error_text(event: dict) -> str | None:
+    """A script error's message from its DevTools event, or None for a console call that is
+    not ``console.error``."""
+    params = event.get("params", {})
+    if event.get("method") == "Runtime.exceptionThrown":
+        details = params.get("exceptionDetails", {})
+        described = details.get("exception", {}).get("description", "")
+        return (described or details.get("text", "")).splitlines()[0][:200]
+    if params.get("type") != "error":
+        return None
+    args = params.get("args", [])
+    return " ".join(str(a.get("value", a.get("description", ""))) for a in args)[:200]
 
 
 def open_tab(browser: Browser) -> str:
@@ -224,10 +256,12 @@ def measure(
         {"features": [{"name": "prefers-color-scheme", "value": mode}]},
         session=session,
     )
+    browser.take_events(session, ERROR_EVENTS)  # the previous page's, if any
     browser.send("Page.navigate", {"url": url}, session=session)
     if not browser.wait_event("Page.loadEventFired", session, timeout=90):
         raise TimeoutError(f"{url}: did not load in 90 s")
     evaluate(browser, session, READY % settle_ms, timeout=90)
+    errors = [_error_text(e) for e in browser.take_events(session, ERROR_EVENTS)]
     closed = evaluate(browser, session, f"({PROBE})(false, {max_list}, {min_contrast})")
     if screenshot is not None:
         height = min(closed["height"], screenshot_height or closed["height"])
@@ -250,6 +284,7 @@ def measure(
         opened["overflow"], opened["wide"] = closed["overflow"], closed["wide"]
     for key in ("controls", "low_contrast", "low_contrast_count"):
         opened[key] = closed[key]
+    opened["console_errors"] = [e for e in errors if e is not None]
     return opened
 
 
@@ -355,6 +390,7 @@ def summarise(
             "smallest_figure_scale": min(
                 (m["figure_scale"] for _, _, m in at if m["figure_scale"] is not None), default=None
             ),
+            "pages_with_script_errors": sorted({p for p, _, m in at if m.get("console_errors")}),
             "low_contrast_controls": {
                 f"{p} ({mode})": m["low_contrast"] for p, mode, m in at if m["low_contrast"]
             },
@@ -385,6 +421,8 @@ def summarise(
             )
         if width == narrow_width and m["tables_cut"]:
             failures.append(f"{page} ({mode}): tables cut off at {width} px: {m['tables_cut']}")
+        for error in m.get("console_errors", []):
+            failures.append(f"{page} ({width} px): a script failed: {error}")
         for ratio, control in m["low_contrast"]:
             failures.append(
                 f"{page} ({mode}, {width} px): control with contrast {ratio}: {control}"
