@@ -103,7 +103,8 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
 # As a reader sees the pages (tools/measure_pages.py, in Chromium, light and dark): at 1280 px
 # no code box is narrower than its text and no chapter is taller than HEIGHT_LIMIT; at 390 px
 # (a phone) no page is wider than the screen and no table is cut off; no control's text or
-# icon is lost against its background in either colour scheme.
+# icon is lost against its background in either colour scheme; no page throws or logs a script
+# error.
 HEIGHT_GOAL = 18_000  # px at 1280 px: the length a chapter aims at (reported)
 HEIGHT_LIMIT = 18_500  # px at 1280 px: no chapter page grows past this (the tallest is 17,876)
 measured = {}

@@ -107,3 +107,23 @@ def test_device_times_cell_shows_the_time_the_stopping_cell_or_a_dash():
     assert _device_cell(stopped, words).astext() == "stopped at # Solution 1: every layer but…"
     timed_out = {"passed": False, "seconds": 402.4, "error": "ran past --timeout 400 s"}
     assert _device_cell(timed_out, words).astext() == "ran past 6.7 min"
+
+
+def test_a_page_loads_each_script_once():
+    """sphinx-thebe's inline configuration, added twice by a second read of the environment,
+    declares a const twice: a SyntaxError on every page."""
+    from page_head import unique_scripts
+    from sphinx.builders.html._assets import _JavaScript
+
+    config = 'const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"'
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body=config),
+        _JavaScript("_static/thebe.js", **{"async": "async"}),
+        _JavaScript("", body=config),  # as Sphinx's registry hands it over the second time
+        _JavaScript(None, body="const OTHER = 1"),
+        _JavaScript("_static/thebe.js", **{"async": "async"}),
+        "_static/plain.js",
+    ]
+    kept = unique_scripts(scripts)
+    assert kept == [scripts[0], scripts[1], scripts[2], scripts[4], scripts[6]]
