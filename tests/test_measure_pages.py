@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import measure_pages  # noqa: E402
 from code_lines import LineFormatter, indent_of  # noqa: E402
-from figure_widths import figure_width, size_animations  # noqa: E402
+from figure_widths import diagram_width, figure_width, size_animations  # noqa: E402
 
 BROWSER = next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
 
@@ -94,6 +94,10 @@ def site(tmp_path_factory) -> Path:
     shutil.copy(ROOT / "book" / "_static" / "book.css", static / "book.css")
     _png(static / "figure.png", 1400, 300)
     _png(static / "small.png", 300, 300)
+    (static / "diagram.svg").write_text(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='499' height='200' viewBox='0 0 499 200'>"
+        "<rect width='499' height='200' fill='#d6e6f5'/></svg>"
+    )
     theme = ["pydata-sphinx-theme.css", "sphinx-book-theme.css", "book.css"]
     code = highlight(CODE, PythonLexer(), LineFormatter())
     cells = "".join(str(i) for i in range(12))
@@ -113,6 +117,9 @@ def site(tmp_path_factory) -> Path:
         "<img class='cell-figure' alt='a figure' src='../_static/figure.png' "
         f"style='width: {figure_width(1400)};'><img class='cell-figure' alt='a small one' "
         f"src='../_static/small.png' style='width: {figure_width(300)};'></div></div>"
+        "<div class='cell docutils container'><div class='cell_output docutils container'>"
+        "<img class='cell-figure' alt='a diagram' src='../_static/diagram.svg' "
+        f"style='width: {diagram_width(499)};'></div></div>"
         f"{table}<details class='hide above-input'><summary>Show code cell source</summary>"
         "<p>folded</p></details>"
     )
@@ -125,6 +132,9 @@ def site(tmp_path_factory) -> Path:
         + "<td>a long cell of text</td>" * 8
         + "</tr></table></div>",
         "hidden_button": "<button style='color: #777; background: #777; border: 0'>Run</button>",
+        # a diagram kept at 80% of its width, like a PNG: wider than a phone's column
+        "cut_diagram": "<div class='cell_output'><img alt='a diagram' "
+        f"src='../_static/diagram.svg' style='width: {figure_width(499)};'></div>",
         # a const declared by two scripts (sphinx-thebe's doubled configuration), and an error
         "script_error": "<script>const URL_A = 1;</script><script>const URL_A = 2;</script>"
         "<script>console.error('broken'); console.log('quiet');</script>",
@@ -185,8 +195,10 @@ def test_a_chapter_fits_a_phone_and_a_desktop_in_both_schemes(report):
         assert phone["overflow"] == 0, phone["wide"]
         assert phone["code_wide"] == 0, phone["code_wide_lines"]  # wraps on a phone
         assert phone["tables_cut"] == []
-        assert phone["figure_scale"] == pytest.approx(0.8, abs=0.01)  # scrolls in its box
-        assert phone["figure_scales"][1] == 1  # a figure that fits keeps its own width
+        wide, small, diagram = phone["figure_scales"]
+        assert wide == pytest.approx(0.8, abs=0.01)  # a wide plot scrolls in its box
+        assert small == 1  # a figure that fits keeps its own width
+        assert diagram < 0.8 and phone["diagrams_cut"] == []  # a diagram fits the column
         assert desktop["figure_scale"] < 1  # shrinks to the article's width
         assert desktop["controls"] >= 1 and desktop["low_contrast"] == []
     failures = [f for f in report["failures"] if f.startswith("notebooks/01_good.html")]
@@ -203,11 +215,15 @@ def test_each_planted_fault_is_found(report):
     assert pages["book/cut_table.html"]["light"]["390"]["tables_cut"]
     hidden = pages["book/hidden_button.html"]["dark"]["390"]["low_contrast"]
     assert len(hidden) == 1 and hidden[0][0] == 1.0, hidden
+    assert pages["book/cut_diagram.html"]["light"]["390"]["diagrams_cut"]
+    assert pages["book/cut_diagram.html"]["light"]["1280"]["diagrams_cut"] == []
+    assert pages["notebooks/01_good.html"]["light"]["390"]["diagrams_cut"] == []  # it shrinks
     errors = pages["book/script_error.html"]["light"]["1280"]["console_errors"]
     assert errors == ["SyntaxError: Identifier 'URL_A' has already been declared", "broken"]
     assert pages["notebooks/01_good.html"]["dark"]["390"]["console_errors"] == []
     found = "\n".join(report["failures"])
-    for page in ("wide_code", "wide_box", "cut_table", "hidden_button", "script_error"):
+    faults = ("wide_code", "wide_box", "cut_table", "hidden_button", "script_error")
+    for page in (*faults, "cut_diagram"):
         assert f"book/{page}.html" in found, found
 
 
@@ -227,3 +243,26 @@ def test_the_browser_starts_in_a_process_that_has_imported_jax():
         )
     finally:
         browser.close()
+
+
+def test_an_svg_output_shrinks_to_the_column_and_a_png_keeps_four_fifths(tmp_path):
+    """The book's diagrams are SVG outputs: they get ``min(100%, W)``; plots (PNG) the floor."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from figure_widths import _size_output_images
+
+    outputs = tmp_path / "_build" / "jupyter_execute"
+    outputs.mkdir(parents=True)
+    _png(outputs / "plot.png", 1100, 300)
+    (outputs / "diagram.svg").write_text(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='499' height='200'></svg>"
+    )
+    doctree = nodes.document(None, None)
+    plot = nodes.image(uri="_build/jupyter_execute/plot.png")
+    diagram = nodes.image(uri="_build/jupyter_execute/diagram.svg")
+    doctree += [plot, diagram]
+    _size_output_images(SimpleNamespace(srcdir=str(tmp_path)), doctree, "page")
+    assert plot["width"] == figure_width(1100) == "max(min(100%, 1100px), 880px)"
+    assert diagram["width"] == diagram_width(499) == "min(100%, 499px)"
+    assert "cell-figure" in plot["classes"] and "cell-figure" in diagram["classes"]

@@ -102,6 +102,14 @@
     scales.push(Math.round(s * 1000) / 1000);
     if (scale === null || s < scale) { scale = s; scaleImg = im.getAttribute('src'); }
   });
+  // Diagrams (the SVG outputs): drawn wider than the box they sit in, so cut or scrolled.
+  var diagramsCut = [];
+  document.querySelectorAll('article img').forEach(function (im) {
+    var src = im.getAttribute('src') || '';
+    if (!visible(im) || !/\.svg(\?|$)/.test(src)) return;
+    var box = im.closest('.cell_output') || im.parentElement;
+    if (im.getBoundingClientRect().width > box.clientWidth + 1) diagramsCut.push(src);
+  });
   // Controls and their contrast.
   function rgba(s) {
     var m = s.match(/[\d.]+/g);
@@ -198,6 +206,7 @@
     figure_scale: scale === null ? null : Math.round(scale * 1000) / 1000,
     figure_scale_image: scaleImg,
     figure_scales: scales,
+    diagrams_cut: diagramsCut,
     controls: controls,
     low_contrast_count: low.length,
     low_contrast: low.slice(0, maxList).map(function (w) { return [Math.round(w[0] * 100) / 100, label(w[1])]; })

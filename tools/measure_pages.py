@@ -27,6 +27,8 @@ load event, its web fonts and MathJax's typesetting. Per page and per width it r
 - ``figure_scale``: the smallest ratio of an image's drawn width to its natural width (a
   matplotlib PNG's text shrinks by this factor; the text itself is not measured), and
   ``figure_scales`` every image's, in page order (images under 200 px wide left out);
+- ``diagrams_cut``: SVG output images (the book's diagrams) drawn wider than their box: at
+  390 px each fails the check, since a diagram is drawn to shrink to a phone's column;
 - ``console_errors``: the page's uncaught script exceptions and ``console.error`` calls
   (each fails the check);
 - ``controls`` and ``low_contrast``: the visible controls (buttons, menus, inputs, fold
@@ -418,6 +420,11 @@ def summarise(
             failures.append(
                 f"{page} ({mode}): {m['code_wide']} code boxes narrower than their "
                 f"text at {width} px: {m['code_wide_lines'][:3]}"
+            )
+        if width == narrow_width and m.get("diagrams_cut"):
+            failures.append(
+                f"{page} ({mode}): diagrams wider than their box at {width} px: "
+                f"{m['diagrams_cut'][:3]}"
             )
         if width == narrow_width and m["tables_cut"]:
             failures.append(f"{page} ({mode}): tables cut off at {width} px: {m['tables_cut']}")

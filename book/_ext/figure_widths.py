@@ -7,7 +7,9 @@ its own width where that fits the column, and never less than 80% of it. On a de
 tablet the theme's ``max-width: 100%`` still fits every figure to the column; on a phone
 ``book/_static/book.css`` lifts that limit, so a wide figure keeps 80% of its size (10-point
 labels 11 px tall) and scrolls sideways inside its output box, and a small one keeps its own.
-matplotlib's animations (``to_jshtml``) get the same width from their first frame.
+matplotlib's animations (``to_jshtml``) get the same width from their first frame. SVG
+outputs, the book's diagrams, are the exception: they shrink to the column
+(:func:`diagram_width`), since their type is drawn large enough for it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ OUTPUTS = "jupyter_execute"
 def figure_width(pixels: int) -> str:
     """The CSS width of an output image ``pixels`` wide."""
     return f"max(min(100%, {pixels}px), {round(FLOOR * pixels)}px)"
+
+
+def diagram_width(pixels: int) -> str:
+    """The CSS width of an SVG output ``pixels`` wide (a diagram of ``companion.diagrams``):
+    its own width, shrunk to the column where that is narrower. Vector drawings stay sharp
+    when scaled, and the diagrams' type is sized to stay legible at a phone's width."""
+    return f"min(100%, {pixels}px)"
 
 
 #: A to_jshtml animation's image, and the first frame its script puts in it.
@@ -65,7 +74,8 @@ def _size_output_images(app: Sphinx, doctree: nodes.document, docname: str) -> N
         size = get_image_size(str(Path(app.srcdir) / uri))
         if size is None:
             continue
-        image["width"] = figure_width(size[0])
+        svg = uri.lower().endswith(".svg")
+        image["width"] = diagram_width(size[0]) if svg else figure_width(size[0])
         image["classes"].append("cell-figure")
     for raw in list(doctree.findall(nodes.raw)):
         if "html" in raw.get("format", "") and "_anim_img" in raw.astext():
