@@ -127,3 +127,25 @@ def test_a_page_loads_each_script_once():
     ]
     kept = unique_scripts(scripts)
     assert kept == [scripts[0], scripts[1], scripts[2], scripts[4], scripts[6]]
+
+
+def test_an_issue_opened_on_a_japanese_page_names_its_edition():
+    from page_head import name_the_edition
+
+    def buttons():
+        url = (
+            "https://github.com/o/b/issues/new?title=Issue%20on%20page%20%2Fnotebooks/07_dqn.html"
+            "&body=Your%20issue%20content%20here."
+        )
+        issue = {"type": "link", "url": url, "label": "source-issues-button"}
+        source = {"type": "link", "url": "https://github.com/o/b", "label": "source-file-button"}
+        return [{"type": "group", "label": "source-buttons", "buttons": [source, issue]}]
+
+    japanese = buttons()
+    name_the_edition(japanese, "ja")
+    source, issue = japanese[0]["buttons"]
+    assert "title=Issue%20on%20page%20%2Fja%2Fnotebooks/07_dqn.html&" in issue["url"]
+    assert source["url"] == "https://github.com/o/b"
+    english = buttons()
+    name_the_edition(english, "en")
+    assert english == buttons()

@@ -10,6 +10,11 @@
   theme mode" before falling back to ``auto``. The book sets ``auto`` (the reader's system
   setting).
 
+- **An issue that names its edition.** The theme's "Open issue" link titles the issue "Issue
+  on page /notebooks/07_dqn.html" in both editions; on a page of another edition than the
+  English one the title carries the edition's folder ("/ja/notebooks/07_dqn.html"), the
+  page's address in the built site.
+
 ``tools/measure_pages.py`` fails any page that throws or logs a script error.
 """
 
@@ -40,7 +45,23 @@ def unique_scripts(scripts: list) -> list:
     return kept
 
 
+#: How sphinx-book-theme's "Open issue" link starts the issue's title: "Issue on page /".
+ISSUE_TITLE = "Issue%20on%20page%20%2F"
+
+
+def name_the_edition(buttons: list, language: str | None) -> None:
+    """In the theme's header ``buttons`` (nested groups), put the edition's folder
+    (``language``, e.g. ``ja``) into the "Open issue" link's title; English pages unchanged."""
+    if language in (None, "", "en"):
+        return
+    for button in buttons:
+        if button.get("label") == "source-issues-button":
+            button["url"] = button["url"].replace(ISSUE_TITLE, f"{ISSUE_TITLE}{language}%2F", 1)
+        name_the_edition(button.get("buttons", []), language)
+
+
 def _page_context(app, pagename, templatename, context, doctree):
+    name_the_edition(context.get("header_buttons", []), app.config.language)
     if "script_files" in context:
         context["script_files"] = unique_scripts(context["script_files"])
     context["default_mode"] = context.get("default_mode") or "auto"
