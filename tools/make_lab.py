@@ -6,12 +6,12 @@ unchanged. The hint is the cell's ``hint`` metadata when it has one. The stub
 loses the tags that hide a solution in the book (``hide-input``, ``hide-cell``),
 so that students see the cell they are to fill in.
 
-The book's prose quotes figures of its run with myst-nb's ``{glue:md}`name``` role, which
+The book's prose quotes numbers of its run with myst-nb's ``{glue:md}`name``` role, which
 only the book's build fills in: Jupyter and Colab show the role itself. In both copies each
-role is replaced by the figure the book's last build glued (read from its execution cache,
+role is replaced by the number the book's last build glued (read from its execution cache,
 ``_build/.jupyter_cache``), the number the reader of the HTML page sees. Without an executed
 copy of a notebook in the cache (no ``make book`` yet, or the notebook changed since), its
-roles read "(a figure of the book's run)", and the script says so.
+roles read "(a number from the book's run)", and the script says so.
 
     python tools/make_lab.py [--out lab]   # writes lab/student/*.ipynb and lab/solutions/*.ipynb
 """
@@ -38,7 +38,7 @@ DEFAULT_HINT = (
 #: myst-nb's inline glue role, ``{glue:md}`name```, as the book's Markdown writes it.
 GLUE_ROLE = re.compile(r"\{glue:md\}`([^`]+)`")
 #: What a role reads as when the book's run of its notebook is not at hand.
-NO_FIGURE = "(a figure of the book's run)"
+NO_FIGURE = "(a number from the book's run)"
 CACHE = ROOT / "_build" / ".jupyter_cache"
 
 
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         if missing:
             why = "no executed copy in the cache" if executed is None else "not glued by the run"
             print(
-                f"{path.name}: {len(missing)} glued figure(s) read {NO_FIGURE!r} ({why}; "
+                f"{path.name}: {len(missing)} glued number(s) read {NO_FIGURE!r} ({why}; "
                 "run make book first)",
                 file=sys.stderr,
             )

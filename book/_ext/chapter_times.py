@@ -48,7 +48,7 @@ TEXTS = {
                         "shows the first line of the cell it stopped at; a dash marks one not run "
                         "on that device.",
         "device_measured": "{device}: measured {date} with JAX {jax}, Python {python}, "
-                           "{cores} CPU cores.",
+                           "on a host with {cores} CPU cores.",
         "stopped": ("stopped at ", ""),
         "timeout": "ran past {limit}",
     },
@@ -69,10 +69,10 @@ TEXTS = {
                         "すべてのセルフチェックが章の解答を受け入れたということです。"
                         "JAX の永続コンパイルキャッシュを有効にしたため、同じマシンで先に"
                         "実行したノートブックがコンパイルしたプログラムは、再コンパイルせずに"
-                        "読み込まれました。途中で止まったノートブックには止まったセルを、"
-                        "そのデバイスで実行していないノートブックにはダッシュを示しています。",
+                        "読み込まれました。途中で止まったノートブックには止まったセルの先頭行を、"
+                        "そのデバイスで実行していないものには「–」を示しています。",
         "device_measured": "{device}：{date} に JAX {jax}、Python {python}、"
-                           "CPU {cores} コアで測定。",
+                           "ホスト CPU {cores} コアで測定。",
         "stopped": ("", " で停止"),
         "timeout": "{limit} を超過",
     },
