@@ -175,6 +175,14 @@ def _pages_with_table(app: Sphinx, env):
     return [d for d, data in NbMetadataCollector.get_doc_data(env).items() if data.get(_KEY)]
 
 
+def _notebook_link(docname: str, stem: str) -> nodes.paragraph:
+    """A paragraph linking to ``notebooks/<stem>`` (its title once references resolve)."""
+    link = pending_xref(refdoc=docname, reftarget=f"/notebooks/{stem}", reftype="doc",
+                        refdomain="std", refexplicit=False, refwarn=True)  # fmt: skip
+    link += nodes.inline(text=stem)
+    return nodes.paragraph("", "", link)
+
+
 class LabTimes(SphinxDirective):
     """The committed measurement of how long each student copy runs to its first exercise."""
 
@@ -210,11 +218,7 @@ class LabTimes(SphinxDirective):
         for stem, chapter in sorted(result["chapters"].items()):
             row = nodes.row()
             body += row
-            link = pending_xref(refdoc=self.env.docname, reftarget=f"/notebooks/{stem}",
-                                reftype="doc", refdomain="std", refexplicit=False,
-                                refwarn=True)  # fmt: skip
-            link += nodes.inline(text=stem)
-            row += nodes.entry("", nodes.paragraph("", "", link))
+            row += nodes.entry("", _notebook_link(self.env.docname, stem))
             row += nodes.entry("", _paragraph(_minutes(chapter["seconds"])))
             slow = chapter["slowest"][0] if chapter["slowest"] else None
             cell = nodes.paragraph()
@@ -262,11 +266,7 @@ class DeviceTimes(SphinxDirective):
         for stem in stems:
             row = nodes.row()
             body += row
-            link = pending_xref(refdoc=self.env.docname, reftarget=f"/notebooks/{stem}",
-                                reftype="doc", refdomain="std", refexplicit=False,
-                                refwarn=True)  # fmt: skip
-            link += nodes.inline(text=stem)
-            row += nodes.entry("", nodes.paragraph("", "", link))
+            row += nodes.entry("", _notebook_link(self.env.docname, stem))
             for name in names:
                 row += nodes.entry("", _device_cell(devices[name]["notebooks"].get(stem), words))
         out.append(table)
