@@ -11,6 +11,7 @@ mistake); the right answers, written in different styles, must pass.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -501,22 +502,9 @@ else:
     raise AssertionError("an answer that clears JAX's listeners passed")
 jax.config.update("jax_default_device", jax.devices()[-1])  # more global state changed
 
-
-@contextlib.contextmanager
-def right():
-    """A listener of this answer's own for each block, removed when the block ends."""
-    seen = []
-
-    def listener(event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            seen.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield seen
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-
+# the right answer of this module that registers a listener per block (JAX's listeners were
+# cleared above, so the module's own, registered at import, are the only others)
+from test_check_bank_silent_bugs import compilations_unregister as right
 
 check_compilations(right)
 check_compilations(right)  # and again: the first call left no listener that counts twice
@@ -531,7 +519,10 @@ def test_compilations_check_survives_an_answer_that_clears_jax_listeners():
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-c", _AFTER_A_CLEARING_ANSWER], capture_output=True, text=True
+        [sys.executable, "-c", _AFTER_A_CLEARING_ANSWER],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,  # the answer imports this module's right answer
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("check passed: compilations counts as JAX does") == 2, done.stdout
