@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +15,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import editions  # noqa: E402  (tools/editions.py)
-from language_switch import switch_html  # noqa: E402  (book/_ext/language_switch.py)
+import language_switch  # noqa: E402  (book/_ext/language_switch.py)
+import measure_pages  # noqa: E402  (tools/measure_pages.py: the Chromium driver)
+import site_search  # noqa: E402  (tools/site_search.py)
+from language_switch import switch_html  # noqa: E402
 
 from companion import quiz  # noqa: E402
 
@@ -111,6 +116,76 @@ def test_the_switch_opens_the_same_page_in_the_other_edition(page, language, exp
 def test_the_switch_names_an_unknown_language():
     with pytest.raises(ValueError, match="language: expected one of"):
         switch_html("book/intro", "fr")
+
+
+def test_the_search_page_and_the_index_have_the_switch_too():
+    """Sphinx writes the search page and the index from templates, not from a body: their
+    switch goes to the templates (``book/_ext/templates``), which place it above the page;
+    every other page has it at the top of its body."""
+    app = SimpleNamespace(config=SimpleNamespace(language="ja"))
+    for page in language_switch.TEMPLATED:
+        context = {}
+        language_switch._add_switch(app, page, f"{page}.html", context, None)
+        assert f'<a href="../{page}.html" hreflang="en"' in context["edition_switch"]
+        template = (language_switch.TEMPLATES / f"{page}.html").read_text()
+        assert f'extends "!{page}.html"' in template and "{{ edition_switch }}" in template
+    context = {"body": "<section>...</section>"}
+    language_switch._add_switch(app, "book/intro", "page.html", context, object())
+    assert context["body"].startswith('<nav class="edition-switch"')
+    redirect = {"body": "<p>moved</p>"}
+    language_switch._add_switch(app, "old", "page.html", redirect, None)
+    assert redirect == {"body": "<p>moved</p>"}
+
+
+#: A chapter page as the book lays it out: the switch, then sections with ids, tall enough
+#: to scroll; and the search page's results.
+SWITCH_PAGE = """<!DOCTYPE html><html lang="ja"><head><meta charset="utf-8"></head><body>
+<nav class="edition-switch" aria-label="Language">
+<a href="../../notebooks/x.html" hreflang="en" lang="en">English</a></nav>
+<article class="bd-article"><section id="top"><h1>x</h1><p style="height:1500px">.</p>
+<section id="value-iteration"><h2>b</h2><p style="height:1500px">.</p></section>
+<section id="q-learning"><h2>c</h2><p style="height:3000px">.</p></section>
+</section></article>%s<script src="editions.js"></script></body></html>"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not site_search.browser_path(), reason="no Chromium on this machine")
+def test_the_switch_keeps_the_readers_place(tmp_path):
+    """``book/_static/editions.js`` in Chromium: the link gets the address's section, else the
+    section scrolled to (none at the top of the page), and on the search page the query,
+    before it is followed."""
+    folder = tmp_path / "ja" / "notebooks"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "book" / "_static" / "editions.js", folder)
+    (folder / "x.html").write_text(SWITCH_PAGE % "")
+    (folder / "search.html").write_text(SWITCH_PAGE % '<div id="search-results"></div>')
+    href = (
+        "new Promise(r => setTimeout(r, 100)).then(() => {{ {0};"
+        " const a = document.querySelector('nav.edition-switch a');"
+        " a.dispatchEvent(new PointerEvent('pointerdown', {{bubbles: true}}));"
+        " return a.getAttribute('href'); }})"
+    )
+    cases = [
+        ("x.html#value-iteration", "", "../../notebooks/x.html#value-iteration"),
+        ("x.html#no-such-id", "", "../../notebooks/x.html"),
+        ("x.html", "", "../../notebooks/x.html"),
+        ("x.html", "window.scrollTo(0, 3200)", "../../notebooks/x.html#q-learning"),
+        ("x.html", "window.scrollTo(0, 1700)", "../../notebooks/x.html#value-iteration"),
+        ("search.html?q=%E4%BE%A1%E5%80%A4", "", "../../notebooks/x.html?q=%E4%BE%A1%E5%80%A4"),
+    ]
+    browser = measure_pages.Browser(site_search.browser_path())
+    try:
+        session = measure_pages.open_tab(browser)
+        got = []
+        for address, before, _ in cases:
+            browser.send("Page.navigate", {"url": "about:blank"}, session=session)
+            url = f"{(folder / 'x.html').as_uri()[: -len('x.html')]}{address}"
+            browser.send("Page.navigate", {"url": url}, session=session)
+            assert browser.wait_event("Page.loadEventFired", session, timeout=30)
+            got.append(measure_pages.evaluate(browser, session, href.format(before)))
+    finally:
+        browser.close()
+    assert got == [expected for _, _, expected in cases]
 
 
 QUIZZES = sorted((ROOT / "notebooks" / "quizzes").glob("*.json"))

@@ -3,7 +3,12 @@
 The English edition sits at the site's root and the Japanese one under ``ja/``
 (``tools/editions.py``), page for page, so the other edition's address of a page is its own
 address with ``ja/`` added or taken away. The link is plain HTML at the top of the article:
-it works offline and without JavaScript.
+it works offline and without JavaScript. The search page and the index, which Sphinx writes
+from templates rather than from a page's body, get it from the templates in ``templates/``.
+
+Both editions give a section the same id (the English title's), so with JavaScript the link
+keeps the reader's place (``book/_static/editions.js``): the address's ``#section``, else the
+section scrolled to, and on the search page the query.
 
 The captions of the table of contents ("Getting started", ...) are translated here too, from
 the root page's catalogue: ``sphinx-external-toc`` inserts the toctrees after Sphinx has
@@ -40,10 +45,21 @@ def switch_html(pagename: str, language: str) -> str:
     return f'<nav class="edition-switch" aria-label="Language">{" ".join(links)}</nav>\n'
 
 
+#: The pages Sphinx writes from a template of their own, which place ``edition_switch``.
+TEMPLATED = ("search", "genindex")
+TEMPLATES = Path(__file__).with_name("templates")
+
+
 def _add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    if doctree is None or "body" not in context:  # the index, search and generated pages
-        return
-    context["body"] = switch_html(pagename, app.config.language or "en") + context["body"]
+    switch = switch_html(pagename, app.config.language or "en")
+    if pagename in TEMPLATED:
+        context["edition_switch"] = switch
+    elif doctree is not None and "body" in context:  # not a redirect or another generated page
+        context["body"] = switch + context["body"]
+
+
+def _add_templates(app: Sphinx, config) -> None:
+    config.templates_path.append(str(TEMPLATES))
 
 
 def _translate_captions(app: Sphinx, doctree) -> None:
@@ -63,6 +79,8 @@ def _translate_captions(app: Sphinx, doctree) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _add_templates)
     app.connect("html-page-context", _add_switch)
+    app.add_js_file("editions.js", loading_method="defer")  # book/_static: keeps the place
     app.connect("doctree-read", _translate_captions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
