@@ -2,11 +2,15 @@
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from notebook_runner import NOTEBOOKS, ROOT, check_episode_explorer, execute, outputs
+
+sys.path.insert(0, str(ROOT / "tools"))
+import folded_figures  # noqa: E402  (tools/folded_figures.py)
 
 IDS = [p.stem for p in NOTEBOOKS]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -108,16 +112,10 @@ def test_runs_on_tiny_budget_without_warnings_or_unbacked_widgets(path, executed
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_figure_is_folded_away_as_code(path, executed):
     """A figure is a result: its cell may fold the code (``hide-input``), never the figure
-    with it (``hide-cell``), except in an exercise's hidden solution."""
-    nb = executed(path)
-    folded = [
-        i
-        for i, out in outputs(nb)
-        if "image/png" in out.get("data", {})
-        and "hide-cell" in (tags := nb.cells[i].metadata.get("tags", []))
-        and "solution" not in tags
-    ]
-    assert not folded, f"cells {folded} fold a figure behind 'Show code cell content'"
+    with it (``hide-cell`` or ``hide-output``), except in an exercise's hidden solution
+    (``tools/folded_figures.py``; ``.ci/check_site.py`` checks the built pages the same way)."""
+    problems = folded_figures.notebook_problems(executed(path))
+    assert not problems, f"{problems}: show the figure, fold only the code (hide-input)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
