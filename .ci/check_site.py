@@ -6,6 +6,10 @@ the screen, and no control is lost against its background; the
 maze playground page (English and Japanese) has its scripts and, in Chromium, passes its
 self-test in its language: the planning agent walks a shortest path on 100 random mazes of each
 of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and switching agent, size and speed works.
+No chapter page folds a figure away with its code (tools/folded_figures.py). Each edition's
+search page, in Chromium, finds every page that holds its test words (the Japanese compounds
+「強化学習」, 「価値反復」, 「経験再生バッファ」: tools/site_search.py), and it and the index have
+the language switch.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -147,6 +151,25 @@ else:
             problems.append(f"ja/{relative}: not marked as Japanese")
         if relative.parts[0] in ("notebooks", "book") and 'class="edition-switch"' not in text:
             problems.append(f"ja/{relative}: no link to the English page")
+# The search page and the index, which Sphinx writes from templates, have the switch too.
+for edition_root in (site, edition):
+    for name in ("search.html", "genindex.html"):
+        page = edition_root / name
+        if page.exists() and 'class="edition-switch"' not in page.read_text():
+            problems.append(f"{page.relative_to(site)}: no language switch")
+
+# A figure the prose discusses is never folded away as code (hide-cell, hide-output).
+sys.path.insert(0, str(root / "tools"))
+import folded_figures  # noqa: E402
+
+problems += folded_figures.site_problems(site)
+
+# Search as a reader does, in Chromium: in Japanese a compound is split into the words the
+# index holds (book/_ext/search_language.py), so 「価値反復」 finds the pages about it.
+if BROWSER is not None:
+    import site_search  # noqa: E402
+
+    problems += site_search.search_problems(site)
 
 # Formulas render offline: MathJax comes from the site, and Chromium (with no network) draws
 # the formulas of the foundations chapter.
@@ -229,12 +252,14 @@ if problems:
     print("\n".join(problems))
     sys.exit(1)
 if BROWSER is None:
-    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted "
-          "and the playground was not run")
+    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted, "
+          "the playground was not run and the search pages were not searched")
 print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages and the "
       "playground OK")
 if BROWSER is not None:
     print(f"playground self-test: {json.dumps(playground_report)}")
+    print("search: in each edition its test words find every page that holds them "
+          f"({', '.join(t for terms in site_search.TERMS.values() for t in terms)})")
     tallest = measured["summary"].get("tallest_at_1280", {})
     print(f"pages in Chromium: the tallest chapter {tallest.get('page')} is "
           f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
