@@ -7,6 +7,7 @@ wraps public checks so that a failure does not show the check's source.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import traceback
 from collections.abc import Callable
@@ -101,8 +102,10 @@ def run_answer(
 
     Raises:
         CheckFailed: if ``fn`` is not callable (naming what was passed instead) or raises:
-            naming ``call``, the student's line and the error, and ``hint``; an answer that
-            turns a traced array into a Python value (``int(x)``, ``if x > 0:``) is told so.
+            naming ``call``, the student's line and the error, the arguments (by the names of
+            ``fn``'s parameters, an array by its dtype and shape) and ``hint``; an answer
+            that turns a traced array into a Python value (``int(x)``, ``if x > 0:``) is
+            told so.
     """
     require_function(fn, call.split("(")[0])
     try:
@@ -119,9 +122,36 @@ def run_answer(
         )
     except Exception as exc:
         fail(
-            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}"
-            + (f". {hint}" if hint else "")
+            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}. "
+            f"Its arguments: {_arguments(fn, args)}" + (f". {hint}" if hint else "")
         )
+
+
+def _arguments(fn: Callable, args: tuple) -> str:
+    """``args`` in a few words each, named as ``fn`` names its parameters: "w float32 (3,),
+    gamma 0.9, mdp MazeMDP"."""
+    try:
+        names = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        names = []
+    names += [f"argument {i + 1}" for i in range(len(names), len(args))]
+
+    def brief(value):
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+                return "a PRNG key"
+            return f"{value.dtype} {tuple(value.shape)}"
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return f"{value!r:.30}"
+        if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+            return f"a {type(value).__name__} of {len(value)}"
+        return type(value).__name__
+
+    return ", ".join(f"{name} {brief(value)}" for name, value in zip(names, args))
 
 
 #: Lines of JAX's errors that speak of JAX's own traceback, not of the answer.
@@ -149,14 +179,14 @@ def error_text(exc: BaseException, limit: int = 700) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def require_pair(got: Any, name: str, parts: str) -> None:
-    """Fail unless an answer's result ``got`` is a pair: "``name`` should return a pair
-    (``parts``), got <type> of shape <shape>"."""
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        fail(
-            f"{name} should return a pair ({parts}), got "
-            f"{type(got).__name__} of shape {np.shape(got)}"
-        )
+def require_pair(got: Any, name: str, parts: str, size: int = 2) -> None:
+    """Fail unless an answer's result ``got`` is a pair (a tuple or a list of ``size`` items):
+    "``name`` should return a pair (``parts``); it returned <what it is>"."""
+    if not (isinstance(got, (tuple, list)) and len(got) == size):
+        from companion.checks._contract import describe
+
+        words = {2: "a pair", 3: "a triple"}.get(size, f"a tuple of {size}")
+        fail(f"{name} should return {words} ({parts}); it returned {describe(got)}")
 
 
 def passed(what: str) -> None:
