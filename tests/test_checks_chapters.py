@@ -37,7 +37,10 @@ def test_softplus_grad(capsys):
         (lambda w, x: jax.nn.sigmoid(w * x), "factor x is missing"),
         (lambda w, x: x * jax.nn.softplus(w * x), "softplus itself"),
         (lambda w, x: -x * jax.nn.sigmoid(w * x), "sign is wrong"),
-        (lambda w, x: jnp.sum(x * jax.nn.sigmoid(w * x)), r"shape \(\), expected \(3,\)"),
+        (
+            lambda w, x: jnp.sum(x * jax.nn.sigmoid(w * x)),
+            r"of shape \(3,\).*; it (returned|is) an? \w+ array of shape \(\)",
+        ),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_softplus_grad(wrong)
@@ -72,7 +75,10 @@ def test_discounted_returns(capsys):
             "(?s)raised TypeError.*jnp.zeros_like",
         ),
         (_loop_returns, "a Python loop is unrolled"),
-        (lambda r, g: _reverse_scan_returns(r, g)[:-1], r"shape \(4,\), expected \(5,\)"),
+        (
+            lambda r, g: _reverse_scan_returns(r, g)[:-1],
+            r"of shape \(5,\).*; it (returned|is) an? \w+ array of shape \(4,\)",
+        ),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_discounted_returns(wrong)
@@ -114,7 +120,7 @@ def test_legal_fraction(capsys):
     _passes(check_legal_fraction, lambda m: jnp.mean(m, axis=0), capsys)
     for wrong, msg in [
         (lambda m: jnp.mean(m, axis=1), "axis 0"),
-        (lambda m: jnp.sum(m, axis=0), "counts the masks"),
+        (lambda m: jnp.sum(m, axis=0), r"it returned an int32 array.*a count of the masks"),
     ]:
         with pytest.raises(CheckFailed, match=msg):
             check_legal_fraction(wrong)
@@ -178,7 +184,10 @@ def test_action_values(capsys):
         ),
         (lambda mdp, v, g: mdp.reward + g * (~mdp.terminal) * v[:, None], "V of the current"),
         (lambda mdp, v, g: g * (~mdp.terminal) * v[mdp.next_state], "reward r"),
-        (lambda mdp, v, g: v, r"shape \(18,\), expected \(18, 4\)"),
+        (
+            lambda mdp, v, g: v,
+            r"of shape \(18, 4\).*; it (returned|is) an? \w+ array of shape \(18,\)",
+        ),
         (lambda mdp, v, g: mdp.reward + 0.5 * v[mdp.next_state], "differs from"),
     ]:
         with pytest.raises(CheckFailed, match=msg):
@@ -216,7 +225,10 @@ def test_reinforce_weights(capsys):
             "next step's",
         ),
         (lambda r, b, g: _reverse_scan_returns(r, g) - b, "gamma\\^t is missing"),
-        (lambda r, b, g: (_reverse_scan_returns(r, g) - b)[:-1], r"shape \(4,\), expected \(5,\)"),
+        (
+            lambda r, b, g: (_reverse_scan_returns(r, g) - b)[:-1],
+            r"of shape \(5,\).*; it (returned|is) an? \w+ array of shape \(4,\)",
+        ),
         (lambda r, b, g: 2.0 * _reverse_scan_returns(r, g), "expected"),
     ]:
         with pytest.raises(CheckFailed, match=msg):

@@ -59,7 +59,10 @@ def unrolled_batched(states, actions):
         (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
         (unrolled_batched, "unrolls its loop"),
         (lambda s, a: s, "pair"),
-        (lambda s, a: (s.physics, batched_scan(s, a)[1]), "should be a CartPoleState"),
+        (
+            lambda s, a: (s.physics, batched_scan(s, a)[1]),
+            "should be the final states, a cartpole.CartPoleState",
+        ),
         (lambda s: s, "raised TypeError"),
     ],
 )
@@ -90,7 +93,7 @@ def test_rollout_bytes(capsys):
         (lambda t, n: 130 * t * n, "3 channels"),
         (lambda t, n: 330 * n, "num_steps \\* num_envs"),
         (lambda t, n: 330 * t * n + 8, "expected 330"),
-        (lambda t, n: "many", "a number of bytes"),
+        (lambda t, n: "many", "should return an int .*; it returned the str 'many'"),
     ],
 )
 def test_rollout_bytes_mistakes_are_named(bytes_fn, message):

@@ -608,7 +608,7 @@ def _rollout_argmax():
         (
             "check_double_dqn_target",
             _double_dqn_column,
-            r"shape \(3, 3\), expected \(3,\)\. Two shapes were broadcast together",
+            r"of shape \(3,\).*; it (returned|is) an? \w+ array of shape \(3, 3\)\. Two shapes were broadcast together",
         ),
         (
             "check_n_step_target",
@@ -761,7 +761,7 @@ def _reinforce_forward_scan(rewards, baselines, gamma):
         (
             "check_termination_and_truncation",
             lambda r, l, m: tuple(x.astype(jnp.float32) for x in _classify(r, l, m)),
-            "dtype float32",
+            r"(it returned|it is) an? float32 array",
         ),
         ("check_noisy_batch", _noisy_returns_subkey, "returns the key it drew the samples with"),
         (

@@ -9,12 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
-    check_shape,
     close,
     fail,
     passed,
+    require_pair,
     run_answer,
     self_check,
     unrolled,
@@ -45,12 +46,12 @@ def _softplus_case(w, x) -> Case:
 def check_softplus_grad(grad_g: Callable) -> None:
     """Check ``grad_g(w, x)``, the hand-derived gradient of ``g(w) = sum(log(1 + exp(w * x)))``.
 
-    The answer is ``x * sigmoid(w * x)``, shape ``w.shape`` (here ``(3,)`` and ``(2, 3)``).
+    The answer is ``x * sigmoid(w * x)``, float32 of ``w.shape`` (here ``(3,)`` and ``(2, 3)``).
 
     Raises:
         CheckFailed: naming the mistake (missing factor x, softplus instead of
             sigmoid, wrong sign, derivative in x, sigmoid(-w x), e^(w x) without its
-            denominator, wrong shape).
+            denominator), or a result that is not float32 of ``w.shape``.
     """
     cases = [
         _softplus_case(jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, 2.0, 3.0])),
@@ -64,8 +65,8 @@ def check_softplus_grad(grad_g: Callable) -> None:
         w, x = case.inputs["w"], case.inputs["x"]
         call = f"grad_g(w, x) with w = {np.asarray(w).tolist()}, x = {np.asarray(x).tolist()}"
         got = run_answer(grad_g, w, x, call=call)
-        hint = "One partial derivative per entry of w."
-        outputs.append(check_shape(got, w.shape, call, hint=hint))
+        why = "one partial derivative per entry of w"
+        outputs.append(require_array(got, call, w.shape, np.float32, why=why))
     verdict("grad_g", cases, outputs)
     passed("grad_g matches x * sigmoid(w * x) (and jax.grad)")
 
@@ -142,17 +143,20 @@ def check_discounted_returns(discounted_returns: Callable) -> None:
             "jnp.zeros_like(rewards[0]), one return per environment",
         )
         outputs.append(
-            check_shape(
+            require_array(
                 got,
-                rewards.shape,
                 call,
-                hint="One return per step (and environment); "
-                "the scan's carry holds one return per environment: start it from "
-                "jnp.zeros_like(rewards[0])",
+                rewards.shape,
+                np.float32,
+                why="one return per step and environment, like rewards",
+                hint=lambda got, shape=rewards.shape: (
+                    "The scan's carry holds one return per environment: start it from "
+                    "jnp.zeros_like(rewards[0])"
+                    if np.shape(got) != shape
+                    else ""
+                ),
             )
         )
-        if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}; the returns are float32, like the rewards")
     verdict("discounted_returns", cases, outputs)
     sizes = unrolled(discounted_returns, *[(jnp.ones(n), 0.9) for n in (20, 40)])
     if sizes is not None:
@@ -181,22 +185,24 @@ def _same_key(a, b) -> bool:
 def _noisy_call(noisy_batch, key, n, call):
     """``(samples, next_key)`` of one call, checked for type, shape and dtype."""
     out = run_answer(noisy_batch, key, n, call=call, hint="It returns (samples, key)")
-    if not (isinstance(out, tuple) and len(out) == 2):
-        fail(f"{call} should return a pair (samples, next_key), got {type(out).__name__}")
+    require_pair(out, call, "samples, next_key")
     samples, next_key = out
-    if not (
-        isinstance(next_key, jax.Array) and jnp.issubdtype(next_key.dtype, jax.dtypes.prng_key)
-    ):
-        fail(
-            f"the second result of {call} should be a key (from jax.random.split), got "
-            f"{next_key!r:.60}"
-        )
-    samples = check_shape(samples, (n,), f"the samples of {call}")
-    if samples.dtype != np.float32:
-        fail(
-            f"the samples of {call} have dtype {samples.dtype}, expected float32 (the default "
-            "of jax.random.normal)"
-        )
+    samples = require_array(
+        samples,
+        f"the samples of {call}",
+        (n,),
+        np.float32,
+        why="n standard normals, jax.random.normal's default dtype",
+        returns=False,
+    )
+    next_key = require_array(
+        next_key,
+        f"the second result of {call}",
+        (),
+        "key",
+        why="a half of jax.random.split(key)",
+        returns=False,
+    )
     return samples, next_key
 
 

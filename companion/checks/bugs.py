@@ -16,12 +16,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import _is_array, describe, require_array
 from companion.checks.core import (
-    check_shape,
     close,
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
 )
@@ -82,6 +83,37 @@ def _sgd_losses(
     return np.array(losses)
 
 
+def _require_losses(answer: tuple, num_steps: int) -> np.ndarray:
+    """The losses of ``train_decayed``'s ``(model, losses)``, float32 ``(num_steps,)``, after
+    checking the pair against its contract: an equinox model, and one float loss per step, a
+    list of floats or a float array."""
+    call = f"train_decayed(model, x, y, {num_steps})"
+    model, losses = answer
+    if not isinstance(model, eqx.Module):
+        fail(
+            f"the first result of {call} should be the trained model, an equinox module; it "
+            f"is {describe(model)}"
+        )
+
+    def is_float(value) -> bool:
+        return isinstance(value, float) or (
+            _is_array(value) and value.shape == () and jnp.issubdtype(value.dtype, jnp.floating)
+        )
+
+    if isinstance(losses, (list, tuple)):
+        right = len(losses) == num_steps and all(is_float(v) for v in losses)
+    else:
+        right = _is_array(losses) and jnp.issubdtype(losses.dtype, jnp.floating)
+        right = right and losses.shape == (num_steps,)
+    if not right:
+        fail(
+            f"the losses of {call} should be {num_steps} float losses, one per step (a list "
+            f"of floats, or a float array of shape ({num_steps},)); they are "
+            f"{describe(losses)}"
+        )
+    return np.asarray([float(v) for v in losses], np.float32)
+
+
 @self_check
 def check_decayed_training(train_decayed: Callable) -> None:
     """Check ``train_decayed(model, x, y, num_steps) -> (model, losses)``: SGD compiled once.
@@ -93,7 +125,8 @@ def check_decayed_training(train_decayed: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (traced anew at every step, run without jit, traced more
             than twice, a rate that does not decay, a schedule one step late, losses off the
-            schedule, a wrong number of losses, not ``(model, losses)``).
+            schedule), or a result that is not ``(model, losses)``, an equinox model and
+            ``num_steps`` float losses (a list of floats or a float array).
     """
     require_function(train_decayed, "train_decayed")
     x = jnp.linspace(-1.0, 1.0, 16, dtype=jnp.float32)[:, None]
@@ -111,17 +144,10 @@ def check_decayed_training(train_decayed: Callable) -> None:
         num_steps,
         call="train_decayed(model, x, y, 8)",
         jit=False,
-        hint="Arguments: an equinox model, x and y float32 (16, 1), num_steps",
     )
     traces = _model_calls[0]
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        fail(f"train_decayed should return (model, losses), got {type(answer).__name__}")
-    losses = check_shape(
-        np.asarray(answer[1], np.float32),
-        (num_steps,),
-        "the losses of train_decayed(model, x, y, 8)",
-        hint="One loss per step.",
-    )
+    require_pair(answer, "train_decayed(model, x, y, 8)", "model, losses")
+    losses = _require_losses(answer, num_steps)
     if not close(losses, expected, rtol=1e-4, atol=1e-6):
         if close(losses, _sgd_losses(mlp, x, y, num_steps, 1.0), rtol=1e-4, atol=1e-6):
             fail(
@@ -225,14 +251,20 @@ def check_collector(collect: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (``terminated`` late, missing or set at truncations,
             ``next_obs`` of the next episode, ``obs`` stale or not reset after an episode end,
-            one action throughout, actions dependent from step to step or not a fair coin,
-            shapes).
+            one action throughout, actions dependent from step to step or not a fair coin), or
+            a result that is not a ``Transition`` of those dtypes and shapes.
     """
+    require_function(collect, "collect")
     num_steps = 300
     traces: list = []
     with _short_episodes(traces):
         call = f"collect(key, {num_steps})"
-        answer = run_answer(collect, jax.random.key(11), num_steps, call=call)
+        answer = run_answer(  # a new function: traced here, whatever JAX compiled before
+            lambda key, num_steps: collect(key, num_steps),
+            jax.random.key(11),
+            num_steps,
+            call=call,
+        )
     if not traces:
         fail(
             "collect never calls cartpole.step_autoreset (or it was compiled before this "
@@ -242,14 +274,27 @@ def check_collector(collect: Callable) -> None:
     limit = _COLLECTOR_MAX_STEPS
     fields = ("obs", "action", "reward", "next_obs", "terminated")
     if not all(hasattr(answer, f) for f in fields):
-        fail(f"collect should return a dqn.Transition (fields {fields}), got {type(answer)}")
-    shapes = {"obs": (num_steps, 4), "next_obs": (num_steps, 4)}
+        fail(
+            f"{call} should return a dqn.Transition (fields {', '.join(fields)}), time "
+            f"first; it returned {describe(answer)}"
+        )
+    contract = {
+        "obs": ((num_steps, 4), np.float32),
+        "action": ((num_steps,), np.int32),
+        "reward": ((num_steps,), np.float32),
+        "next_obs": ((num_steps, 4), np.float32),
+        "terminated": ((num_steps,), bool),
+    }
     obs, action, reward, next_obs, terminated = (
-        check_shape(getattr(answer, f), shapes.get(f, (num_steps,)), f"transitions.{f}")
+        require_array(
+            getattr(answer, f),
+            f"transitions.{f} of {call}",
+            *contract[f],
+            why="one per step, time first",
+            returns=False,
+        )
         for f in fields
     )
-    if terminated.dtype != bool:
-        fail(f"transitions.terminated should be bool, got {terminated.dtype}")
     if not np.isin(action, (0, 1)).all() or not (reward == 1.0).all():
         fail("every action should be 0 or 1 and every reward 1.0")
     ones = float(action.mean())

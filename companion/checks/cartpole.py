@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
-    check_shape,
     fail,
     passed,
     require_function,
@@ -20,7 +20,6 @@ from companion.checks.core import (
     self_check,
     verdict,
 )
-from companion.checks.envs import _require_dtype
 from companion.envs import cartpole
 
 # --- chapter 6 ----------------------------------------------------------------------------
@@ -60,7 +59,7 @@ def _euler_case(physics, action) -> Case:
     right = _euler_variants(physics, force_mag if action else -force_mag)
     push = "pushing right" if action else "pushing left"
     return Case(
-        f"physics {np.round(physics, 4).tolist()}, {push} (action {action})",
+        f"physics {[round(float(v), 4) for v in physics]}, {push} (action {action})",
         {"physics": physics, "action": action},
         right["semi"],
         {
@@ -102,17 +101,16 @@ def check_semi_implicit_step(step: Callable) -> None:
     for case in cases:
         call = f"step(physics, action) with {case.label}"
         args = jnp.asarray(case.inputs["physics"]), jnp.int32(case.inputs["action"])
-        got = check_shape(run_answer(step, *args, call=call), (4,), call)
-        if jnp.issubdtype(got.dtype, jnp.floating):
-            _require_dtype(
-                got,
-                np.float32,
-                "step",
-                "the physics is float32; build the result with jnp.stack of float32 values",
-            )
+        got = require_array(
+            run_answer(step, *args, call=call),
+            call,
+            (4,),
+            np.float32,
+            why="the next (x, x_dot, theta, theta_dot)",
+            dtype_hint="The physics is float32: build the result with jnp.stack of float32 values",
+        )
         outputs.append(got)
     verdict("step", cases, outputs)
-    _require_dtype(outputs[0], np.float32, "step", "the physics is float32")
     passed("semi-implicit Euler: velocities first, positions with the new velocities")
 
 
@@ -147,24 +145,33 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     pole falling either way), then for whole episodes.
 
     Raises:
-        CheckFailed: for an action that is not int32, or not 0 or 1; one that changes with x or
-            x_dot; one that is the same whatever the observation, or pushes away from the side
-            the pole falls to; or a mean return below 475, saying how the episodes ended.
+        CheckFailed: for an action that is not an int32 scalar (shape ``()``), or not 0 or 1;
+            one that changes with x or x_dot; one that is the same whatever the observation,
+            or pushes away from the side the pole falls to; or a mean return below 475, saying
+            how the episodes ended.
     """
     require_function(policy, "policy")
     probes = _probe_observations()
-    call = f"jax.vmap(policy)(obs) for {len(probes)} probe observations"
-    acts = check_shape(
-        run_answer(jax.vmap(policy), jnp.asarray(probes), call=call),
-        (len(probes),),
-        call,
-        hint="policy(obs) returns one action, shape ()",
+    action = (
+        "An action is an int32 index: (condition).astype(jnp.int32), or jnp.where(condition, 1, 0)"
     )
-    _require_dtype(
-        acts,
+    call = f"policy(obs) with obs = {[round(float(v), 3) for v in probes[0]]}"
+    require_array(
+        run_answer(policy, jnp.asarray(probes[0]), call=call),
+        call,
+        (),
         np.int32,
-        "the policy's action",
-        "an action is an int32 index: (condition).astype(jnp.int32), or jnp.where(condition, 1, 0)",
+        why="one action: 0 pushes left, 1 pushes right",
+        dtype_hint=action,
+    )
+    call = f"jax.vmap(policy)(obs) for {len(probes)} probe observations"
+    acts = require_array(
+        run_answer(jax.vmap(policy), jnp.asarray(probes), call=call),
+        call,
+        (len(probes),),
+        np.int32,
+        why="one action per observation",
+        dtype_hint=action,
     )
     if not np.isin(acts, (0, 1)).all():
         fail(

@@ -8,11 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     close,
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
 )
@@ -68,8 +70,9 @@ def check_checkpointed_propagation(network_class: type) -> None:
     of their sum, and reads the program.
 
     Raises:
-        CheckFailed: when the class is not passed (a model built from it), its arrays,
-            outputs or gradients differ, there is no ``jax.checkpoint``, it wraps the whole scan
+        CheckFailed: when the class is not passed (a model built from it), its call does not
+            return ``(logits, value)``, float32 ``(4,)`` and ``()``, its arrays, outputs or
+            gradients differ, there is no ``jax.checkpoint``, it wraps the whole scan
             or call instead of the body, or its policy saves everything.
     """
     import equinox as eqx
@@ -108,6 +111,15 @@ def check_checkpointed_propagation(network_class: type) -> None:
     arrays, static = eqx.partition(copy, traced)
     model = eqx.combine(jax.tree.unflatten(jax.tree.structure(arrays), leaves), static)
     images = _maze_images()
+    call = "model(image) for one 5 × 6 maze"
+    out = run_answer(
+        lambda model, image: jax.eval_shape(model, image), model, images[0], call=call, jit=False
+    )
+    require_pair(out, call, "logits, value, as ppo.PropagationActorCritic's")
+    for part, shape, why in (("logits", (4,), "one per action"), ("value", (), "one number")):
+        require_array(
+            out[part == "value"], f"the {part} of {call}", shape, np.float32, why=why, returns=False
+        )
 
     def outputs_and_grads(m, x):
         def loss(m):
@@ -142,7 +154,8 @@ def check_checkpointed_propagation(network_class: type) -> None:
             "the copy's gradients differ from the original's with the same weights: "
             "jax.checkpoint recomputes the forward pass, the gradients stay the same"
         )
-    inside, outside = _checkpoints(jax.make_jaxpr(model)(images[0]))
+    program = run_answer(jax.make_jaxpr(model), images[0], call=call, jit=False)
+    inside, outside = _checkpoints(program)
     if not inside and not outside:
         fail(
             "there is no jax.checkpoint in the copy's program: wrap the scan's body, "

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import describe
 from companion.checks.core import (
     Case,
     CheckFailed,
@@ -129,8 +130,9 @@ def _run_block(
 def _length(seen: Any, label: str) -> int:
     if not isinstance(seen, list):
         fail(
-            f"compilations() should yield a list (`as c` gives it), got "
-            f"{type(seen).__name__} {seen!r:.60} around {label}"
+            "compilations() should yield a list (`as c` gives it), which holds one float, "
+            "the seconds of each compilation, by the end of the block; around "
+            f"{label} it yields {describe(seen)}"
         )
     return len(seen)
 
@@ -292,9 +294,10 @@ def _check_compilations(compilations: Callable) -> None:
         odd = [d for d in block.seen if not isinstance(d, (float, np.floating))]
         if odd:
             fail(
-                f"compilations: the list of the block around {block.label} holds "
-                f"{odd[0]!r:.60} (a {type(odd[0]).__name__}); append each compilation's "
-                "duration, the float of seconds the listener gets as its second argument"
+                f"compilations: the list of the block around {block.label} should hold "
+                f"floats, the seconds of each compilation; it holds {describe(odd[0])}. "
+                "Append each compilation's duration, the float of seconds the listener gets "
+                "as its second argument"
             )
     cases, outputs, surplus = [], [], None
     for block in blocks:

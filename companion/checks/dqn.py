@@ -7,10 +7,9 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
-    check_shape,
-    fail,
     passed,
     run_answer,
     self_check,
@@ -110,9 +109,11 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
         ]
         call = f"double_dqn_target(...) for {case.label}"
         got = run_answer(double_dqn_target, *args, case.inputs["gamma"], call=call)
-        outputs.append(check_shape(got, args[0].shape, call, hint="One target per transition."))
-        if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like reward)")
+        outputs.append(
+            require_array(
+                got, call, args[0].shape, np.float32, why="one target per transition, like reward"
+            )
+        )
     verdict("double_dqn_target", cases, outputs)
     passed("double_dqn_target: the online network chooses, the target network evaluates")
 
@@ -214,7 +215,8 @@ def check_n_step_target(n_step_target: Callable) -> None:
         CheckFailed: naming the mistake (a sum through episode ends, a wrong bootstrap at an end,
             the termination flag read with ``any`` or at the last step, the wrong bootstrap step
             or gamma power, ``gamma ** (k + 1)`` on the rewards, gamma outside the whole target,
-            no discount, ``argmax``'s 0 for a window with no end, the one-step target, shape).
+            no discount, ``argmax``'s 0 for a window with no end, the one-step target), or a
+            result that is not float32 ``(batch,)``.
     """
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2
@@ -239,16 +241,19 @@ def check_n_step_target(n_step_target: Callable) -> None:
             *map(jnp.asarray, (reward, terminated, truncated, q_next)),
             gamma,
             call=call,
-            hint=f"Shapes: reward, terminated, truncated {reward.shape}; "
-            f"q_next_target {q_next.shape}",
         )
         outputs.append(
-            check_shape(
+            require_array(
                 got,
-                reward.shape[:1],
                 call,
-                hint="One target per window: take the "
-                "max over the action axis (the last one), not over the window's steps.",
+                reward.shape[:1],
+                np.float32,
+                why="one target per window",
+                hint=lambda got, batch=reward.shape[:1]: (
+                    "Take the max over the action axis (the last one), not over the window's steps"
+                    if np.ndim(got) == 2 and np.shape(got)[0] == batch[0]
+                    else ""
+                ),
             )
         )
     verdict("n_step_target", cases, outputs, rtol=1e-4, atol=1e-5)
@@ -317,7 +322,8 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (the whole run, all of training after the warm-up or
             its first quarter, no bound or the bound reversed, ``gamma / (1 - gamma)``,
-            clipped at 0, the largest or the last value, one value for all seeds).
+            clipped at 0, the largest or the last value), or a result that is not a float
+            array ``(seeds,)`` (one value for all seeds, say).
     """
     cases = [
         _overshoot_case(3, 40, 2, 6, (112.0, 96.5, 104.0), 0.99, 41),
@@ -337,12 +343,17 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
             hint=f"q_mean float32 and env_steps int32 {q.shape}, NumPy arrays; gamma a float",
         )
         outputs.append(
-            check_shape(
+            require_array(
                 got,
-                q.shape[:1],
                 call,
-                hint="One value per seed: average "
-                "over the iterations (axis 1), not over the seeds.",
+                q.shape[:1],
+                "float",
+                why="one value per seed",
+                hint=lambda got, shape=q.shape: (
+                    "Average over the iterations (axis 1), not over the seeds"
+                    if np.shape(got) in ((), shape[1:])
+                    else ""
+                ),
             )
         )
     verdict("q_overshoot", cases, outputs, rtol=1e-4, atol=1e-4)

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
-    check_shape,
     passed,
     require_function,
     require_pair,
@@ -19,7 +19,6 @@ from companion.checks.core import (
     self_check,
     verdict,
 )
-from companion.checks.envs import _require_dtype
 
 #: Kinds of step in the check's rollouts of :func:`check_count_endings`.
 _MID, _TARGET, _WALLED, _CLOCK = 0, 1, 2, 3
@@ -188,24 +187,19 @@ def check_count_endings(count_endings: Callable) -> None:
             hint="timesteps are stacked (T, N); the flags come from reward, "
             "last() and extras['next_obs'].action_mask",
         )
-        require_pair(got, "count_endings", "n_terminated, n_truncated")
+        require_pair(got, call, "n_terminated, n_truncated")
         pair = [
-            check_shape(
+            require_array(
                 g,
-                (),
                 f"{name} of {call}",
-                hint="One count for the whole rollout: sum over the steps and the environments.",
+                (),
+                np.int32,
+                why="one count for the whole rollout, over its steps and environments",
+                dtype_hint="A count is a whole number: jnp.sum of bool flags gives int32",
+                returns=False,
             )
             for g, name in zip(got, ("n_terminated", "n_truncated"))
         ]
-        for count, name in zip(pair, ("n_terminated", "n_truncated")):
-            if count.dtype.kind not in "iu":
-                _require_dtype(
-                    count,
-                    np.int32,
-                    name,
-                    "a count is a whole number; jnp.sum of the bool flags gives int32",
-                )
         outputs.append(np.array([int(p) for p in pair]))
     shown = [case._replace(label=f"{case.label}, (n_terminated, n_truncated)") for _, case in cases]
     verdict("count_endings", shown, outputs)

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
     CheckFailed,
-    check_shape,
     close,
     fail,
     passed,
@@ -28,14 +28,6 @@ from companion.checks.core import (
     self_check,
     verdict,
 )
-
-
-def _require_dtype(arr: np.ndarray, dtype: Any, what: str, how: str) -> None:
-    """Fail, naming ``what`` and its dtype, unless ``arr`` has ``dtype``; ``how`` says how to
-    get it."""
-    if arr.dtype != np.dtype(dtype):
-        fail(f"{what} has dtype {arr.dtype}, expected {np.dtype(dtype)}: {how}")
-
 
 # --- chapter 3 ----------------------------------------------------------------------------
 
@@ -76,6 +68,27 @@ def _legal_fraction_cases() -> list:
     ]
 
 
+def _legal_fraction_hint(got: Any, case: Case) -> str:
+    """What an answer of the wrong dtype or shape did, where it shows."""
+    masks = case.inputs["action_masks"]
+    shape = np.shape(got)
+    if shape == masks.shape[:1] and close(got, masks.mean(axis=1)):
+        return (
+            "It averages over the actions (axis 1), one number per mask; average over the "
+            "masks (axis 0)"
+        )
+    if shape == (1, 4) and close(np.asarray(got)[0], case.expected):
+        return "keepdims=True keeps the averaged axis; leave it out for shape (4,)"
+    if shape == (4,) and jnp.issubdtype(got.dtype, jnp.integer):
+        return (
+            "A fraction is a float: a count of the masks, or a division with //, which "
+            "rounds down, gives integers. jnp.mean of the bool masks gives float32"
+        )
+    if shape == (4,):
+        return "jnp.mean of the bool masks gives float32"
+    return "Average over the masks (axis 0)"
+
+
 @self_check
 def check_legal_fraction(legal_fraction: Callable) -> None:
     """Check ``legal_fraction(action_masks)``: bool ``(N, 4)`` -> float32 ``(4,)``, the
@@ -92,35 +105,16 @@ def check_legal_fraction(legal_fraction: Callable) -> None:
         masks = case.inputs["action_masks"]
         call = f"legal_fraction(masks) for {case.label}"
         got = run_answer(legal_fraction, jnp.asarray(masks), call=call)
-        shape = np.shape(got)
-        if shape == masks.shape[:1] and shape != (4,) and close(got, masks.mean(axis=1)):
-            fail(
-                "legal_fraction averages over the actions (axis 1), one number per mask; "
-                "average over the masks (axis 0)"
-            )
-        if shape == (1, 4) and close(np.asarray(got)[0], case.expected):
-            fail(
-                "legal_fraction returns shape (1, 4): keepdims=True keeps the averaged axis; "
-                "leave it out for shape (4,)"
-            )
-        arr = check_shape(
-            got, (4,), call, hint="One fraction per action: average over the masks (axis 0)."
+        arr = require_array(
+            got,
+            call,
+            (4,),
+            np.float32,
+            why="one fraction per action",
+            hint=lambda got, case=case: _legal_fraction_hint(got, case),
         )
-        if jnp.issubdtype(arr.dtype, jnp.floating) and arr.dtype != np.float32:
-            _require_dtype(
-                arr,
-                np.float32,
-                f"legal_fraction for {case.label}",
-                "jnp.mean of the bool masks gives float32",
-            )
         outputs.append(arr)
     verdict("legal_fraction", cases, outputs)
-    _require_dtype(
-        outputs[0],
-        np.float32,
-        "legal_fraction",
-        "a fraction is a float; jnp.mean of the bool masks gives float32",
-    )
     passed("legal_fraction gives the fraction of masks in which each action is legal")
 
 
@@ -142,26 +136,33 @@ def check_up_first_policy(policy: Callable) -> None:
     with up legal, three with up blocked.
 
     Raises:
-        CheckFailed: for a dtype other than int32, an illegal action, "up" not taken when
-            legal, a fallback that ignores the key (always the first legal action, or one
-            action for every key) or that is not uniform.
+        CheckFailed: for an action that is not an int32 scalar, an illegal action, "up" not
+            taken when legal, a fallback that ignores the key (always the first legal action,
+            or one action for every key) or that is not uniform.
     """
     require_function(policy, "policy")
+    action = (
+        "An action is an int32 index (jax.random.categorical and jax.random.choice give "
+        "int32; jnp.where(mask[0], 0, action) keeps it)"
+    )
+    mask, seed = _UP_BLOCKED[0]
+    call = f"policy(key, mask) with mask {mask}"
+    require_array(
+        run_answer(policy, jax.random.key(seed), jnp.asarray(mask), call=call),
+        call,
+        (),
+        np.int32,
+        why="one action",
+        dtype_hint=action,
+    )
 
     def draw(seed, mask):
         keys = jax.random.split(jax.random.key(seed), _DRAWS)
         call = f"jax.vmap(policy, in_axes=(0, None))(keys, {mask})"
         run = jax.vmap(policy, in_axes=(0, None))
         actions = run_answer(run, keys, jnp.asarray(mask), call=call)
-        actions = check_shape(
-            actions, (_DRAWS,), call, hint="policy(key, mask) returns one action, shape ()"
-        )
-        _require_dtype(
-            actions,
-            np.int32,
-            "the policy's action",
-            "an action is an int32 index (jax.random.categorical and "
-            "jax.random.choice give int32; jnp.where(mask[0], 0, action) keeps it)",
+        actions = require_array(
+            actions, call, (_DRAWS,), np.int32, why="one action per key", dtype_hint=action
         )
         illegal = sorted(set(actions.tolist()) - set(np.flatnonzero(mask).tolist()))
         if illegal:
@@ -314,13 +315,19 @@ def check_termination_and_truncation(classify: Callable) -> None:
             hint="reward and last are (T, N), next_mask (T, N, 4): a reduction "
             "of next_mask over its last axis (the actions) gives (T, N)",
         )
-        require_pair(got, "classify", "terminated, truncated")
+        require_pair(got, call, "terminated, truncated")
         flags = [
-            check_shape(g, r.shape, f"{name} of {call}", hint="One flag per step and environment.")
+            require_array(
+                g,
+                f"{name} of {call}",
+                r.shape,
+                bool,
+                why="one flag per step and environment",
+                dtype_hint="Flags are bool: compare, or combine with & | ~",
+                returns=False,
+            )
             for g, name in zip(got, ("terminated", "truncated"))
         ]
-        for flag, name in zip(flags, ("terminated", "truncated")):
-            _require_dtype(flag, bool, name, "flags are bool (compare, or combine with & | ~)")
         outputs.append(np.stack(flags).astype(np.int32))
     shown = [
         case._replace(label=f"{case.label}, (terminated, truncated) stacked") for _, case in cases

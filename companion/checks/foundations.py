@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.basics import _returns_reference
 from companion.checks.core import (
     Case,
-    check_shape,
     close,
     fail,
     passed,
@@ -23,7 +23,6 @@ from companion.checks.core import (
     self_check,
     verdict,
 )
-from companion.checks.envs import _require_dtype
 from companion.envs.maze import parse_maze
 from companion.tabular import MazeMDP, action_values, maze_mdp, value_iteration
 
@@ -119,12 +118,16 @@ def check_action_values(answer: Callable) -> None:
         call = f"action_values(mdp, v, gamma) with {case.label}"
         v = jnp.asarray(case.inputs["v"], jnp.float32)
         got = run_answer(answer, mdp, v, case.inputs["gamma"], call=call)
-        got = check_shape(got, mdp.legal.shape, call, hint="One value per (state, action).")
-        if jnp.issubdtype(got.dtype, jnp.floating):
-            _require_dtype(got, np.float32, "action_values", "the tables are float32")
+        got = require_array(
+            got,
+            call,
+            mdp.legal.shape,
+            np.float32,
+            why="one value per (state, action)",
+            dtype_hint="The tables and v are float32",
+        )
         outputs.append(got)
     verdict("action_values", cases, outputs)
-    _require_dtype(outputs[0], np.float32, "action_values", "a value is a float32")
     passed("action_values is one Bellman backup: r + gamma * (1 - d) * V(s')")
 
 
@@ -204,12 +207,16 @@ def check_reinforce_weights(answer: Callable) -> None:
             jnp.asarray(case.inputs[k], jnp.float32) for k in ("rewards", "baselines")
         )
         got = run_answer(answer, rewards, baselines, case.inputs["gamma"], call=call)
-        got = check_shape(got, rewards.shape, call, hint="One weight per step.")
-        if jnp.issubdtype(got.dtype, jnp.floating):
-            _require_dtype(got, np.float32, "reinforce_weights", "the rewards are float32")
+        got = require_array(
+            got,
+            call,
+            rewards.shape,
+            np.float32,
+            why="one weight per step",
+            dtype_hint="The rewards and baselines are float32",
+        )
         outputs.append(got)
     verdict("reinforce_weights", cases, outputs)
-    _require_dtype(outputs[0], np.float32, "reinforce_weights", "a weight is a float32")
     passed("reinforce_weights gives gamma^t * (G_t - b(s_t))")
 
 
@@ -293,13 +300,19 @@ def check_q_learning(q_learning: Callable) -> None:
     mdp, gamma = _mdp(), 0.9
     call = "q_learning(mdp, key, 60_000)"
     got = run_answer(q_learning, mdp, jax.random.key(0), 60_000, call=call)
-    got = check_shape(got, mdp.legal.shape, call)
+    got = require_array(
+        got,
+        call,
+        mdp.legal.shape,
+        np.float32,
+        why="Q, one value per (state, action)",
+        dtype_hint="The tables are float32: start Q from jnp.zeros((num_states, 4))",
+    )
     legal = np.asarray(mdp.legal)
     v_star, _ = value_iteration(mdp, gamma)
     q_star = np.asarray(action_values(mdp, v_star, gamma))
     error = float(np.abs(np.where(legal, got - q_star, 0.0)).max())
     if error < 1e-3:
-        _require_dtype(got, np.float32, "q_learning", "the values are float32")
         passed(f"Q-learning reaches Q* (max |Q - Q*| = {error:.1e}, legal actions)")
         return
     _, models = _q_learning_models(mdp, gamma)

@@ -15,14 +15,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
     _program_lacks,
-    check_shape,
     close,
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
     verdict,
@@ -250,42 +251,35 @@ def check_settle(settle: Callable) -> None:
         iterations: list = []
         with _bounded_while_loops(bound, iterations):
             got = run_answer(  # a new function each time: traced here, in the bounded loop
-                lambda *a: settle(*a),
+                lambda v_0, can_move, cost: settle(v_0, can_move, cost),
                 *args,
                 call=call,
-                hint=f"v_0 float32 {args[0].shape}, can_move bool {args[1].shape}, cost a "
-                "float32 scalar",
             )
             jax.effects_barrier()
-        if not (isinstance(got, tuple) and len(got) == 2):
-            fail(f"{call} should return a pair (values, count), got {type(got).__name__}")
+        require_pair(got, call, "values, count")
         values, count = got
-        try:
-            values = np.asarray(values)
-        except Exception:
-            fail(f"the values of {call} should be an array, got {type(values).__name__}")
-        if values.shape != args[0].shape:
-            fail(
-                f"the values of {call} have shape {values.shape}, expected {args[0].shape}, "
-                "the grid's"
-            )
-        if values.dtype != np.float32:
-            fail(f"the values of {call} have dtype {values.dtype}, expected float32, as v_0")
+        values = require_array(
+            values,
+            f"the values of {call}",
+            args[0].shape,
+            np.float32,
+            why="the grid's, as v_0",
+            returns=False,
+            finite=False,
+        )
+        count = require_array(
+            count,
+            f"the count of {call}",
+            (),
+            np.int32,
+            why="the number of backups that changed something",
+            dtype_hint="jnp.int32(0) as the initial count, changed.astype(jnp.int32) added",
+            returns=False,
+        )
         if np.any(np.isnan(values)) or np.any(values == np.inf):
             fail(
                 f"the values of {call} contain nan or +inf: a cell's value is -inf until the "
                 "target is in reach, and -inf - cost is -inf"
-            )
-        count = check_shape(
-            count,
-            (),
-            f"the count of {call}",
-            hint="One number: the backups that changed something.",
-        )
-        if count.dtype != np.int32:
-            fail(
-                f"the count of {call} has dtype {count.dtype}, expected int32 (jnp.int32(0) "
-                "as the initial count, changed.astype(jnp.int32) added)"
             )
         cases.append(
             case._replace(
@@ -411,13 +405,15 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
             jnp.asarray(case.inputs["shortest"]),
             case.inputs["iterations"],
             call=call,
-            hint="success bool (E,), shortest int32 (E,), iterations an int",
         )
-        got = check_shape(got, (2,), call, hint="Two rates: within reach, then beyond.")
-        if got.dtype != np.float32:
-            fail(
-                f"{call} has dtype {got.dtype}, expected float32 (the mean of a bool array is one)"
-            )
+        got = require_array(
+            got,
+            call,
+            (2,),
+            np.float32,
+            why="two success rates: within reach, then beyond",
+            dtype_hint="The mean of a bool array is float32",
+        )
         outputs.append(got)
     verdict("success_by_reach", cases, outputs)
     passed("success_by_reach splits at iterations + 1 moves, each part's success rate")

@@ -10,13 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import describe, require_array
 from companion.checks.core import (
     _sub_jaxprs,
-    check_shape,
     close,
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
 )
@@ -98,6 +99,41 @@ def _z_score(observed: float, expected: float, variance: float) -> float:
     return (observed - expected) / np.sqrt(max(variance, 1e-12))
 
 
+def _require_transitions(answer, args: tuple, call: str):
+    """The transitions of ``rollout``'s ``(env_state, timestep, transitions)``, after checking
+    them against their contract: a :class:`companion.agents.ppo.Transition` whose every field
+    has the dtype and shape of :func:`companion.agents.ppo.rollout`'s on the same arguments."""
+    from companion.agents import ppo
+
+    require_pair(answer, call, "env_state, timestep, transitions, as rollout_in_view's", size=3)
+    transitions = answer[2]
+    if not isinstance(transitions, ppo.Transition):
+        fail(
+            f"the third result of {call} should be the transitions, a ppo.Transition (as "
+            f"rollout_in_view's); it is {describe(transitions)}"
+        )
+    model, env, pool, env_state, timestep, key, num_steps = args
+    reference = jax.eval_shape(
+        lambda m, p, s, t, k: ppo.rollout(m, env, p, s, t, k, num_steps)[2],
+        model,
+        pool,
+        env_state,
+        timestep,
+        key,
+    )
+    for name in ppo.Transition._fields:
+        want = getattr(reference, name)
+        require_array(
+            getattr(transitions, name),
+            f"transitions.{name} of {call}",
+            want.shape,
+            want.dtype,
+            why="as ppo.rollout's: (num_steps, num_envs, ...)",
+            returns=False,
+        )
+    return transitions
+
+
 @self_check
 def check_rollout_keys(rollout: Callable) -> None:
     """Check ``rollout(model, env, pool, env_state, timestep, key, num_steps)``: fresh keys.
@@ -110,7 +146,9 @@ def check_rollout_keys(rollout: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (a key reused or ignored; actions shared across envs,
             repeated from step to step or from episode to episode at the same step count,
-            illegal or not the policy's samples; wrong log-probabilities or shapes).
+            illegal or not the policy's samples; wrong log-probabilities), or a result that
+            is not ``(env_state, timestep, transitions)`` with every field of the transitions of
+            the dtype and shape of :func:`companion.agents.ppo.rollout`'s.
     """
     from companion.agents import ppo
 
@@ -126,8 +164,11 @@ def check_rollout_keys(rollout: Callable) -> None:
             answer = run_answer(run, *args, call=call, jit=False, reraise=jax.errors.KeyReuseError)
     except jax.errors.KeyReuseError as err:
         reused = err
+    if reused is None:
+        transitions = _require_transitions(answer, args, call)
     with jax.debug_key_reuse(False):
-        program = jax.make_jaxpr(rollout, static_argnums=(1, 6))(*args)
+        make_program = jax.make_jaxpr(rollout, static_argnums=(1, 6))
+        program = run_answer(make_program, *args, call=call, jit=False)
     if _sampled_and_carried(program):  # the commonest reuse: named whichever JAX reports it
         fail(
             "rollout samples an action with a key and carries that same key to the next step, "
@@ -142,10 +183,7 @@ def check_rollout_keys(rollout: Callable) -> None:
             "the scan and used inside it, and draws the same noise. Give every step a fresh "
             "key: split the carried key, sample with one half and carry the other"
         )
-    if not (isinstance(answer, tuple) and len(answer) == 3 and hasattr(answer[2], "action")):
-        fail("rollout should return (env_state, timestep, transitions), as rollout_in_view does")
-    transitions = answer[2]
-    action = check_shape(transitions.action, (num_steps, num_envs), "transitions.action")
+    action = np.asarray(transitions.action)
     mask = np.asarray(transitions.action_mask)
     done = np.asarray(transitions.done)
     logits = jax.vmap(jax.vmap(model))(jnp.asarray(transitions.image, jnp.float32))[0]

@@ -11,10 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import _is_array, describe, require_array, require_number
 from companion.checks.core import (
     Case,
     CheckFailed,
-    check_shape,
     close,
     fail,
     passed,
@@ -117,8 +117,8 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (a fixed number of layers, the layers reversed or
             transposed, tanh on the output, no tanh, ReLU for tanh, biases missing, a hidden
-            layer skipped, the sign flipped, wrong shape); an answer that raises is told what
-            its outputs on the earlier cases show.
+            layer skipped, the sign flipped), a result that is not float32 ``(batch, out)``;
+            an answer that raises is told what its outputs on the earlier cases show.
     """
     cases, outputs = [], []
     for sizes, label in _MLP_SIZES:
@@ -128,11 +128,12 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
         case = _mlp_case(params, x, label)
         try:
             got = run_answer(mlp_apply, params, x, call=call)
-            got = check_shape(
+            got = require_array(
                 got,
-                x.shape[:1] + params[-1][0].shape[1:],
                 call,
-                hint="The output has one row per example and one column per output unit.",
+                x.shape[:1] + params[-1][0].shape[1:],
+                np.float32,
+                why="one row per example, one column per output unit",
             )
         except CheckFailed as failure:
             text = str(failure)
@@ -186,16 +187,38 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     """
     module = run_answer(make_module, jax.random.key(2), call="make_module(key)", jit=False)
     if not isinstance(module, eqx.Module):
-        fail(f"make_module(key) should return an eqx.Module, got {type(module).__name__}")
+        fail(
+            "make_module(key) should return an eqx.Module with the fields weight and scale; "
+            f"it returned {describe(module)}"
+        )
     for field in ("weight", "scale"):
         if not hasattr(module, field):
             fail(f"the module has no field {field!r}")
-    weight = check_shape(module.weight, (4,), "module.weight")
-    if float(np.asarray(module.scale)) != 2.0:
+    weight = require_array(
+        module.weight,
+        "module.weight",
+        (4,),
+        np.float32,
+        why="trainable",
+        hint=lambda w: (
+            ""
+            if _is_array(w) and w.dtype == np.float32
+            else "eqx.filter_grad trains only floating-point arrays (it gives None for an "
+            "integer array, a tuple or a list): make it a float32 JAX array "
+            "(jax.random.normal, say)"
+        ),
+        returns=False,
+    )
+    scale = require_number(
+        module.scale, "module.scale", "number", why="the constant 2.0", returns=False
+    )
+    if scale != 2.0:
         fail(f"module.scale is {module.scale!r}, expected 2.0")
     x = jnp.array([1.0, -2.0, 3.0, 0.5])
     out = run_answer(lambda m, x: m(x), module, x, call="module(x)")
-    out = check_shape(out, (), "module(x) with x of shape (4,)")
+    out = require_array(
+        out, "module(x) with x of shape (4,)", (), np.float32, why="scale * sum(weight * x)"
+    )
     if not close(out, 2.0 * np.sum(weight * np.asarray(x))):
         fail(
             f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
@@ -207,20 +230,14 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
             "weight is a static field (eqx.field(static=True)): static fields are not "
             "trained; only the constant may be static"
         )
-    grads = eqx.filter_grad(lambda m: m(x))(module)
+    grads = run_answer(
+        eqx.filter_grad(lambda m: m(x)), module, call="eqx.filter_grad(module(x))", jit=False
+    )
     if grads.weight is None:
-        if weight.dtype.kind in "iub":
-            fail(
-                f"module.weight has dtype {weight.dtype}: eqx.filter_grad trains only "
-                "floating-point arrays and gives None for it; make it float32 "
-                "(jax.random.normal, say)"
-            )
         fail(
             f"eqx.filter_grad gives None for weight ({type(module.weight).__name__}): the "
             "weight must be an array of floats (jnp), not a tuple, a list or a static field"
         )
-    if weight.dtype != np.float32:
-        fail(f"module.weight has dtype {weight.dtype}, expected float32")
     scale_grad = getattr(grads, "scale", None) if "scale" not in static else None
     if scale_grad is not None and not np.any(np.asarray(scale_grad)):
         fail(
@@ -275,7 +292,8 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (``jax.grad`` on the module, the whole batch's gradient,
             squared norms, weights only, per-leaf norms added, error averaged or halved, loss
-            divided by the batch size, the gradient by the input, shape).
+            divided by the batch size, the gradient by the input), or a result that is not
+            float32 ``(batch,)``.
     """
     require_function(per_example_grad_norms, "per_example_grad_norms")
     key_model, key_x, key_y = jax.random.split(jax.random.key(4), 3)
@@ -300,12 +318,27 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     batch_norm = float(
         sum(jnp.sum(g**2) for g in jax.tree.leaves(eqx.filter_grad(batch_loss)(model))) ** 0.5
     )
-    if np.shape(got) == () and np.isclose(float(np.asarray(got)), batch_norm, rtol=1e-4):
-        fail(
-            f"{call} returns the norm of the whole batch's gradient; compute one gradient per "
-            "example (jax.vmap over the examples) and take each one's norm"
+
+    def whole_batch(got) -> str:
+        try:
+            norm = float(np.asarray(got)) if np.shape(got) == () else None
+        except (TypeError, ValueError):
+            norm = None
+        if norm is None or not np.isclose(norm, batch_norm, rtol=1e-4):
+            return ""
+        return (
+            "It is the norm of the whole batch's gradient; compute one gradient per example "
+            "(jax.vmap over the examples) and take each one's norm"
         )
-    got = check_shape(got, (6,), f"{call} for a batch of 6", hint="One norm per example.")
+
+    got = require_array(
+        got,
+        f"{call} for a batch of 6",
+        (6,),
+        np.float32,
+        why="one norm per example",
+        hint=whole_batch,
+    )
     messages = {
         "squared": "these are squared norms: take the square root of the sum of squares",
         "weights_only": "only the weights count; the norm runs over every trainable array, "

@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array, require_number
 from companion.checks.core import (
     Case,
     _program_lacks,
-    check_shape,
     fail,
     passed,
     require_function,
@@ -23,14 +23,15 @@ from companion.checks.core import (
 
 @self_check
 def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
-    """Check ``allreduce_bytes(num_params, num_devices) -> int``: the bytes each device
-    sends in a ring all-reduce of ``num_params`` float32 gradients over ``num_devices``
-    devices, ``2 (n - 1) / n * 4 * num_params`` (reduce-scatter, then all-gather;
-    Patarasuk and Yuan, 2009).
+    """Check ``allreduce_bytes(num_params, num_devices)``, a number (an int or a float): the
+    bytes each device sends in a ring all-reduce of ``num_params`` float32 gradients over
+    ``num_devices`` devices, ``2 (n - 1) / n * 4 * num_params`` (reduce-scatter, then
+    all-gather; Patarasuk and Yuan, 2009).
 
     Raises:
-        CheckFailed: naming the mistake (the factor 2, the (n - 1) / n, bytes per
-            float32, all devices' traffic together, bits, a non-zero cost on one device).
+        CheckFailed: for a result that is not one number, or naming the mistake (the factor
+            2, the (n - 1) / n, bytes per float32, all devices' traffic together, bits, a
+            non-zero cost on one device).
     """
     cases, outputs = [], []
     for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
@@ -44,10 +45,9 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
             jit=False,
             hint="num_params and num_devices are ints",
         )
-        try:
-            outputs.append(float(got))
-        except (TypeError, ValueError):
-            fail(f"{call} should return a number of bytes, got {got!r:.60}")
+        outputs.append(
+            float(require_number(got, call, "number", why="the bytes each device sends"))
+        )
         cases.append(
             Case(
                 f"num_params {params} and num_devices {n}",
@@ -91,7 +91,7 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (no ``shard_map``, a sum instead of a mean, each device's
             own gradient with no all-reduce, a loss summed over each device's rows, the devices'
-            gradients stacked, a wrong shape).
+            gradients stacked), or a result that is not float32 ``(F,)``.
     """
     from companion.parallel import make_mesh
 
@@ -109,6 +109,10 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
             "program): the exercise asks for each device to differentiate its rows, with "
             "shard_map and jax.lax.pmean"
         )
+    stacked = (
+        "The devices' gradients are stacked (out_specs P(axis)); after pmean every device "
+        "holds the same gradient, so out_specs is P(), replicated"
+    )
     cases, outputs = [], []
     for d in sizes:
         call = f"mean_gradient(w, x, y, mesh of {d})"
@@ -122,13 +126,16 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
             hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
             "(P(), P(axis), P(axis))",
         )
-        if d > 1 and np.shape(got) == (3 * d,):
-            fail(
-                f"{call} has shape {(3 * d,)}: the devices' gradients are stacked (out_specs "
-                "P(axis)); after pmean every device holds the same gradient, so out_specs is "
-                "P(), replicated"
+        outputs.append(
+            require_array(
+                got,
+                call,
+                (3,),
+                np.float32,
+                why="the gradient, like w",
+                hint=lambda got, d=d: stacked if d > 1 and np.shape(got) == (3 * d,) else "",
             )
-        outputs.append(check_shape(got, (3,), f"{call}: the gradient", hint="Like w."))
+        )
         cases.append(
             Case(
                 f"a mesh of {d} devices",
@@ -214,9 +221,10 @@ def check_pays_from(pays_from: Callable) -> None:
     of ratios, given out of order.
 
     Raises:
-        CheckFailed: naming the mistake (the first size that pays though a larger one falls
-            back, the largest that pays, sizes not sorted, >= for >, ``above`` ignored, a ratio
-            for a size, 0 or -1 for None), else the first set that differs.
+        CheckFailed: for a result that is neither an int nor None (a ratio, a float, a str),
+            or naming the mistake (the first size that pays though a larger one falls back,
+            the largest that pays, sizes not sorted, >= for >, ``above`` ignored, 0 or -1 for
+            None), else the first set that differs.
     """
     require_function(pays_from, "pays_from")
     cases, outputs = [], []
@@ -225,12 +233,20 @@ def check_pays_from(pays_from: Callable) -> None:
         call = f"pays_from(ratios, above={above}) on {label}"
         got = run_answer(pays_from, dict(ratios), above, call=call, jit=False)
         expected = _pays_reference(ratios, above)
-        if expected is None and got in (0, -1):
+        if expected is None and isinstance(got, int) and got in (0, -1):
             fail(f"{call} = {got!r}, where no num_envs pays: return None")
-        if got is not None and (
-            isinstance(got, (bool, np.bool_, str)) or not isinstance(got, (int, float, np.number))
-        ):
-            fail(f"{call} = {got!r:.60}, expected a number of environments, an int")
+        got = require_number(
+            got,
+            call,
+            "int",
+            why="a num_envs, one of the keys of ratios",
+            none=True,
+            hint=lambda got, ratios=ratios: (
+                "That is a ratio, not the number of environments it belongs to"
+                if got in ratios.values()
+                else ""
+            ),
+        )
 
         def code(value):  # None as -1 for the comparisons (sizes are positive)
             return -1.0 if value is None else float(value)
@@ -250,9 +266,6 @@ def check_pays_from(pays_from: Callable) -> None:
             "above is ignored (1.0 throughout): compare with the above passed in": _pays_reference(
                 ratios, 1.0
             ),
-            "it returns a ratio, not the number of environments it belongs to": None
-            if expected is None
-            else ratios[expected],
         }
         inputs = {
             "num_envs": sorted(ratios),

@@ -10,14 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import describe, require_array, require_number
 from companion.checks.bugs import _COLLECTOR_MAX_STEPS, _short_episodes
 from companion.checks.core import (
     Case,
-    check_shape,
     close,
     fail,
     passed,
     require_function,
+    require_pair,
     run_answer,
     self_check,
     unrolled,
@@ -108,21 +109,33 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
         )
     limit = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS if traces else 500)
     reference_step = functools.partial(cartpole.step_autoreset, params=limit)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        fail("batched_rollout should return a pair (final_states, done_t)")
+    require_pair(got, call, "final_states, done_t")
     final, dones = got
     if not isinstance(final, cartpole.CartPoleState):
-        fail(f"the first result should be a CartPoleState, got {type(final).__name__}")
-    physics = check_shape(final.physics, (num_envs, 4), "final_states.physics")
-    counts = check_shape(final.step_count, (num_envs,), "final_states.step_count")
-    if np.shape(dones) == (num_envs, num_steps):
         fail(
-            f"done_t has shape {(num_envs, num_steps)}, environment first; return it time "
-            f"first, {(num_steps, num_envs)}, as lax.scan stacks its outputs"
+            f"the first result of {call} should be the final states, a cartpole.CartPoleState "
+            f"whose leaves have a leading axis {num_envs}; it is {describe(final)}"
         )
-    dones = check_shape(dones, (num_steps, num_envs), "done_t", hint="One flag per step and env.")
-    if dones.dtype != bool:
-        fail(f"done_t has dtype {dones.dtype}, expected bool: return timestep.done as it is")
+    physics = require_array(
+        final.physics, "final_states.physics", (num_envs, 4), np.float32, returns=False
+    )
+    counts = require_array(
+        final.step_count, "final_states.step_count", (num_envs,), np.int32, returns=False
+    )
+    dones = require_array(
+        dones,
+        f"done_t of {call}",
+        (num_steps, num_envs),
+        bool,
+        why="one flag per step and environment, time first",
+        hint=lambda dones: (
+            "It is environment first: return it time first, as lax.scan stacks its outputs"
+            if np.shape(dones) == (num_envs, num_steps)
+            else ""
+        ),
+        dtype_hint="Return timestep.done as it is",
+        returns=False,
+    )
     ref_physics, ref_counts, ref_dones = _batched_loop_reference(
         make_states, actions, reference_step
     )
@@ -202,9 +215,9 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     ``value``, ``reward``, ``next_value`` float32, ``terminated``, ``done`` bool: 330 bytes.
 
     Raises:
-        CheckFailed: naming the mistake (wrong dtype sizes, 64-bit numbers, a next image, a
-            4-byte or 1-byte field missing, one image channel, bits, not ``num_steps *
-            num_envs`` transitions, not a whole number).
+        CheckFailed: for a result that is not an int (a float too), or naming the mistake
+            (wrong dtype sizes, 64-bit numbers, a next image, a 4-byte or 1-byte field
+            missing, one image channel, bits, not ``num_steps * num_envs`` transitions).
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()
@@ -236,15 +249,18 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     for num_steps, num_envs in shapes:
         call = f"rollout_bytes({num_steps}, {num_envs})"
         raw = run_answer(rollout_bytes, num_steps, num_envs, call=call, jit=False)
-        try:
-            got = int(raw)
-        except (TypeError, ValueError):
-            fail(f"{call} should return a number of bytes, got {raw!r}")
-        if got != raw:
-            fail(
-                f"{call} = {raw!r}: a whole number of bytes was expected ({per:,} bytes per "
-                "step and environment)"
-            )
+        got = require_number(
+            raw,
+            call,
+            "int",
+            why="a whole number of bytes",
+            hint=lambda raw: (
+                f"It is {raw:,}: a whole number of bytes was expected ({per:,} bytes per step "
+                "and environment)"
+                if isinstance(raw, float) and raw != int(raw)
+                else ""
+            ),
+        )
         answers.append((call, got, num_steps, num_envs))
     if all(got == per * t * n for _, got, t, n in answers):
         passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays hold")
@@ -334,9 +350,10 @@ def check_bend(bend: Callable) -> None:
     five sweeps, given out of order.
 
     Raises:
-        CheckFailed: naming the mistake (sizes sorted as strings or not sorted, the size past
-            the bend, the peak, the gain over the growth for the slope, ``slope`` ignored, a
-            str for an int), else the first sweep that differs.
+        CheckFailed: for a result that is not an int (a str, a float), or naming the mistake
+            (sizes sorted as strings or not sorted, the size past the bend, the peak, the gain
+            over the growth for the slope, ``slope`` ignored), else the first sweep that
+            differs.
     """
     require_function(bend, "bend")
     cases, outputs = [], []
@@ -351,11 +368,14 @@ def check_bend(bend: Callable) -> None:
             jit=False,
             hint="sweep's keys are strings ('1', '8', ...)",
         )
-        if isinstance(got, str):
-            fail(f"{call} returns {got!r}, a str: return the size as an int, int(size)")
-        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
-            fail(f"{call} returns {got!r:.60}, expected a size, an int")
-        outputs.append(int(got))
+        got = require_number(
+            got,
+            call,
+            "int",
+            why="a size",
+            hint=lambda got: "Return the size as an int, int(size)" if isinstance(got, str) else "",
+        )
+        outputs.append(got)
         mistakes = {
             "the sizes are sorted as strings ('1', '4096', '512', ...): sort them as numbers, "
             "sorted(sweep, key=int)": _bend_reference(sweep, slope, order=sorted),

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_array
 from companion.checks.core import (
     Case,
     CheckFailed,
-    check_shape,
     close,
     fail,
     passed,
@@ -87,7 +87,7 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (sign flipped, ``clip(ratio, eps, 1 + eps)``, max for min,
             no dual clip, the dual clip on A > 0, as a min, with its floor's sign flipped or on
-            the ratio, nothing clipped, shape).
+            the ratio, nothing clipped), or a result that is not float32 of ``ratio``'s shape.
     """
     ratio = [[1.5, 0.5, 1.1, 0.9], [1.5, 0.5, 1.1, 0.9], [5.0, 4.0, 0.3, 1.0]]
     adv = [[1.0, 1.0, 2.0, 2.0], [-1.0, -1.0, -2.0, -2.0], [-1.0, -0.5, -3.0, 0.5]]
@@ -116,9 +116,9 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
             call=call,
             hint=f"ratio and advantage are float32 {shape}; the answer is elementwise",
         )
-        outputs.append(check_shape(got, shape, call, hint="Elementwise."))
-        if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like ratio)")
+        outputs.append(
+            require_array(got, call, shape, np.float32, why="elementwise, like ratio and advantage")
+        )
     verdict("dual_clip_objective", cases, outputs)
     passed("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0")
 
@@ -233,9 +233,11 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
             call=call,
             hint="logits float32 (..., 4), mask bool (..., 4): actions last",
         )
-        outputs.append(check_shape(got, logits.shape, call))
-        if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like logits)")
+        outputs.append(
+            require_array(
+                got, call, logits.shape, np.float32, why="one probability per action, like logits"
+            )
+        )
         if np.any(outputs[-1][~mask] != 0) and close(outputs[-1], case.expected):
             fail(
                 f"epsilon_masked_probs gives illegal actions probabilities of up to "
@@ -330,7 +332,8 @@ def check_late_success(late_success: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (the last k updates' nanmean, the whole run, a stop at
             the first nan, nan counted as 0, the last value left out, k + 1 or k - 1 values, the
-            last value alone, a nan in the result, one value for all seeds).
+            last value alone, a nan in the result), or a result that is not a float array
+            ``(seeds,)`` (one value for all seeds, say).
     """
     nan = np.nan
     cases = [
@@ -364,24 +367,23 @@ def check_late_success(late_success: Callable) -> None:
             jit=False,
             hint=f"success_by_start: a NumPy float32 array {rows.shape} with nan; k an int",
         )
-        try:
-            values = np.asarray(got, np.float64)
-        except (TypeError, ValueError):
-            values = None
-        if values is not None and values.shape == rows.shape[:1] and np.isnan(values).any():
+        values = require_array(
+            got,
+            call,
+            rows.shape[:1],
+            "float",
+            why="one value per seed: a row is a seed, its columns the updates",
+            finite=False,
+        )
+        if np.isnan(values).any():
             fail(
                 f"{call} gives nan for seeds {np.flatnonzero(np.isnan(values)).tolist()}: "
                 "success_by_start is nan where nothing was measured (the last updates, whose "
                 "episodes were still running, and any update in which no episode started). "
                 "Skip the nan values (np.isnan) and average the last k of the others"
             )
-        outputs.append(
-            check_shape(
-                got,
-                rows.shape[:1],
-                call,
-                hint="One value per seed: a row is a seed, its columns the updates.",
-            )
-        )
+        if not np.isfinite(values).all():
+            fail(f"{call} contains inf values")
+        outputs.append(values)
     verdict("late_success", cases, outputs, rtol=1e-5, atol=1e-6)
     passed("late_success: the mean of each seed's last k measured values, nan skipped")

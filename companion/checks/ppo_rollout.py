@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import describe, require_array
 from companion.checks.core import (
     Case,
-    check_shape,
     close,
     fail,
     passed,
@@ -168,19 +168,16 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
             case.inputs["gamma"],
             case.inputs["lam"],
             call=call,
-            hint=f"Arguments: reward, value {arrays[0].shape}, value_last {arrays[2].shape}, "
-            f"value_final {arrays[0].shape}, terminated, truncated bool, gamma, lam",
         )
         outputs.append(
-            check_shape(
+            require_array(
                 got,
-                arrays[0].shape,
                 call,
-                hint="One advantage per step and environment, time first.",
+                arrays[0].shape,
+                np.float32,
+                why="one advantage per step and environment, time first, like reward",
             )
         )
-        if outputs[-1].dtype != np.float32:
-            fail(f"{call} has dtype {outputs[-1].dtype}, expected float32 (like reward)")
     verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
     passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
 
@@ -254,7 +251,8 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
     of float32 scalars, under ``jit``; the entropy may use the 1.0-filled or the masked logits.
 
     Raises:
-        CheckFailed: naming the mistake (a bare loss, non-scalar metrics, the correct -inf mask, a
+        CheckFailed: for a result that is not ``(loss, metrics)`` of float32 scalars (a bare
+            loss, metrics that are not scalars), or naming the mistake (the correct -inf mask, a
             0.0 fill, ``normalise_advantages`` or coefficients ignored, a gradient that is cut by
             ``stop_gradient``, differs or is not finite).
     """
@@ -278,13 +276,21 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
         )
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
             fail(
-                f"{call} should return (loss, metrics), like ppo.ppo_loss: make_train needs "
-                "the metrics dict too (return {} if you have none)"
+                f"{call} should return (loss, metrics), a float32 scalar and a dict of float32 "
+                "scalars, like ppo.ppo_loss: make_train needs the metrics dict too (return {} "
+                f"if you have none); it returned {describe(out)}"
             )
         loss, metrics = out
-        loss = float(check_shape(loss, (), f"the loss of {call}", hint="A scalar."))
+        loss = float(require_array(loss, f"the loss of {call}", (), np.float32, returns=False))
         for name, value in metrics.items():
-            check_shape(value, (), f"metrics[{name!r}]", hint="make_train averages scalars.")
+            require_array(
+                value,
+                f"metrics[{name!r}] of {call}",
+                (),
+                np.float32,
+                why="make_train averages scalars",
+                returns=False,
+            )
         refs = [
             float(_loss_with_fill(model, batch, coefs, normalise, 1.0, masked))
             for masked in (False, True)

@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import describe, require_array
 from companion.checks.core import (
-    check_shape,
     fail,
     passed,
     require_function,
@@ -52,25 +52,30 @@ def check_sample_windows(sample_windows: Callable) -> None:
         buffer = _time_buffer(added, 10)
         call = f"sample_windows(buffer, key, {batch_size}, {n})"
         got = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
+        where = f"{call} on a buffer holding steps {max(1, added - 9)}..{added}"
         if not isinstance(got, dict) or set(got) != {"t", "obs"}:
             fail(
-                "sample_windows should return a transition like the stored ones (here a dict "
-                "with 't' and 'obs'), each leaf with leading axes (batch_size, n)"
+                f"{where} should return a transition like the stored ones (here a dict with "
+                "'t' and 'obs'), each leaf with leading axes (batch_size, n); it returned "
+                f"{describe(got)}"
             )
-        where = f"{call} on a buffer holding steps {max(1, added - 9)}..{added}"
-        steps = check_shape(
-            got["t"],
-            (batch_size, n),
-            f"{where}: ['t']",
-            hint="Leaves are (batch_size, n, ...): one row per window, its steps along axis 1.",
-        )
-        check_shape(got["obs"], (batch_size, n, 2), f"{where}: ['obs']")
-        for name, stored in buffer.data.items():
-            if np.asarray(got[name]).dtype != stored.dtype:
-                fail(
-                    f"{where}: [{name!r}] has dtype {np.asarray(got[name]).dtype}, but the "
-                    f"buffer stores {stored.dtype}: index the stored arrays, keep their dtypes"
-                )
+        leaves = {
+            name: require_array(
+                got[name],
+                f"{where}: [{name!r}]",
+                (batch_size, n) + stored.shape[1:],
+                stored.dtype,
+                why=f"one row per window, its steps along axis 1, {stored.dtype} as stored",
+                hint=lambda leaf, stored=stored: (
+                    "Index the stored arrays, which keeps their dtypes"
+                    if leaf.dtype != stored.dtype
+                    else ""
+                ),
+                returns=False,
+            )
+            for name, stored in buffer.data.items()
+        }
+        steps = leaves["t"]
         if np.any(steps == 0):
             fail(
                 f"{where}, some windows reach into empty slots; a window must "

@@ -12,9 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from companion.checks._contract import require_number
 from companion.checks.core import (
     Case,
-    check_shape,
     fail,
     passed,
     require_function,
@@ -196,6 +196,18 @@ def _cross_talk_reference() -> list:
     return _cross_talk_cases
 
 
+def _cross_talk_hint(got: Any) -> str:
+    """What a result that is not one float did wrong, where it shows."""
+    if isinstance(got, (bool, np.bool_)) or getattr(got, "dtype", None) == np.dtype(bool):
+        return (
+            "Return the largest |∂²L/∂v_i∂t_j| itself, a float, so that it says how much "
+            "cross-talk there is"
+        )
+    if np.ndim(got) > 0:
+        return "Return one float, the largest over all pairs i != j"
+    return ""
+
+
 @self_check
 def check_cross_talk(cross_talk: Callable) -> None:
     """Check ``cross_talk(loss, values, targets) -> float``: the largest ``|∂²L/∂v_i∂t_j|``
@@ -213,7 +225,8 @@ def check_cross_talk(cross_talk: Callable) -> None:
         CheckFailed: naming the mistake (the diagonal included, for all shapes or for
             ``(B, 1)`` values only; a detector that never fires; the values or the targets
             differentiated twice; a signed maximum or the absolute value after it; a first
-            derivative; a mean or a sum of entries; not one number).
+            derivative; a mean or a sum of entries); or a result that is not one float (an
+            array, a bool, an int).
     """
     require_function(cross_talk, "cross_talk")
     outputs = []
@@ -232,19 +245,15 @@ def check_cross_talk(cross_talk: Callable) -> None:
             else ""
         )
         got = run_answer(cross_talk, loss, values, targets, call=call, jit=False, hint=hint)
-        arr = check_shape(
+        value = require_number(
             got,
-            (),
-            f"the result of {call}",
-            hint="Return one float, the largest over all pairs i != j.",
+            call,
+            "float",
+            why="the largest |∂²L/∂v_i∂t_j| over the pairs i != j",
+            hint=_cross_talk_hint,
         )
-        if arr.dtype == bool:
-            fail(
-                f"{call} returned a bool ({arr}): return the largest |∂²L/∂v_i∂t_j| "
-                "itself, a float, so that it says how much cross-talk there is"
-            )
-        if arr.dtype.kind not in "fiu":
-            fail(f"{call} should return a float, got {type(got).__name__} {got!r:.60}")
-        outputs.append(float(arr))
+        if not np.isfinite(value):
+            fail(f"{call} returned {value}, where the largest entry is a finite float")
+        outputs.append(value)
     verdict("cross_talk", _cross_talk_reference(), outputs, rtol=1e-4, atol=1e-6)
     passed("cross_talk gives 0 for three per-sample losses and the largest entry for three others")
