@@ -142,27 +142,6 @@ def load_quiz(chapter: str, language: str = "en") -> list[dict]:
     return questions
 
 
-def check_translation(english: list[dict], translated: list[dict], name: str = "quiz") -> None:
-    """Check that a translated quiz asks the same questions as the English one.
-
-    Raises:
-        ValueError: naming ``name`` and the question: a different number of questions or
-            answers, a different correct answer, or a text left in English.
-    """
-    check_quiz(translated, name)
-    if len(english) != len(translated):
-        raise ValueError(f"{name}: {len(translated)} questions, the English has {len(english)}")
-    for i, (e, t) in enumerate(zip(english, translated), start=1):
-        if [a["correct"] for a in e["answers"]] != [a["correct"] for a in t["answers"]]:
-            raise ValueError(f"{name}, question {i}: the answers or the correct one differ")
-        pairs = [(e["question"], t["question"])] + [
-            (a[f], b[f]) for a, b in zip(e["answers"], t["answers"]) for f in ("answer", "feedback")
-        ]
-        for source, text in pairs:
-            if source == text and re.search(r"[A-Za-z]{4,} [a-z]{3,}", source):
-                raise ValueError(f"{name}, question {i}: not translated: {source[:60]!r}")
-
-
 def show_quiz(chapter: str) -> None:
     """Show the quiz of ``chapter`` with jupyterquiz (answers shuffled, feedback on click).
 

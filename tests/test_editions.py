@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -191,11 +192,32 @@ def test_the_switch_keeps_the_readers_place(tmp_path):
 QUIZZES = sorted((ROOT / "notebooks" / "quizzes").glob("*.json"))
 
 
+def check_translation(english: list[dict], translated: list[dict], name: str = "quiz") -> None:
+    """Check that a translated quiz asks the same questions as the English one.
+
+    Raises:
+        ValueError: naming ``name`` and the question: a different number of questions or
+            answers, a different correct answer, or a text left in English.
+    """
+    quiz.check_quiz(translated, name)
+    if len(english) != len(translated):
+        raise ValueError(f"{name}: {len(translated)} questions, the English has {len(english)}")
+    for i, (e, t) in enumerate(zip(english, translated), start=1):
+        if [a["correct"] for a in e["answers"]] != [a["correct"] for a in t["answers"]]:
+            raise ValueError(f"{name}, question {i}: the answers or the correct one differ")
+        pairs = [(e["question"], t["question"])] + [
+            (a[f], b[f]) for a, b in zip(e["answers"], t["answers"]) for f in ("answer", "feedback")
+        ]
+        for source, text in pairs:
+            if source == text and re.search(r"[A-Za-z]{4,} [a-z]{3,}", source):
+                raise ValueError(f"{name}, question {i}: not translated: {source[:60]!r}")
+
+
 @pytest.mark.parametrize("path", QUIZZES, ids=[p.stem for p in QUIZZES])
 def test_every_quiz_has_a_japanese_translation_with_the_same_answers(path):
     translated = path.parent / "ja" / path.name
     assert translated.is_file(), f"no Japanese quiz {translated.relative_to(ROOT)}"
-    quiz.check_translation(
+    check_translation(
         json.loads(path.read_text()), json.loads(translated.read_text()), f"ja/{path.name}"
     )
 
@@ -208,10 +230,10 @@ def test_a_translated_quiz_with_another_correct_answer_is_refused():
             answer["answer"] = answer["feedback"] = question["question"] = "訳"
     wrong[1]["answers"][0]["correct"], wrong[1]["answers"][1]["correct"] = False, True
     with pytest.raises(ValueError, match="question 2: the answers or the correct one differ"):
-        quiz.check_translation(english, wrong, "ja/07_dqn.json")
+        check_translation(english, wrong, "ja/07_dqn.json")
     untranslated = json.loads(json.dumps(english))
     with pytest.raises(ValueError, match="question 1: not translated"):
-        quiz.check_translation(english, untranslated, "ja/07_dqn.json")
+        check_translation(english, untranslated, "ja/07_dqn.json")
 
 
 def test_the_quiz_output_holds_each_language_in_its_own_block():

@@ -97,25 +97,6 @@ def _reset_with_next_obs(env: Any, key: jax.Array) -> tuple[Any, Any]:
     return state, _with_next_obs(timestep, timestep.observation)
 
 
-def pool_reset(env: Any, pool: ResetPool, key: jax.Array) -> tuple[Any, Any]:
-    """Start an episode from a pool entry chosen uniformly with ``key``.
-
-    Returns ``(state, timestep)`` like ``env.reset``; the state carries a key
-    derived from ``key`` (so later resets differ; the entry's own key is not
-    used), and ``timestep.extras`` has ``next_obs`` set to the first observation.
-
-    Raises:
-        TypeError: if ``env`` is not a jumanji Maze without wrappers, or ``pool`` not a
-            :class:`ResetPool`.
-        TypeError, ValueError: if ``key`` is not one PRNG key.
-    """
-    maze_env(env)
-    _check_pool(pool)
-    key, index_key = jax.random.split(prng_key(key))
-    state, timestep = _pool_entry(pool, index_key)
-    return state.replace(key=_raw_key(key)), _with_next_obs(timestep, timestep.observation)
-
-
 def _check_pool(pool: Any) -> None:
     if not isinstance(pool, ResetPool):
         raise TypeError(
