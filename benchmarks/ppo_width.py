@@ -7,7 +7,9 @@ one update are compiled and timed alone, on the inputs training would give them:
 - ``collect``: the rollout, GAE and the flattening into one batch (``collect_batch``);
 - ``episode_stats``: the episode counters of the update (``episode_stats``);
 - ``shuffle``: one epoch's permutation of the batch into minibatches
-  (``shuffle_minibatches``), times ``num_epochs``;
+  (``shuffle_minibatches``), times ``num_epochs``; ``shuffle_unflattened`` (not part of an
+  update) gathers every leaf as it is stored, the images as ``(B, 3, rows, cols)``, as the
+  package did before a TPU run showed that gather growing about 6x faster than the batch;
 - ``update``: a whole update inside training (``make_trainer``'s ``run`` over ``--updates``
   updates, divided by them); ``gradients`` is what the update spends beyond the three parts
   above (the gradient and Adam steps, and what XLA fuses across parts).
@@ -21,6 +23,7 @@ the others stay flat per step is what limits width. Writes JSON (default
     python benchmarks/ppo_width.py                    # the device's full sweep
     python benchmarks/ppo_width.py --widths 1024 16384
     python benchmarks/ppo_width.py --quick            # tiny sizes, to keep the script working
+    python benchmarks/ppo_width.py --out benchmarks/results/ppo_width_tpu.json   # on a TPU
 """
 
 from __future__ import annotations
@@ -85,6 +88,16 @@ def measure_width(config: ppo.PPOConfig, network, updates: int, repeats: int) ->
 
     rows["shuffle"], _ = compile_and_time(shuffle, (perm_key, flat), repeats)
     rows["shuffle"]["cost"] = _costs(shuffle, (perm_key, flat))
+
+    def shuffle_unflattened(key, flat):
+        size, m = config.batch_size, config.num_minibatches
+        perm = jax.random.permutation(key, size)
+        return jax.tree.map(lambda x: x[perm].reshape((m, size // m) + x.shape[1:]), flat)
+
+    rows["shuffle_unflattened"], _ = compile_and_time(
+        shuffle_unflattened, (perm_key, flat), repeats
+    )
+    rows["shuffle_unflattened"]["cost"] = _costs(shuffle_unflattened, (perm_key, flat))
 
     run = trainer.run
     whole, _ = compile_and_time(lambda r: run(r, updates), (runner,), repeats)

@@ -254,7 +254,7 @@ def test_ppo_width_quick_mode_times_each_part_of_an_update(run_quick):
     assert result["quick"] is True and [r["num_envs"] for r in result["widths"]] == [8, 16]
     for row in result["widths"]:
         assert row["batch_size"] == row["num_envs"] * result["config"]["num_steps"]
-        for part in ("collect", "episode_stats", "shuffle"):
+        for part in ("collect", "episode_stats", "shuffle", "shuffle_unflattened"):
             timing = row["parts"][part]
             assert 0 < timing["min_s"] <= timing["median_s"] <= timing["max_s"], part
             assert timing["cost"]["bytes_accessed"] > 0, part
@@ -264,6 +264,28 @@ def test_ppo_width_quick_mode_times_each_part_of_an_update(run_quick):
     # a wider batch moves more bytes through the rollout
     collect = [r["parts"]["collect"]["cost"]["bytes_accessed"] for r in result["widths"]]
     assert collect[1] > collect[0]
+
+
+def test_ppo_width_committed_runs_do_not_lose_throughput_as_environments_are_added():
+    """In every committed ``ppo_width*.json`` of an accelerator, a wider batch is not slower
+    than a narrower one beyond the spread of the runs: the fastest run of the wider
+    batch reaches at least the slowest of the narrower. (A TPU run lost half its
+    throughput past 1,024 environments while the minibatch shuffle gathered padded images.
+    A CPU has no such target: its caches can make a wide gradient step cost more per
+    transition.)"""
+    files = sorted((ROOT / "benchmarks" / "results").glob("ppo_width*.json"))
+    results = [(path, json.loads(path.read_text())) for path in files]
+    results = [(p, r) for p, r in results if r["hardware"]["backend"] != "cpu"]
+    assert results, "no committed ppo_width result of an accelerator"
+    for path, result in results:
+        rows = sorted(result["widths"], key=lambda r: r["num_envs"])
+        assert len(rows) >= 3 and not result["quick"], path.name
+        for narrow, wide in zip(rows, rows[1:]):
+            assert wide["steps_per_s_high"] >= narrow["steps_per_s_low"], (
+                f"{path.name}: {wide['num_envs']} environments run at most "
+                f"{wide['steps_per_s_high']:,.0f} steps/s, below the slowest run at "
+                f"{narrow['num_envs']} ({narrow['steps_per_s_low']:,.0f})"
+            )
 
 
 def test_maze_sizes_quick_mode_writes_json(run_quick):

@@ -797,9 +797,12 @@ def test_episode_stats_counts_each_end_under_the_update_it_started_in():
 
 
 def test_shuffle_minibatches_is_one_permutation_split_evenly():
-    batch = {"x": jnp.arange(12), "y": jnp.arange(12.0)[:, None] * 10.0}
+    images = jnp.arange(12 * 3 * 2 * 5).reshape(12, 3, 2, 5)  # gathered as flat rows
+    batch = {"x": jnp.arange(12), "y": jnp.arange(12.0)[:, None] * 10.0, "image": images}
     out = jax.jit(shuffle_minibatches, static_argnums=2)(jax.random.key(0), batch, 3)
     assert out["x"].shape == (3, 4) and out["y"].shape == (3, 4, 1)
+    assert out["image"].shape == (3, 4, 3, 2, 5)
     assert sorted(np.asarray(out["x"]).ravel().tolist()) == list(range(12))  # each row once
     np.testing.assert_array_equal(out["y"][..., 0], out["x"] * 10.0)  # the leaves alike
+    np.testing.assert_array_equal(out["image"], np.asarray(images)[np.asarray(out["x"])])
     assert not np.array_equal(np.asarray(out["x"]).ravel(), np.arange(12))  # in a new order
