@@ -17,7 +17,6 @@ Run after `make book`: python .ci/check_site.py [_build/html]
 import html as html_lib
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +29,10 @@ config = yaml.safe_load((root / "_config.yml").read_text())
 url = config["repository"]["url"].removeprefix("https://github.com/")
 branch = config["repository"]["branch"]
 
-BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
-                if shutil.which(b)), None)
+sys.path.insert(0, str(root / "tools"))
+import measure_pages  # noqa: E402  (tools/measure_pages.py: the Chromium driver)
+
+BROWSER = measure_pages.browser_path()
 
 
 def rendered_questions(page: Path) -> int:

@@ -36,6 +36,7 @@ from jumanji.environments.routing.maze.generator import RandomGenerator  # after
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import export_playground  # noqa: E402  (tools/export_playground.py)
+import measure_pages  # noqa: E402  (tools/measure_pages.py: the Chromium driver)
 
 STATIC = ROOT / "book" / "_static" / "playground"
 NUM_MAZES = 1000
@@ -673,10 +674,7 @@ def test_bad_input_is_named(js):
 
 # --- the page in headless Chromium ---------------------------------------------------------
 
-BROWSER = next(
-    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
-    None,
-)
+BROWSER = measure_pages.browser_path()
 
 
 #: The page's title in each edition.

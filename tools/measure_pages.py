@@ -57,6 +57,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
+
+def browser_path() -> str | None:
+    """The first Chromium of :data:`BROWSERS` on ``PATH``, ``None`` if there is none (the one
+    finder of the site check, the browser tests and the tools)."""
+    return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+
+
 #: Run in each page once it is ready: ``(openFolds, maxList, minContrast) -> measures``.
 PROBE = (Path(__file__).with_name("measure_pages.js")).read_text()
 
@@ -318,7 +325,7 @@ def run(
     min_contrast=3.0,
 ) -> dict:
     """Measure every page of ``site``; returns ``{"pages": {page: {mode: {width: ...}}}}``."""
-    executable = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+    executable = browser_path()
     if executable is None:
         raise FileNotFoundError("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
     browser = Browser(executable)

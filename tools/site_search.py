@@ -23,7 +23,6 @@ import functools
 import html
 import http.server
 import re
-import shutil
 import sys
 import threading
 import urllib.parse
@@ -83,8 +82,7 @@ def serve(site: Path):
         thread.join()
 
 
-def browser_path() -> str | None:
-    return next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
+browser_path = measure_pages.browser_path
 
 
 def search(
