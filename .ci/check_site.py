@@ -9,7 +9,7 @@ of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and switching agent, size a
 No chapter page folds a figure away with its code (tools/folded_figures.py). Each edition's
 search page, in Chromium, finds every page that holds its test words (the Japanese compounds
 「強化学習」, 「価値反復」, 「経験再生バッファ」: tools/site_search.py), and it and the index have
-the language switch.
+the language switch. A Japanese chapter's Colab links open its Japanese notebook (notebooks/ja).
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -152,6 +152,12 @@ else:
             problems.append(f"ja/{relative}: not marked as Japanese")
         if relative.parts[0] in ("notebooks", "book") and 'class="edition-switch"' not in text:
             problems.append(f"ja/{relative}: no link to the English page")
+        if relative.parts[0] == "notebooks":  # the launch menu and the card open notebooks/ja
+            colab = (f"https://colab.research.google.com/github/{url}/blob/{branch}/"
+                     f"notebooks/ja/{relative.stem}.ipynb")
+            links = set(re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', text))
+            if links != {colab}:
+                problems.append(f"ja/{relative}: Colab links {sorted(links)}, not only {colab}")
 # The search page and the index, which Sphinx writes from templates, have the switch too.
 for edition_root in (site, edition):
     for name in ("search.html", "genindex.html"):

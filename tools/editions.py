@@ -7,13 +7,17 @@ Sphinx's message catalogues, ``locales/ja/LC_MESSAGES/**/*.po`` (one per page), 
 with the English source by ``sphinx-intl``.
 
     python tools/editions.py catalogues   # extract the English messages; update locales/ja
+    python tools/editions.py notebooks    # notebooks/ja/*.ipynb from the catalogues
     python tools/editions.py build ja     # the Japanese edition into _build/html/ja
     python tools/editions.py check        # every entry translated, none fuzzy, all in step
 
 ``catalogues`` runs Sphinx's ``gettext`` builder with notebook execution off (only the
 Markdown is read) into ``_build/gettext``, then ``sphinx-intl update``: a changed English
 paragraph becomes a new, untranslated entry and its old translation is kept as a fuzzy
-suggestion, which ``check`` refuses until a translator reviews it.
+suggestion, which ``check`` refuses until a translator reviews it. It then writes the
+translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
+button opens them) from the English notebooks and the catalogues
+(``tools/translate_notebooks.py``); ``notebooks`` writes only those.
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ def extract(out: Path) -> Path:
 
 
 def catalogues(languages=tuple(LANGUAGES)) -> None:
-    """Extract the English messages and bring every language's catalogues in step."""
+    """Extract the English messages, bring every language's catalogues in step and write
+    its notebooks from them (:func:`notebooks`)."""
     pot = extract(ROOT / "_build" / "gettext-source")
     for language in languages:
         subprocess.run(
@@ -81,6 +86,21 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
             + ["-l", language, "-d", str(LOCALES), "-w", "88"],
             check=True,
         )
+    notebooks(languages)
+
+
+def notebooks(languages=tuple(LANGUAGES)) -> None:
+    """Write ``notebooks/<language>/*.ipynb`` from the English notebooks and the catalogues
+    (``tools/translate_notebooks.py``): translated and fuzzy-free entries as the HTML edition
+    shows them, the rest in English."""
+    import translate_notebooks  # tools/, beside this file
+
+    for language in languages:
+        try:
+            written = translate_notebooks.write(language)
+        except translate_notebooks.TranslationError as exc:
+            raise SystemExit(f"notebooks/{language}: {exc}") from None
+        print(f"notebooks/{language}: {len(written)} notebooks written")
 
 
 def build(language: str) -> Path:
@@ -189,11 +209,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("catalogues")
+    sub.add_parser("notebooks")
     sub.add_parser("build").add_argument("language", choices=sorted(LANGUAGES))
     sub.add_parser("check")
     args = parser.parse_args(argv)
     if args.command == "catalogues":
         catalogues()
+    elif args.command == "notebooks":
+        notebooks()
     elif args.command == "build":
         print(build(args.language))
     else:

@@ -25,6 +25,8 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from edition_notebooks import notebook_path  # book/_ext: the notebook of the page's edition
+
 CARDS_FILE = "book/chapters.yml"
 DIFFICULTIES = ("introductory", "intermediate", "advanced")
 FIELDS = {"builds", "builds_ja", "prerequisites", "difficulty", "gpu_seconds"}
@@ -256,7 +258,7 @@ def card_node(env, docname: str) -> nodes.Element:
     colab = COLAB.format(
         repo=repo,
         branch=options.get("repository_branch", "main"),
-        path=env.doc2path(docname, False),
+        path=notebook_path(str(env.doc2path(docname, False)), language),
     )
     fields += _field(
         t["run_it"], nodes.paragraph("", "", nodes.reference("", t["colab"], refuri=colab))

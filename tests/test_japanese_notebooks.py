@@ -1,0 +1,275 @@
+"""The Japanese notebooks (notebooks/ja, written by tools/translate_notebooks.py), and the Japanese
+pages' Colab buttons and downloads that give them."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import edition_notebooks  # noqa: E402  (book/_ext/edition_notebooks.py)
+import editions  # noqa: E402  (tools/editions.py)
+import translate_notebooks as tn  # noqa: E402  (tools/translate_notebooks.py)
+from notebook_runner import NOTEBOOKS  # noqa: E402
+
+ENGLISH = tn.english_notebooks()
+SITE = ROOT / "_build" / "html"
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_GLUE = re.compile(r"\{glue:md\}`([^`]+)`")
+
+
+def _repository() -> tuple[str, str]:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    return config["url"].removeprefix("https://github.com/"), config["branch"]
+
+
+def _colab(path: str) -> str:
+    repo, branch = _repository()
+    return f"https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
+
+
+def test_the_committed_japanese_notebooks_are_what_the_catalogues_give():
+    """notebooks/ja/*.ipynb are written from the English notebooks and locales/ja; a changed
+    English notebook or catalogue entry leaves them stale until they are written again."""
+    found = tn.stale("ja")
+    assert not found, (
+        "run: python tools/editions.py notebooks (make catalogues does too)\n" + "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
+def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
+    """Same cells, ids and code (metadata included: the execution cache's key), no outputs,
+    the python3 kernel; each Markdown cell keeps its glued figures; the prose is Japanese;
+    the badge opens the Japanese notebook; relative links reach their files from
+    notebooks/ja."""
+    english = nbformat.read(path, as_version=4)
+    japanese = nbformat.read(tn.translated_path(path, "ja"), as_version=4)
+    assert japanese.metadata.kernelspec == english.metadata.kernelspec
+    assert japanese.metadata.kernelspec.name == "python3"
+    assert [c.get("id") for c in japanese.cells] == [c.get("id") for c in english.cells]
+    for en, ja in zip(english.cells, japanese.cells):
+        assert ja.cell_type == en.cell_type
+        if en.cell_type == "code":
+            assert (ja.source, ja.metadata, ja.outputs) == (en.source, en.metadata, [])
+            continue
+        assert sorted(_GLUE.findall(ja.source)) == sorted(_GLUE.findall(en.source))
+        if "remove-cell" not in en.metadata.get("tags", []):
+            assert _JAPANESE.search(ja.source), ja.source[:80]
+        for target in re.findall(r"\]\(([^)#]+)\)", ja.source):
+            if not target.startswith("http"):
+                assert (ROOT / "notebooks" / "ja" / target).resolve().is_file(), target
+    title, badge = japanese.cells[:2]
+    assert _JAPANESE.search(title.source) and title.source.startswith("# ")
+    assert _colab(f"notebooks/ja/{path.name}") in badge.source
+
+
+def test_the_japanese_notebooks_are_not_chapters():
+    """Neither the book (its table of contents, its exclusions) nor the tests, the notebook
+    cache or the execution that glob notebooks/*.ipynb take notebooks/ja for chapters."""
+    assert {p.parent for p in NOTEBOOKS} == {ROOT / "notebooks"}
+    assert "notebooks/ja" not in (ROOT / "_toc.yml").read_text()
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["only_build_toc_files"] and "notebooks/ja/*" in config["exclude_patterns"]
+    assert {p.name for p in (ROOT / "notebooks" / "ja").glob("*.ipynb")} == {
+        p.name for p in NOTEBOOKS
+    }
+
+
+class _Catalogue(tn.Catalogue):
+    def __init__(self, translations: dict[str, str | None], fuzzy=()):
+        self.path = Path("test.po")
+        self.ids = set(translations)
+        self.translations = {
+            k: v for k, v in translations.items() if v is not None and k not in fuzzy
+        }
+        self.met = set()
+
+
+def test_each_element_is_replaced_where_its_english_was():
+    source = (
+        "## 1. Title\n\n"
+        "A paragraph\nover two lines.\n\n"
+        "- an item\n  that wraps;\n- kept item\n\n"
+        "| a | b |\n|---|---|\n| cell one | `x` |\n\n"
+        "$$\nx = 1\n$$\n\n"
+        ":::{admonition} A title\n:class: dropdown\nInside.\n:::"
+    )
+    catalogue = _Catalogue(
+        {
+            "1. Title": "1\\. 題",
+            "A paragraph over two lines.": "段落です。",
+            "an item that wraps;": "項目 {glue:md}`n` です。",
+            "kept item": "古い訳",
+            "a": "甲",
+            "b": None,
+            "cell one": "セル | 1",
+            "`x`": None,
+            "\nx = 1\n": "\nx = 2\n",
+            "A title": "題名",
+            "Inside.": "中身。",
+        },
+        fuzzy={"kept item"},
+    )
+    got = tn.translate_markdown(source, catalogue, "test")
+    assert got == (
+        "## 1\\. 題\n\n"
+        "段落です。\n\n"
+        "- 項目 {glue:md}`n` です。\n- kept item\n\n"
+        "| 甲 | b |\n|---|---|\n| セル \\| 1 | `x` |\n\n"
+        "$$\nx = 2\n$$\n\n"
+        ":::{admonition} 題名\n:class: dropdown\n中身。\n:::"
+    )
+    assert catalogue.met == catalogue.ids
+
+
+def test_a_message_missing_from_the_catalogue_or_one_the_cut_never_meets_is_an_error(
+    tmp_path, monkeypatch
+):
+    with pytest.raises(tn.TranslationError, match="'New paragraph.' is not in test.po"):
+        tn.translate_markdown("New paragraph.", _Catalogue({}), "test")
+    english = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Title")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    path = tmp_path / "x.ipynb"
+    nbformat.write(english, path)
+    catalogue = _Catalogue({"Title": "題", "Gone paragraph.": "消えた段落。"})
+    with pytest.raises(tn.TranslationError, match="1 message.*'Gone paragraph.'"):
+        tn.translate_notebook(path, "ja", catalogue)
+    catalogue = _Catalogue({"Title": "題", "Intro.": "- 一覧ではない"})
+    english.cells.append(nbformat.v4.new_markdown_cell("Intro."))
+    nbformat.write(english, path)
+    with pytest.raises(tn.TranslationError, match="other blocks than the English"):
+        tn.translate_notebook(path, "ja", catalogue)
+
+
+def test_the_catalogue_reads_as_sphinx_does(tmp_path):
+    """Fuzzy and empty entries are messages, not translations: Sphinx's build shows them in
+    English."""
+    po = tmp_path / "x.po"
+    po.write_text(
+        'msgid ""\nmsgstr "Content-Type: text/plain; charset=utf-8\\n"\n\n'
+        'msgid "Hello"\nmsgstr "こんにちは"\n\n'
+        '#, fuzzy\nmsgid "Old"\nmsgstr "古い"\n\n'
+        'msgid "New"\nmsgstr ""\n'
+    )
+    catalogue = tn.Catalogue(po)
+    assert catalogue.ids == {"Hello", "Old", "New"}
+    assert catalogue.translations == {"Hello": "こんにちは"}
+
+
+# The Japanese pages: Colab and the download.
+
+
+def _theme_context(sphinx_config: dict, language: str, pagename: str):
+    """sphinx-book-theme's launch buttons for ``pagename`` under ``sphinx_config`` (as
+    Jupyter Book makes it from a ``_config.yml``), then this book's extension."""
+    from sphinx_book_theme.header_buttons import update_context_with_repository_info
+    from sphinx_book_theme.header_buttons.launch import add_launch_buttons
+
+    class Config(dict):
+        __getattr__ = dict.__getitem__
+
+    config = Config(
+        html_theme_options=sphinx_config["html_theme_options"],
+        html_context={},
+        language=language,
+    )
+    env = SimpleNamespace(
+        found_docs={pagename},
+        metadata={pagename: {"kernelspec": {"name": "python3"}}},
+        doc2path=lambda name, base=True: str(ROOT / f"{name}.ipynb") if base else f"{name}.ipynb",
+    )
+    app = SimpleNamespace(config=config, env=env, builder=None, srcdir=str(ROOT))
+    update_context_with_repository_info(app)
+    context = dict(
+        config.html_context,
+        pagename=pagename,
+        sourcename=f"{pagename}.ipynb",
+        header_buttons=[],
+    )
+    add_launch_buttons(app, pagename, "page.html", context, None)
+    edition_notebooks._launch_buttons(app, pagename, "page.html", context, None)
+    (group,) = [g for g in context["header_buttons"] if g["label"] == "launch-buttons"]
+    return {b["text"]: b["url"] for b in group["buttons"]}
+
+
+@pytest.mark.parametrize("language, folder", [("ja", "notebooks/ja"), ("en", "notebooks")])
+def test_the_editions_configuration_gives_the_colab_button_its_own_notebook(language, folder):
+    """The Japanese edition's configuration (``tools/editions.py``) loads the extension, and
+    with it the theme's Colab button of a chapter opens notebooks/ja/<name>.ipynb, a file of
+    the repository; the English edition's opens the English notebook."""
+    from jupyter_book.config import yaml_to_sphinx
+
+    edition = editions.edition_config(None if language == "en" else language, "cache")
+    recursive, override, _ = yaml_to_sphinx(edition)
+    assert "edition_notebooks" in recursive["extensions"]
+    assert override.get("language") == (None if language == "en" else language)
+    buttons = _theme_context(recursive, language, "notebooks/07_dqn")
+    assert buttons == {"Colab": _colab(f"{folder}/07_dqn.ipynb")}
+    assert (ROOT / folder / "07_dqn.ipynb").is_file()
+
+
+def test_the_japanese_download_is_the_japanese_notebook(tmp_path):
+    sources = tmp_path / "_sources" / "notebooks"
+    sources.mkdir(parents=True)
+    (sources / "07_dqn.ipynb").write_text("english")
+    (sources / "intro.md").write_text("page")
+    env = SimpleNamespace(
+        found_docs={"notebooks/07_dqn", "book/intro"},
+        doc2path=lambda name, base=True: f"{name}.ipynb" if "notebooks" in name else f"{name}.md",
+    )
+    app = SimpleNamespace(
+        config=SimpleNamespace(language="ja"),
+        env=env,
+        srcdir=str(ROOT),
+        outdir=str(tmp_path),
+        builder=SimpleNamespace(format="html"),
+    )
+    edition_notebooks._translated_sources(app, None)
+    assert (sources / "07_dqn.ipynb").read_text() == (
+        ROOT / "notebooks" / "ja" / "07_dqn.ipynb"
+    ).read_text()
+    assert (sources / "intro.md").read_text() == "page"
+
+
+@pytest.mark.parametrize(
+    "path, language, expected",
+    [
+        ("notebooks/07_dqn.ipynb", "ja", "notebooks/ja/07_dqn.ipynb"),
+        ("notebooks/07_dqn.ipynb", "en", "notebooks/07_dqn.ipynb"),
+        ("notebooks/07_dqn.ipynb", None, "notebooks/07_dqn.ipynb"),
+        ("book/setup.md", "ja", "book/setup.md"),
+    ],
+)
+def test_notebook_path(path, language, expected):
+    assert edition_notebooks.notebook_path(path, language) == expected
+
+
+@pytest.mark.skipif(
+    not (SITE / "ja" / "notebooks").is_dir(), reason="no built book (make book) in _build/html"
+)
+@pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
+def test_the_built_pages_open_their_editions_notebook(path):
+    """On the built Japanese page every Colab link (the launch menu, the chapter card) opens
+    notebooks/ja/<name>.ipynb and the .ipynb download is the Japanese notebook; the English
+    page's open the English one."""
+    for site, folder in ((SITE / "ja", "notebooks/ja"), (SITE, "notebooks")):
+        html = (site / "notebooks" / f"{path.stem}.html").read_text()
+        links = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html)
+        assert len(links) >= 2 and set(links) == {_colab(f"{folder}/{path.name}")}, links
+        assert f'href="../_sources/notebooks/{path.name}"' in html
+        download = nbformat.read(site / "_sources" / "notebooks" / path.name, as_version=4)
+        japanese = bool(_JAPANESE.search(download.cells[0].source))
+        assert japanese == (folder != "notebooks"), download.cells[0].source
+        assert _colab(f"{folder}/{path.name}") in download.cells[1].source
