@@ -79,9 +79,11 @@ bench: venv
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/run_all.py
 
-# Student copies (solutions replaced by stubs) in lab/student, full copies in lab/solutions.
+# Student copies (solutions replaced by stubs) in lab/student, full copies in lab/solutions;
+# `make lab EDITION=ja`: from the Japanese notebooks (notebooks/ja), into lab/ja.
+EDITION ?= en
 lab: venv
-	$(BIN)/python tools/make_lab.py --out lab
+	$(BIN)/python tools/make_lab.py --language $(EDITION)
 
 # Preview the built book at http://localhost:8000
 serve:

@@ -1,8 +1,9 @@
-"""The Japanese notebooks (notebooks/ja, written by tools/translate_notebooks.py), and the Japanese
-pages' Colab buttons and downloads that give them."""
+"""The Japanese notebooks (notebooks/ja, written by tools/translate_notebooks.py), the Japanese
+pages' Colab buttons and downloads that give them, and the Japanese student copies."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import edition_notebooks  # noqa: E402  (book/_ext/edition_notebooks.py)
 import editions  # noqa: E402  (tools/editions.py)
+import make_lab  # noqa: E402  (tools/make_lab.py)
 import translate_notebooks as tn  # noqa: E402  (tools/translate_notebooks.py)
 from notebook_runner import NOTEBOOKS  # noqa: E402
 
@@ -273,3 +275,41 @@ def test_the_built_pages_open_their_editions_notebook(path):
         japanese = bool(_JAPANESE.search(download.cells[0].source))
         assert japanese == (folder != "notebooks"), download.cells[0].source
         assert _colab(f"{folder}/{path.name}") in download.cells[1].source
+
+
+# The Japanese student copies (make lab EDITION=ja).
+
+
+def test_every_hint_has_a_japanese_translation():
+    hints = {
+        c.metadata["hint"]
+        for p in NOTEBOOKS
+        for c in nbformat.read(p, as_version=4).cells
+        if "hint" in c.metadata
+    }
+    translated = json.loads((ROOT / "locales" / "ja" / "hints.json").read_text())
+    assert hints - set(translated) == set(), "hints to translate in locales/ja/hints.json"
+    assert set(translated) - hints == set(), "hints no notebook has any longer"
+    assert all(_JAPANESE.search(text) for text in translated.values())
+
+
+def test_a_glued_phrase_is_given_in_the_copys_language():
+    both = '<span class="edition-text" lang="en">lower</span><span class="edition-text" lang="ja">低い</span>'
+    assert make_lab.in_language(both, "ja") == "低い"
+    assert make_lab.in_language(both, "en") == "lower"
+    assert make_lab.in_language("55.8%", "ja") == "55.8%"
+
+
+def test_make_lab_in_japanese_writes_japanese_copies(tmp_path):
+    no_cache = str(tmp_path / "no-cache")  # every glued number reads the placeholder
+    assert make_lab.main(["--language", "ja", "--out", str(tmp_path), "--cache", no_cache]) == 0
+    for path in NOTEBOOKS:
+        student = nbformat.read(tmp_path / "student" / path.name, as_version=4)
+        solutions = nbformat.read(tmp_path / "solutions" / path.name, as_version=4)
+        assert _JAPANESE.search(solutions.cells[0].source)
+        stubs = [c for c in student.cells if "exercise" in c.metadata.get("tags", [])]
+        assert stubs and all(c.source.startswith("# 演習") for c in stubs)
+        assert all(_JAPANESE.search(c.source.splitlines()[1]) for c in stubs)
+        for copy in (student, solutions):
+            markdown = "".join(c.source for c in copy.cells if c.cell_type == "markdown")
+            assert "{glue:" not in markdown and "edition-text" not in markdown

@@ -11,15 +11,24 @@ only the book's build fills in: Jupyter and Colab show the role itself. In both 
 role is replaced by the number the book's last build glued (read from its execution cache,
 ``_build/.jupyter_cache``), the number the reader of the HTML page sees. Without an executed
 copy of a notebook in the cache (no ``make book`` yet, or the notebook changed since), its
-roles read "(a number from the book's run)", and the script says so.
+roles read "(a number from the book's run)", and the script says so. A glued phrase
+(``companion.glue.words``) is given in the copies' language.
+
+With ``--language ja`` the copies are made from the Japanese notebooks,
+``notebooks/ja/*.ipynb`` (``tools/translate_notebooks.py``: the book's Japanese prose, the same
+code), into ``lab/ja/``; their stubs and placeholders are in Japanese, and a stub's hint is
+the translation of the cell's English ``hint`` in ``locales/ja/hints.json``. Their code and its
+comments, outputs and the self-checks' messages are in English.
 
     python tools/make_lab.py [--out lab]   # writes lab/student/*.ipynb and lab/solutions/*.ipynb
+    python tools/make_lab.py --language ja # writes lab/ja/student/ and lab/ja/solutions/
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import sys
 from pathlib import Path
@@ -27,6 +36,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from edition_notebooks import notebook_path  # noqa: E402  (book/_ext: notebooks/ja/<name>)
+
 SOLUTION_TAG = "solution"
 HIDING_TAGS = ("hide-input", "hide-cell")  # the book hides solutions; stubs stay visible
 DEFAULT_HINT = (
@@ -40,6 +53,27 @@ GLUE_ROLE = re.compile(r"\{glue:md\}`([^`]+)`")
 #: What a role reads as when the book's run of its notebook is not at hand.
 NO_FIGURE = "(a number from the book's run)"
 CACHE = ROOT / "_build" / ".jupyter_cache"
+#: A language's words in the copies: the stub's first line, its hint when the cell has
+#: none, the placeholder of a glued number.
+WORDS = {
+    "en": {
+        "stub": "# Exercises: replace this cell with your solutions.",
+        "hint": DEFAULT_HINT,
+        "no_figure": NO_FIGURE,
+    },
+    "ja": {
+        "stub": "# 演習：このセルをあなたの解答に置き換えてください。",
+        "hint": (
+            "上の演習の解答をこのセルに書いてください。companion.checks のチェックは、"
+            "間違っていることだけでなく、何が間違っているかを示します。"
+        ),
+        "no_figure": "（本書の実行による数値）",
+    },
+}
+#: ``{English hint: translation}`` per language (a solution cell's ``hint`` metadata).
+HINTS = ROOT / "locales" / "{language}" / "hints.json"
+#: A glued phrase (``companion.glue.words``): one inline element per language.
+EDITION_TEXT = re.compile(r'<span class="edition-text" lang="([a-z]+)">(.*?)</span>', re.DOTALL)
 
 
 def glued_values(executed: nbformat.NotebookNode) -> dict[str, str]:
@@ -59,9 +93,22 @@ def glued_values(executed: nbformat.NotebookNode) -> dict[str, str]:
     return values
 
 
-def resolve_glue(nb: nbformat.NotebookNode, values: dict[str, str]) -> list[str]:
+def in_language(text: str, language: str) -> str:
+    """A glued value as the ``language`` page shows it: of a phrase glued in each language
+    (``<span class="edition-text" lang="...">`` elements, which Jupyter would show side by
+    side), the one in ``language``; any other value as it is."""
+    parts = dict(EDITION_TEXT.findall(text))
+    if parts and EDITION_TEXT.sub("", text).strip() == "":
+        return parts.get(language, parts.get("en", text))
+    return text
+
+
+def resolve_glue(
+    nb: nbformat.NotebookNode, values: dict[str, str], language: str = "en"
+) -> list[str]:
     """Replace, in ``nb``'s Markdown cells (in place), each ``{glue:md}`name``` role by
-    ``values[name]``, or by :data:`NO_FIGURE` where ``values`` lacks it.
+    ``values[name]`` (a phrase in ``language``), or by the language's placeholder
+    (:data:`NO_FIGURE` in English) where ``values`` lacks it.
 
     Returns:
         the names not in ``values``, in order of appearance.
@@ -71,9 +118,9 @@ def resolve_glue(nb: nbformat.NotebookNode, values: dict[str, str]) -> list[str]
     def figure(match: re.Match) -> str:
         name = match.group(1)
         if name in values:
-            return values[name]
+            return in_language(values[name], language)
         missing.append(name)
-        return NO_FIGURE
+        return WORDS[language]["no_figure"]
 
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -95,25 +142,33 @@ def executed_copy(nb: nbformat.NotebookNode, cache: Path) -> nbformat.NotebookNo
     return merged
 
 
-def stub_source(hint: str) -> str:
-    return (
-        "# Exercises: replace this cell with your solutions.\n"
-        f"raise NotImplementedError({hint!r})\n"
-    )
+def stub_source(hint: str, language: str = "en") -> str:
+    return f"{WORDS[language]['stub']}\nraise NotImplementedError({hint!r})\n"
 
 
-def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` whose solution cells are stubs; other cells are unchanged.
+def load_hints(language: str) -> dict[str, str]:
+    """``{English hint: translation}`` for ``language`` (:data:`HINTS`); empty for English."""
+    path = Path(str(HINTS).format(language=language))
+    return json.loads(path.read_text()) if language != "en" and path.is_file() else {}
+
+
+def student_copy(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose solution cells are stubs, in ``language`` (a cell's ``hint``
+    translated by :func:`load_hints`, kept in English where it has no translation); other
+    cells are unchanged.
 
     Raises:
         ValueError: if a cell tagged ``solution`` is not a code cell.
     """
     student = copy.deepcopy(nb)
+    hints = load_hints(language)
     for i, cell in enumerate(student.cells):
         if SOLUTION_TAG in cell.get("metadata", {}).get("tags", []):
             if cell.cell_type != "code":
                 raise ValueError(f"cell {i} is tagged {SOLUTION_TAG!r} but is not a code cell")
-            cell.source = stub_source(cell.metadata.get("hint", DEFAULT_HINT))
+            hint = cell.metadata.get("hint", WORDS[language]["hint"])
+            hint = hints.get(hint, hint)
+            cell.source = stub_source(hint, language)
             cell.metadata["tags"] = [
                 t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, *HIDING_TAGS)
             ]
@@ -125,31 +180,43 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "lab")
+    parser.add_argument("--language", choices=sorted(WORDS), default="en")
+    parser.add_argument("--out", type=Path, help="default: lab, or lab/<language>")
     parser.add_argument(
         "--cache", type=Path, default=CACHE, help="the book build's execution cache"
     )
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    language = args.language
+    if args.out is None:
+        args.out = ROOT / "lab" if language == "en" else ROOT / "lab" / language
+    paths = args.notebooks or [
+        ROOT / notebook_path(f"notebooks/{p.name}", language)
+        for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    ]
     if not paths:
         print("no notebooks found", file=sys.stderr)
+        return 1
+    absent = [p for p in paths if not p.is_file()]
+    if absent:
+        print(f"no {absent[0]}: python tools/editions.py notebooks writes it", file=sys.stderr)
         return 1
     for folder in ("student", "solutions"):
         (args.out / folder).mkdir(parents=True, exist_ok=True)
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         executed = executed_copy(nb, args.cache)
-        missing = resolve_glue(nb, glued_values(executed) if executed is not None else {})
+        values = glued_values(executed) if executed is not None else {}
+        missing = resolve_glue(nb, values, language)
         if missing:
             why = "no executed copy in the cache" if executed is None else "not glued by the run"
             print(
-                f"{path.name}: {len(missing)} glued number(s) read {NO_FIGURE!r} ({why}; "
-                "run make book first)",
+                f"{path.name}: {len(missing)} glued number(s) read "
+                f"{WORDS[language]['no_figure']!r} ({why}; run make book first)",
                 file=sys.stderr,
             )
         stubs = sum(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)
-        nbformat.write(student_copy(nb), args.out / "student" / path.name)
+        nbformat.write(student_copy(nb, language), args.out / "student" / path.name)
         nbformat.write(nb, args.out / "solutions" / path.name)
         print(f"{path.name}: {stubs} solution cell(s) replaced by stubs")
     print(f"wrote {args.out / 'student'} and {args.out / 'solutions'}")
