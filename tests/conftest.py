@@ -203,3 +203,38 @@ def pytest_itemcollected(item):
         item.add_marker(_MODULE_MARKS[module])
     for fixture in set(_FIXTURE_MARKS) & set(getattr(item, "fixturenames", ())):
         item.add_marker(_FIXTURE_MARKS[fixture])
+
+
+@pytest.fixture
+def book_language(tmp_path_factory, monkeypatch):
+    """``book_language("ja")`` sets the language the book's Sphinx extensions (``book/_ext``)
+    write in, as a build of that edition does: ``book_messages.setup`` compiles the
+    language's catalogue of the extensions' words (``locales/<language>/LC_MESSAGES/
+    extensions.po``) into a temporary build folder and registers it with Sphinx. Before the
+    first call and after the test, the extensions write English."""
+    from gettext import NullTranslations
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from sphinx import locale
+    from sphinx.application import Sphinx
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "book" / "_ext"))
+    import book_messages
+
+    key = ("general", book_messages.DOMAIN)
+    monkeypatch.setitem(locale.translators, key, NullTranslations())
+
+    def use(language: str) -> None:
+        locale.translators[key] = NullTranslations()  # Sphinx's init adds to a real one
+        build = tmp_path_factory.mktemp("build")
+        config = SimpleNamespace(language=language, locale_dirs=["locales"])
+        app = SimpleNamespace(srcdir=str(root), doctreedir=str(build / ".doctrees"), config=config)
+        app.add_message_catalog = lambda catalog, folder: Sphinx.add_message_catalog(
+            app, catalog, folder
+        )
+        app.connect = lambda event, callback: None
+        book_messages.setup(app)
+
+    return use

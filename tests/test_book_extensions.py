@@ -59,54 +59,75 @@ def test_a_definition_names_its_chapter_or_its_page():
         where(env, "nowhere")
 
 
-def test_the_time_tables_speak_the_pages_language_and_stay_out_of_the_catalogues():
-    """A re-measurement must not leave a stale catalogue entry: the tables' paragraphs are
-    built in the page's language and marked untranslatable."""
-    import string
+def _directive(language: str):
+    """What the ``{lab-times}`` and ``{device-times}`` directives read of a build of the
+    ``language`` edition (the committed measurements)."""
+    config = SimpleNamespace(language=language)
+    env = SimpleNamespace(
+        srcdir=str(ROOT), docname="book/teachers", config=config, note_dependency=lambda p: None
+    )
+    return SimpleNamespace(env=env)
 
-    from chapter_times import TEXTS, _paragraph, texts
+
+def test_the_time_tables_speak_the_pages_language_and_stay_out_of_the_catalogues(
+    book_language,
+):
+    """The tables' words come from the catalogue of the extensions' words, in the build's
+    language, the measurements filled in; their paragraphs are marked untranslatable, so a
+    re-measurement leaves no stale entry in the pages' catalogues."""
+    from chapter_times import DeviceTimes, LabTimes, _paragraph
     from sphinx.util.nodes import is_translatable
 
-    def slots(text):
-        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
-
-    assert set(TEXTS["ja"]) == set(TEXTS["en"])
-    for key, english in TEXTS["en"].items():
-        japanese = TEXTS["ja"][key]
-        if isinstance(english, tuple):
-            assert len(japanese) == len(english), key
-        else:
-            assert slots(japanese) == slots(english), key
-    assert texts("ja")["lab"] == ("章", "最初の演習まで", "最も遅いセル")
-    assert texts("fr") == texts(None) == TEXTS["en"]
-    node = _paragraph(texts("en")["measured"])
+    lab = json.loads((ROOT / "benchmarks" / "results" / "lab_times.json").read_text())
+    cpu = lab["hardware"]["cpu"]
+    book_language("ja")
+    intro, table = LabTimes.run(_directive("ja"))
+    assert f"{cpu}（" in intro.astext() and "で測定しました" in intro.astext()
+    heads = [e.astext() for e in table.findall(nodes.entry)][:3]
+    assert heads == ["章", "最初の演習まで", "最も遅いセル"]
+    out = DeviceTimes.run(_directive("ja"))
+    assert out[0].astext().startswith("各ノートブックを新しいプロセスで")
+    assert "で測定。" in out[1].astext()
+    assert next(out[-1].findall(nodes.entry)).astext() == "章"
+    book_language("en")
+    intro, table = LabTimes.run(_directive("en"))
+    assert intro.astext().startswith("Measured ") and f"with {cpu}, " in intro.astext()
+    heads = [e.astext() for e in table.findall(nodes.entry)][:3]
+    assert heads == ["chapter", "to the first exercise", "slowest cell"]
+    out = DeviceTimes.run(_directive("en"))
+    assert out[0].astext().startswith("Each notebook ran top to bottom")
+    node = _paragraph(intro.astext())
     node.source, node.line = "teachers.md", 1  # a paragraph with a source is extracted...
     assert not is_translatable(node)  # ...unless it says it is not translatable
     node["translatable"] = True
     assert is_translatable(node)
 
 
-def test_device_times_cell_shows_the_time_the_stopping_cell_or_a_dash():
-    from chapter_times import TEXTS, _device_cell
+def test_device_times_cell_shows_the_time_the_stopping_cell_or_a_dash(book_language):
+    from chapter_times import _device_cell
 
-    words = TEXTS["en"]
-    assert _device_cell(None, words).astext() == "–"
-    assert _device_cell({"passed": True, "seconds": 62.1}, words).astext() == "62 s"
-    assert _device_cell({"passed": True, "seconds": 402.0}, words).astext() == "6.7 min"
+    assert _device_cell(None).astext() == "–"
+    assert _device_cell({"passed": True, "seconds": 62.1}).astext() == "62 s"
+    assert _device_cell({"passed": True, "seconds": 402.0}).astext() == "6.7 min"
     stopped = {
         "passed": False,
         "seconds": 13.1,
         "error": "AssertionError",
         "failed_cell": {"cell": 15, "first_line": "def selu(x):"},
     }
-    cell = _device_cell(stopped, words)
+    cell = _device_cell(stopped)
     assert cell.astext() == "stopped at def selu(x):"
     assert cell.children[1].tagname == "literal"
-    assert _device_cell(stopped, TEXTS["ja"]).astext() == "def selu(x): で停止"
-    stopped["failed_cell"]["first_line"] = "# Solution 1: every layer but the last, then the last"
-    assert _device_cell(stopped, words).astext() == "stopped at # Solution 1: every layer but…"
     timed_out = {"passed": False, "seconds": 402.4, "error": "ran past --timeout 400 s"}
-    assert _device_cell(timed_out, words).astext() == "ran past 6.7 min"
+    assert _device_cell(timed_out).astext() == "ran past 6.7 min"
+    book_language("ja")
+    cell = _device_cell(stopped)
+    assert cell.astext() == "def selu(x): で停止"
+    assert cell.children[0].tagname == "literal"
+    assert _device_cell(timed_out).astext() == "6.7 min を超過"
+    book_language("en")
+    stopped["failed_cell"]["first_line"] = "# Solution 1: every layer but the last, then the last"
+    assert _device_cell(stopped).astext() == "stopped at # Solution 1: every layer but…"
 
 
 def test_a_page_loads_each_script_once():

@@ -125,9 +125,10 @@ def test_study_time_counts_prose_code_and_exercises(tmp_path):
     )
 
 
-def test_the_study_time_reads_in_each_editions_language(tmp_path):
+def test_the_study_time_reads_in_each_editions_language(tmp_path, book_language):
     """Hand-made notebook: 360 words of prose (2 min) and 64 code lines (8 min) make 10 min,
-    rounded to 10; one exercise."""
+    rounded to 10; one exercise. The words are the build's language's (its catalogue of the
+    extensions' words), the figures the English edition's."""
     import json
 
     from chapter_cards import _duration, study_time
@@ -139,9 +140,70 @@ def test_the_study_time_reads_in_each_editions_language(tmp_path):
     ]
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps({"cells": cells}))
-    assert study_time(path) == "about 10 min to read (360 words, 64 lines of code), then 1 exercise"
-    assert study_time(path, "ja") == (
+    english = "about 10 min to read (360 words, 64 lines of code), then 1 exercise"
+    assert study_time(path) == english
+    book_language("ja")
+    assert study_time(path) == (
         "読むのに約 10 分（英語版で 360 語、コード 64 行）、その後に演習 1 問"
     )
-    assert _duration(40.2) == "40 s" and _duration(40.2, "ja") == "40 秒"
-    assert _duration(1032.0, "ja") == "17.2 分"
+    assert _duration(40.2) == "40 秒"
+    assert _duration(1032.0) == "17.2 分"
+    book_language("en")
+    assert study_time(path) == english
+    assert _duration(40.2) == "40 s" and _duration(1032.0) == "17.2 min"
+
+
+def _card_env(language: str, tmp_path):
+    """What :func:`chapter_cards.card_node` reads of a build: the chapter 7 card, a 100 s
+    execution of its notebook, the repository."""
+    from types import SimpleNamespace
+
+    cards = load_cards(ROOT / CARDS_FILE, CHAPTERS)
+    config = SimpleNamespace(
+        language=language,
+        chapter_cards=cards,
+        html_theme_options={"repository_url": "https://github.com/o/b"},
+    )
+    return SimpleNamespace(
+        app=SimpleNamespace(config=config, srcdir=str(tmp_path)),
+        doc2path=lambda doc, base=True: ROOT / f"{doc}.ipynb" if base else f"{doc}.ipynb",
+        nb_metadata={"notebooks/07_dqn": {"exec_data": {"runtime": 100.0}}},
+    )
+
+
+def test_a_card_is_written_in_its_pages_language(tmp_path, monkeypatch, book_language):
+    """The card as a page of each edition gets it: every label, the difficulty, the times and
+    the Colab link in the build's language, from the catalogue of the extensions' words."""
+    import chapter_cards
+
+    monkeypatch.setattr(chapter_cards, "_machine", lambda: ("Test CPU", 2))
+    book_language("ja")
+    card = chapter_cards.card_node(_card_env("ja", tmp_path), "notebooks/07_dqn")
+    text = card.astext()
+    for words in (
+        "このページの概要",
+        "作るもの",
+        "先に読むページ",
+        "難易度",
+        "上級",
+        "学ぶ時間の目安",
+        "このページをビルドしたマシン（Test CPU、2 コア）でノートブックの実行に 1.7 分",
+        "Colab で開く",
+    ):
+        assert words in text, words
+    assert "notebooks/ja/07_dqn.ipynb" in card.next_node(lambda n: "refuri" in n)["refuri"]
+    for english in ("This page", "You build", "Difficulty", "advanced", "min", "cores", "GPU;"):
+        assert english not in text, english
+    book_language("en")
+    text = chapter_cards.card_node(_card_env("en", tmp_path), "notebooks/07_dqn").astext()
+    for words in (
+        "This page at a glance",
+        "You build",
+        "Read first",
+        "Difficulty",
+        "advanced",
+        "Study time",
+        "1.7 min to execute the notebook on the machine that built this page (Test CPU, 2 cores)",
+        "Open in Colab",
+    ):
+        assert words in text, words

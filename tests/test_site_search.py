@@ -105,7 +105,9 @@ def test_the_splitter_is_left_out_for_another_japanese_splitter():
     assert other.js_splitter_code == ""
 
 
-def test_the_search_pages_closing_sentence_is_filled_in():
+def test_the_search_pages_closing_sentence_is_filled_in(book_language):
+    """In the build's language, from the catalogue of the extensions' words; a message with
+    no translation there (English) is taken out, so Sphinx's English shows."""
     script = (
         "Documentation.addTranslations({\n"
         '    "locale": "ja",\n'
@@ -117,7 +119,8 @@ def test_the_search_pages_closing_sentence_is_filled_in():
         '    "plural_expr": "0"\n'
         "});"
     )
-    done = search_language.complete_translations(script, "ja")
+    book_language("ja")
+    done = search_language.complete_translations(script)
     assert done.startswith("Documentation.addTranslations(") and done.endswith(");")
     catalogue = json.loads(done[done.index("(") + 1 : done.rindex(")")])
     assert catalogue["messages"] == {
@@ -127,6 +130,10 @@ def test_the_search_pages_closing_sentence_is_filled_in():
         ),
     }
     assert catalogue["plural_expr"] == "0"
+    book_language("en")
+    done = search_language.complete_translations(script)
+    catalogue = json.loads(done[done.index("(") + 1 : done.rindex(")")])
+    assert catalogue["messages"] == {"Search Results": "検索結果"}
 
 
 PAGES = {

@@ -14,7 +14,11 @@ with the English source by ``sphinx-intl``.
 ``catalogues`` runs Sphinx's ``gettext`` builder with notebook execution off (only the
 Markdown is read) into ``_build/gettext``, then ``sphinx-intl update``: a changed English
 paragraph becomes a new, untranslated entry and its old translation is kept as a fuzzy
-suggestion, which ``check`` refuses until a translator reviews it. It then writes the
+suggestion, which ``check`` refuses until a translator reviews it. The words the book's Sphinx
+extensions write (a chapter card, the time tables, the folded cells' labels) are extracted
+from ``book/_ext/*.py`` with Babel into one more catalogue, the ``extensions`` domain
+(``locales/<language>/LC_MESSAGES/extensions.po``, ``book/_ext/book_messages.py``), and
+updated the same way (:func:`update_extension_catalogue`). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -35,6 +40,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = ROOT / "locales"
+#: The book's Sphinx extensions, whose words (``_("...")``) make the catalogue ``DOMAIN``.
+EXTENSIONS = ROOT / "book" / "_ext"
+DOMAIN = "extensions"  # book/_ext/book_messages.py
 LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
 CACHE = ROOT / "_build" / ".jupyter_cache"
 
@@ -86,7 +94,56 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
             + ["-l", language, "-d", str(LOCALES), "-w", "88"],
             check=True,
         )
+        print(f"Extensions: {update_extension_catalogue(language)}")
     notebooks(languages)
+
+
+def extension_messages(folder: Path | None = None):
+    """The English words of the Sphinx extensions in ``folder`` (``*.py``; default
+    :data:`EXTENSIONS`), as a Babel template catalogue: every text given to ``_``,
+    ``ngettext`` or ``N_``, with its file and any ``# Translators:`` comment above it."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.extract import extract_from_file
+
+    template = Catalog(domain=DOMAIN, project="Deep reinforcement learning in JAX", fuzzy=False)
+    for path in sorted((folder or EXTENSIONS).glob("*.py")):
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
+        found = extract_from_file("python", path, comment_tags=("Translators:",))
+        for line, message, comments, context in found:
+            template.add(
+                message,
+                locations=[(where.as_posix(), line)],
+                auto_comments=comments,
+                context=context,
+            )
+    return template
+
+
+def update_extension_catalogue(
+    language: str, folder: Path | None = None, locales: Path | None = None
+) -> Path:
+    """Bring ``locales/<language>/LC_MESSAGES/extensions.po`` in step with the extensions in
+    ``folder`` (default :data:`EXTENSIONS`; ``locales``: :data:`LOCALES`) as ``sphinx-intl
+    update`` does a page's (Babel's ``Catalog.update``): a new English text becomes an
+    untranslated entry, a changed one keeps its old translation as a fuzzy suggestion; the
+    file is written only when its English texts changed. Returns the catalogue's path."""
+    from babel.messages.pofile import write_po
+
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+    template = extension_messages(folder)
+    if po.exists():
+        catalog = _read(po)
+        before = {m.id for m in catalog if m.id}
+        catalog.update(template)
+        if before == {m.id for m in catalog if m.id}:
+            return po
+    else:
+        catalog = template
+        catalog.locale = language
+    po.parent.mkdir(parents=True, exist_ok=True)
+    with po.open("wb") as f:  # no line numbers: an edit elsewhere in a file changes nothing
+        write_po(f, catalog, width=88, include_lineno=False)
+    return po
 
 
 def notebooks(languages=tuple(LANGUAGES)) -> None:
@@ -170,8 +227,11 @@ def markup_differences(english: str, translated: str) -> list[str]:
 def problems(language: str, pot: Path | None = None) -> list[str]:
     """What keeps ``language``'s catalogues from being complete, one line each.
 
-    Every entry must be translated and not fuzzy; with ``pot`` (a folder of freshly
-    extracted ``.pot`` files), every page's catalogue must hold exactly its English messages.
+    Every entry must be translated and not fuzzy; the extensions' catalogue must hold
+    exactly the English texts of ``book/_ext/*.py`` (extracted afresh: cheap) and each
+    translation their placeholders (:func:`placeholder_differences`); with ``pot`` (a folder
+    of freshly extracted ``.pot`` files), every page's catalogue must hold exactly its
+    English messages.
     """
     found = []
     folder = LOCALES / language / "LC_MESSAGES"
@@ -181,10 +241,13 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
             if not message.id:
                 continue
             text = message.id if isinstance(message.id, str) else message.id[0]
+            forms = (message.string,) if isinstance(message.string, str) else message.string
             if message.fuzzy:
                 found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
-            elif not message.string:
+            elif not all(forms):
                 found.append(f"{name}: untranslated: {text[:70]!r}")
+            elif str(name) == f"{DOMAIN}.po":  # the extensions' words: format strings
+                found += [f"{name}: {p}: {text[:70]!r}" for p in placeholder_differences(message)]
             elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
                 # a title re-parsed as Markdown: "1. ..." would be a list, the title English
                 found.append(f"{name}: write the title's number as '1\\. ': {text[:70]!r}")
@@ -192,16 +255,59 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 translated = message.string if isinstance(message.string, str) else ""
                 for line in markup_differences(text, translated):
                     found.append(f"{name}: markup differs from the English ({line}): {text[:70]!r}")
+    english = {m.id for m in extension_messages() if m.id}
+    po = folder / f"{DOMAIN}.po"
+    have = {m.id for m in _read(po) if m.id} if po.exists() else set()
+    found += _out_of_step(Path(po.name), english, have)
     if pot is not None:
         for template in sorted(pot.rglob("*.pot")):
             name = template.relative_to(pot).with_suffix(".po")
             english = {m.id for m in _read(template) if m.id}
             po = folder / name
             have = {m.id for m in _read(po) if m.id} if po.exists() else set()
-            for text in sorted(english - have):
-                found.append(f"{name}: not in the catalogue (run catalogues): {text[:70]!r}")
-            for text in sorted(have - english):
-                found.append(f"{name}: no longer in the English source: {text[:70]!r}")
+            found += _out_of_step(name, english, have)
+    return found
+
+
+def _out_of_step(name: Path, english: set, have: set) -> list[str]:
+    """One line for each English message missing from a catalogue, and each it holds that the
+    English no longer has (``english``, ``have``: msgids; a plural's is a pair)."""
+
+    def first(text):
+        return text if isinstance(text, str) else text[0]
+
+    found = []
+    for text in sorted(english - have, key=first):
+        found.append(f"{name}: not in the catalogue (run catalogues): {first(text)[:70]!r}")
+    for text in sorted(have - english, key=first):
+        found.append(f"{name}: no longer in the English source: {first(text)[:70]!r}")
+    return found
+
+
+def _fields(text: str) -> list[str]:
+    """The named placeholders of a format string, e.g. ``["date", "jax"]``."""
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+def placeholder_differences(message) -> list[str]:
+    """What keeps a translation of an extension's format string (``message``, a Babel
+    message) from filling in as its English does: each form must have exactly the English's
+    named placeholders (``{date}``, ``{cores}``, ...) and parse as a format string."""
+    english = [message.id] if isinstance(message.id, str) else list(message.id)
+    forms = [message.string] if isinstance(message.string, str) else list(message.string)
+    found = []
+    try:
+        wanted = _fields(english[-1])
+    except ValueError as exc:
+        return [f"the English is not a format string ({exc})"]
+    for form in forms:
+        try:
+            fields = _fields(form)
+        except ValueError as exc:
+            found.append(f"the translation is not a format string ({exc})")
+            continue
+        if fields != wanted:
+            found.append(f"placeholders {fields} in the translation, {wanted} in the English")
     return found
 
 

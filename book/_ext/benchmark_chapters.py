@@ -18,6 +18,8 @@ from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxRole
 
+from book_messages import _  # book/_ext: the words in the build's language
+
 LOADS = re.compile(r"\bload_result(?:_or_note)?\(")
 CHAPTER = re.compile(r"^(\d+)_")
 
@@ -35,6 +37,18 @@ def benchmark_chapters(notebooks: Path) -> list[tuple[int, str]]:
     return found
 
 
+def _between(template: str) -> str:
+    """The text between the two placeholders of ``template`` ("{a}, {b}" gives ", ")."""
+    return template.split("}", 1)[1].rsplit("{", 1)[0]
+
+
+def separators() -> tuple[str, str]:
+    """(between two chapter numbers, before the last one) in the build's language."""
+    # Translators: the separators of a list of chapter numbers ("4, 6 and 7"); only the text
+    # between the two placeholders is used.
+    return _between(_("{earlier}, {later}")), _between(_("{earlier} and {last}"))
+
+
 class BenchmarkChapters(SphinxRole):
     def run(self):
         notebooks = Path(self.env.srcdir) / "notebooks"
@@ -45,8 +59,7 @@ class BenchmarkChapters(SphinxRole):
         if not chapters:
             return [nodes.Text(f"{lead} none")], []
         out = [nodes.Text(f"{lead} " if lead else "")]
-        japanese = (self.env.config.language or "en") == "ja"
-        last, other = ("、", "、") if japanese else (" and ", ", ")
+        other, last = separators()
         for i, (number, docname) in enumerate(chapters):
             if i:
                 out.append(nodes.Text(last if i == len(chapters) - 1 else other))
@@ -64,5 +77,6 @@ class BenchmarkChapters(SphinxRole):
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("book_messages")
     app.add_role("benchmark-chapters", BenchmarkChapters())
     return {"parallel_read_safe": True, "parallel_write_safe": True}

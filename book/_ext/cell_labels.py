@@ -13,22 +13,25 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from book_messages import N_, _  # book/_ext: the words in the build's language
+
 SOLUTION_TAG = "solution"
-#: language: ((show, hide) for a solution, (show, hide) for other folded cells or None to
-#: keep myst-nb's, whose "{type}" becomes "source", "output", "outputs" or "content")
-LABELS = {
-    "en": (("Show solution", "Hide solution"), None),
-    "ja": (("解答を表示", "解答を隠す"), ("コードを表示", "コードを隠す")),
-}
+#: (show, hide) of a solution, translated on the page (``book_messages``)
+SOLUTION = (N_("Show solution"), N_("Hide solution"))
+#: (show, hide) of any other folded cell where the page's language has a translation of
+#: them; elsewhere (in English) the cell keeps myst-nb's labels ("Show code cell source",
+#: whose "{type}" myst-nb fills with "source", "output", "outputs" or "content")
+# Translators: the button of a folded code cell (English pages keep myst-nb's
+# "Show code cell source", "Show code cell output", ...).
+CODE = (N_("Show code"), N_("Hide code"))
 
 
-def labels(tags, language: str) -> tuple[str, str] | None:
-    """(show, hide) for a folded cell with ``tags`` on a page in ``language``; None: myst-nb's.
-
-    An unknown language gets the English labels.
-    """
-    solution, other = LABELS.get(language, LABELS["en"])
-    return solution if SOLUTION_TAG in (tags or ()) else other
+def labels(tags) -> tuple[str, str] | None:
+    """(show, hide) for a folded cell with ``tags`` in the build's language; None: myst-nb's."""
+    if SOLUTION_TAG in (tags or ()):
+        return _(SOLUTION[0]), _(SOLUTION[1])
+    translated = _(CODE[0]), _(CODE[1])
+    return None if translated == CODE else translated
 
 
 class CellLabels(SphinxPostTransform):
@@ -36,15 +39,15 @@ class CellLabels(SphinxPostTransform):
     formats = ("html",)
 
     def run(self, **kwargs) -> None:
-        language = self.app.config.language or "en"
         for node in self.document.findall(nodes.container):
             if node.get("nb_element") != "cell_code" or not node.get("hide_mode"):
                 continue
-            chosen = labels(node.get("cell_metadata", {}).get("tags"), language)
+            chosen = labels(node.get("cell_metadata", {}).get("tags"))
             if chosen is not None:
                 node["prompt_show"], node["prompt_hide"] = chosen
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("book_messages")
     app.add_post_transform(CellLabels)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

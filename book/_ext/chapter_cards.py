@@ -25,6 +25,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from book_messages import N_, _, ngettext  # book/_ext: the words in the build's language
 from edition_notebooks import notebook_path  # book/_ext: the notebook of the page's edition
 
 CARDS_FILE = "book/chapters.yml"
@@ -84,64 +85,12 @@ def _machine() -> tuple[str, int]:
     return hw["cpu"], hw["cpu_cores"]
 
 
-#: The card's words in each edition's language (``app.config.language``).
-TEXTS = {
-    "en": {
-        "title": "This page at a glance",
-        "builds": "You build",
-        "first": "Read first",
-        "none": "none: Python and NumPy",
-        "difficulty": "Difficulty",
-        "levels": dict(zip(DIFFICULTIES, DIFFICULTIES)),
-        "study": "Study time",
-        "about": "about {minutes} min",
-        "under": "under 10 min",
-        "reading": "{reading} to read ({words:,} words, {code:,} lines of code), then {n} {ex}",
-        "exercise": ("exercise", "exercises"),
-        "run": "Run time",
-        "executed": "{duration} to execute the notebook on the machine that built this page "
-        "({machine}{sharing})",
-        "sharing": ", with {jobs} notebooks executing at a time",
-        "not_executed": "not executed in this build",
-        "gpu": "; {duration} on a Colab GPU",
-        "no_gpu": "; not measured on a GPU",
-        "seconds": "{s:.0f} s",
-        "minutes": "{m:.1f} min",
-        "run_it": "Run it",
-        "colab": "Open in Colab",
-        "machine": "{cpu}, {cores} cores",
-    },
-    "ja": {
-        "title": "このページの概要",
-        "builds": "作るもの",
-        "first": "先に読むページ",
-        "none": "なし（Python と NumPy の知識があれば十分）",
-        "difficulty": "難易度",
-        "levels": dict(zip(DIFFICULTIES, ("入門", "中級", "上級"))),
-        "study": "学ぶ時間の目安",
-        "about": "約 {minutes} 分",
-        "under": "10 分未満",
-        "reading": "読むのに{reading}（英語版で {words:,} 語、コード {code:,} 行）、その後に演習 "
-        "{n} 問",
-        "exercise": ("", ""),
-        "run": "実行時間",
-        "executed": "このページをビルドしたマシン（{machine}{sharing}）でノートブックの実行に "
-        "{duration}",
-        "sharing": "、{jobs} 個のノートブックを同時に実行",
-        "not_executed": "このビルドでは実行していません",
-        "gpu": "、Colab の GPU で {duration}",
-        "no_gpu": "、GPU では未計測",
-        "seconds": "{s:.0f} 秒",
-        "minutes": "{m:.1f} 分",
-        "run_it": "実行する",
-        "colab": "Colab で開く",
-        "machine": "{cpu}、{cores} コア",
-    },
+#: The difficulties' words, translated on the page (``book_messages``).
+LEVELS = {
+    "introductory": N_("introductory"),
+    "intermediate": N_("intermediate"),
+    "advanced": N_("advanced"),
 }
-
-
-def _texts(language: str | None) -> dict:
-    return TEXTS.get(language or "en", TEXTS["en"])
 
 
 def _sharing(app, docname: str, runtime: float) -> str:
@@ -154,8 +103,7 @@ def _sharing(app, docname: str, runtime: float) -> str:
     entry = json.loads(path.read_text()).get(f"{docname}.ipynb")
     if not entry or abs(entry["seconds"] - runtime) > 1e-6 or entry["jobs"] < 2:
         return ""
-    language = getattr(getattr(app, "config", None), "language", None)
-    return _texts(language)["sharing"].format(jobs=entry["jobs"])
+    return _(", with {jobs} notebooks executing at a time").format(jobs=entry["jobs"])
 
 
 #: Reading speeds of the study-time estimate: prose in words a minute, code in lines a minute
@@ -165,11 +113,11 @@ EXERCISE = re.compile(r"^\d+\.\s", re.MULTILINE)  # "3. **Double DQN.** ..." num
 CODE_LINES_PER_MINUTE = 8
 
 
-def study_time(path, language: str = "en") -> str:
+def study_time(path) -> str:
     """The chapter's reading time, estimated from its notebook: its prose at
     ``WORDS_PER_MINUTE`` and its shown code at ``CODE_LINES_PER_MINUTE``, and its number of
-    exercises (the cells of the "Exercises" section are not counted as reading), in
-    ``language`` (the estimate is the English one in every edition)."""
+    exercises (the cells of the "Exercises" section are not counted as reading), in the
+    build's language (the estimate is the English one in every edition)."""
     nb = json.loads(Path(path).read_text())
     words = code = exercises = 0
     in_exercises = False
@@ -190,18 +138,22 @@ def study_time(path, language: str = "en") -> str:
         elif not in_exercises and not {"remove-input", "remove-cell", "colab-setup"} & set(tags):
             code += sum(1 for line in text.splitlines() if line.strip())
     minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
-    t = _texts(language)
-    reading = (
-        t["about"].format(minutes=f"{5 * round(minutes / 5):.0f}") if minutes >= 7.5 else t["under"]
+    if minutes >= 7.5:
+        reading = _("about {minutes} min").format(minutes=f"{5 * round(minutes / 5):.0f}")
+    else:
+        reading = _("under 10 min")
+    sentence = ngettext(
+        "{reading} to read ({words:,} words, {code:,} lines of code), then {n} exercise",
+        "{reading} to read ({words:,} words, {code:,} lines of code), then {n} exercises",
+        exercises,
     )
-    return t["reading"].format(
-        reading=reading, words=words, code=code, n=exercises, ex=t["exercise"][exercises != 1]
-    )
+    return sentence.format(reading=reading, words=words, code=code, n=exercises)
 
 
-def _duration(seconds: float, language: str = "en") -> str:
-    t = _texts(language)
-    return t["seconds"].format(s=seconds) if seconds < 90 else t["minutes"].format(m=seconds / 60)
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return _("{s:.0f} s").format(s=seconds)
+    return _("{m:.1f} min").format(m=seconds / 60)
 
 
 def _field(name: str, *body: nodes.Node) -> nodes.field:
@@ -213,11 +165,10 @@ def card_node(env, docname: str) -> nodes.Element:
     the edition's language."""
     app = env.app
     language = app.config.language or "en"
-    t = _texts(language)
     card = app.config.chapter_cards[docname]
     fields = nodes.field_list()
     builds = card["builds_ja"] if language == "ja" else card["builds"]
-    fields += _field(t["builds"], nodes.paragraph(text=builds))
+    fields += _field(_("You build"), nodes.paragraph(text=builds))
     # One link per line: chapter titles hold commas.
     before = nodes.bullet_list(classes=["chapter-card-prerequisites"])
     for target in card["prerequisites"]:
@@ -232,27 +183,30 @@ def card_node(env, docname: str) -> nodes.Element:
         link += nodes.inline(text=target.split("/")[-1])
         before += nodes.list_item("", nodes.paragraph("", "", link))
     if not card["prerequisites"]:
-        before = nodes.paragraph(text=t["none"])
-    fields += _field(t["first"], before)
-    fields += _field(t["difficulty"], nodes.paragraph(text=t["levels"][card["difficulty"]]))
-    study = study_time(env.doc2path(docname), language)
-    fields += _field(t["study"], nodes.paragraph(text=study))
+        before = nodes.paragraph(text=_("none: Python and NumPy"))
+    fields += _field(_("Read first"), before)
+    level = _(LEVELS[card["difficulty"]])
+    fields += _field(_("Difficulty"), nodes.paragraph(text=level))
+    fields += _field(_("Study time"), nodes.paragraph(text=study_time(env.doc2path(docname))))
     exec_data = NbMetadataCollector.get_doc_data(env).get(docname, {}).get("exec_data") or {}
     runtime = exec_data.get("runtime")
-    timing = (
-        t["executed"].format(
-            duration=_duration(runtime, language),
-            machine=t["machine"].format(cpu=_machine()[0], cores=_machine()[1]),
+    if runtime is not None:
+        cpu, cores = _machine()
+        timing = _(
+            "{duration} to execute the notebook on the machine that built this page "
+            "({machine}{sharing})"
+        ).format(
+            duration=_duration(runtime),
+            machine=_("{cpu}, {cores} cores").format(cpu=cpu, cores=cores),
             sharing=_sharing(app, docname, runtime),
         )
-        if runtime is not None
-        else t["not_executed"]
-    )
-    if card.get("gpu_seconds") is not None:
-        timing += t["gpu"].format(duration=_duration(card["gpu_seconds"], language))
     else:
-        timing += t["no_gpu"]
-    fields += _field(t["run"], nodes.paragraph(text=timing))
+        timing = _("not executed in this build")
+    if card.get("gpu_seconds") is not None:
+        timing += _("; {duration} on a Colab GPU").format(duration=_duration(card["gpu_seconds"]))
+    else:
+        timing += _("; not measured on a GPU")
+    fields += _field(_("Run time"), nodes.paragraph(text=timing))
     options = app.config.html_theme_options
     repo = options.get("repository_url", "").removeprefix("https://github.com/")
     colab = COLAB.format(
@@ -260,11 +214,10 @@ def card_node(env, docname: str) -> nodes.Element:
         branch=options.get("repository_branch", "main"),
         path=notebook_path(str(env.doc2path(docname, False)), language),
     )
-    fields += _field(
-        t["run_it"], nodes.paragraph("", "", nodes.reference("", t["colab"], refuri=colab))
-    )
+    link = nodes.reference("", _("Open in Colab"), refuri=colab)
+    fields += _field(_("Run it"), nodes.paragraph("", "", link))
     box = nodes.admonition(classes=["chapter-card", "tip"])
-    box += nodes.title(text=t["title"])
+    box += nodes.title(text=_("This page at a glance"))
     box += fields
     return box
 
@@ -301,6 +254,7 @@ def _every_page_with_a_card(app: Sphinx, env):
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("book_messages")
     app.add_config_value("chapter_cards", {}, "env")
     app.connect("config-inited", _load)
     app.add_post_transform(ChapterCardTransform)

@@ -6,6 +6,11 @@ from the execution cache), by a table with one row per executed chapter: its tit
 link), the seconds its notebook took to run and whether it succeeded. The figures are
 myst-nb's execution records of the same build, the ones ``{nb-exec-table}`` shows; this
 table names chapters instead of file paths and leaves out the cache bookkeeping.
+
+The tables' words are translated with gettext when the page is read or written
+(``book_messages``), the measurements filled into the translation afterwards, so a catalogue
+entry does not change with each new measurement. The paragraphs are left out of the pages'
+own catalogues.
 """
 
 from __future__ import annotations
@@ -20,68 +25,9 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
+from book_messages import _  # book/_ext: the words in the build's language
+
 _KEY = "has_chapter_times"
-
-#: The tables' words in each edition's language (the page's ``language``; English otherwise).
-#: The paragraphs are built here, not extracted for translation: the measurement they quote
-#: changes with every run, so a catalogue entry would fall out of step with each one.
-TEXTS = {
-    "en": {
-        "build": ("chapter", "execution time", "of which before the first exercise",
-                  "ran without error"),
-        "yes": "yes",
-        "no": "no",
-        "lab": ("chapter", "to the first exercise", "slowest cell"),
-        "measured": "Measured {date} with {cpu}, {cores} cores, JAX {jax} "
-                    "(benchmarks/lab_times.py), one chapter at a time, on the tiny budget: the "
-                    "seconds from the kernel's start to the first exercise's stub, and the "
-                    "slowest cell on the way.",
-        "on": "on {date}",
-        "span": "between {first} and {last}",
-        "device_head": "chapter",
-        "device_intro": "Each notebook ran top to bottom in a fresh process, on the tiny "
-                        "budget, its solution cells included (benchmarks/device_notebooks.py): "
-                        "a time means the notebook ran without error and every self-check "
-                        "accepted the chapter's own solution. JAX's persistent compilation "
-                        "cache was on, so a program compiled by a notebook run earlier on the "
-                        "same machine was loaded, not compiled again. A notebook that stopped "
-                        "shows the first line of the cell it stopped at; a dash marks one not run "
-                        "on that device.",
-        "device_measured": "{device}: measured {date} with JAX {jax}, Python {python}, "
-                           "on a host with {cores} CPU cores.",
-        "stopped": ("stopped at ", ""),
-        "timeout": "ran past {limit}",
-    },
-    "ja": {
-        "build": ("章", "実行時間", "うち最初の演習まで", "エラーなく実行"),
-        "yes": "はい",
-        "no": "いいえ",
-        "lab": ("章", "最初の演習まで", "最も遅いセル"),
-        "measured": "{date} に {cpu}（{cores} コア）、JAX {jax} で測定しました"
-                    "（benchmarks/lab_times.py）。極小の予算で 1 章ずつ実行し、カーネルの起動から"
-                    "最初の演習のスタブまでの秒数と、その途中で最も遅いセルを示しています。",
-        "on": "{date}",
-        "span": "{first}〜{last}",
-        "device_head": "章",
-        "device_intro": "各ノートブックを新しいプロセスで先頭から最後まで、極小の予算で、"
-                        "解答のセルも含めて実行しました（benchmarks/device_notebooks.py）。"
-                        "時間が示されていれば、ノートブックはエラーなく実行され、"
-                        "すべてのセルフチェックが章の解答を受け入れたということです。"
-                        "JAX の永続コンパイルキャッシュを有効にしたため、同じマシンで先に"
-                        "実行したノートブックがコンパイルしたプログラムは、再コンパイルせずに"
-                        "読み込まれました。途中で止まったノートブックには止まったセルの先頭行を、"
-                        "そのデバイスで実行していないものには「–」を示しています。",
-        "device_measured": "{device}：{date} に JAX {jax}、Python {python}、"
-                           "ホスト CPU {cores} コアで測定。",
-        "stopped": ("", " で停止"),
-        "timeout": "{limit} を超過",
-    },
-}  # fmt: skip
-
-
-def texts(language: str | None) -> dict:
-    """The tables' words for ``language`` (an unknown language gets the English)."""
-    return TEXTS.get(language or "en", TEXTS["en"])
 
 
 def _paragraph(text: str) -> nodes.paragraph:
@@ -123,14 +69,20 @@ def _table(env, docname: str) -> nodes.table:
     table = nodes.table(classes=["colwidths-auto"])
     group = nodes.tgroup(cols=4)
     table += group
-    for _ in range(4):
+    for _column in range(4):
         group += nodes.colspec(colwidth=25)
     head = nodes.thead()
     group += head
     row = nodes.row()
     head += row
-    words = texts(env.config.language)
-    for name in words["build"]:
+    heads = (
+        # Translators: the head of a table's column of chapters.
+        _("chapter"),
+        _("execution time"),
+        _("of which before the first exercise"),
+        _("ran without error"),
+    )
+    for name in heads:
         row += nodes.entry("", _paragraph(name))
     body = nodes.tbody()
     group += body
@@ -155,9 +107,7 @@ def _table(env, docname: str) -> nodes.table:
         runtime = exec_data.get("runtime")
         row += nodes.entry("", _paragraph(_minutes(runtime)))
         row += nodes.entry("", _paragraph(_minutes(_first_exercise(env, target, runtime))))
-        row += nodes.entry(
-            "", _paragraph(words["yes"] if exec_data.get("succeeded") else words["no"])
-        )
+        row += nodes.entry("", _paragraph(_("yes") if exec_data.get("succeeded") else _("no")))
     return table
 
 
@@ -191,27 +141,26 @@ class LabTimes(SphinxDirective):
         self.env.note_dependency(str(path))
         result = json.loads(path.read_text())
         hw = result["hardware"]
-        words = texts(self.env.config.language)
         dates = sorted(
             {c.get("measured", result["date"])[:10] for c in result["chapters"].values()}
         )
-        date = (
-            words["on"].format(date=dates[0])
-            if len(dates) == 1
-            else words["span"].format(first=dates[0], last=dates[-1])
+        measured = _(
+            "Measured {date} with {cpu}, {cores} cores, JAX {jax} (benchmarks/lab_times.py), "
+            "one chapter at a time, on the tiny budget: the seconds from the kernel's start to "
+            "the first exercise's stub, and the slowest cell on the way."
         )
-        intro = _paragraph(words["measured"].format(
-            date=date, cpu=hw["cpu"], cores=hw["cpu_cores"], jax=hw["jax"]))  # fmt: skip
+        intro = _paragraph(measured.format(
+            date=_dates(dates), cpu=hw["cpu"], cores=hw["cpu_cores"], jax=hw["jax"]))  # fmt: skip
         table = nodes.table(classes=["colwidths-auto"])
         group = nodes.tgroup(cols=3)
         table += group
-        for _ in range(3):
+        for _column in range(3):
             group += nodes.colspec(colwidth=33)
         head = nodes.thead()
         group += head
         row = nodes.row()
         head += row
-        for name in words["lab"]:
+        for name in (_("chapter"), _("to the first exercise"), _("slowest cell")):
             row += nodes.entry("", _paragraph(name))
         body = nodes.tbody()
         group += body
@@ -237,28 +186,38 @@ class DeviceTimes(SphinxDirective):
         path = Path(self.env.srcdir) / "benchmarks" / "results" / "device_notebooks.json"
         self.env.note_dependency(str(path))
         devices = json.loads(path.read_text())["devices"]
-        words = texts(self.env.config.language)
         names = sorted(devices, key=lambda name: (name != "cpu", name))  # the CPU first
-        out = [_paragraph(words["device_intro"])]
+        intro = _(
+            "Each notebook ran top to bottom in a fresh process, on the tiny budget, its "
+            "solution cells included (benchmarks/device_notebooks.py): a time means the "
+            "notebook ran without error and every self-check accepted the chapter's own "
+            "solution. JAX's persistent compilation cache was on, so a program compiled by a "
+            "notebook run earlier on the same machine was loaded, not compiled again. A "
+            "notebook that stopped shows the first line of the cell it stopped at; a dash "
+            "marks one not run on that device."
+        )
+        out = [_paragraph(intro)]
         for name in names:
             entry = devices[name]
             hw = entry["hardware"]
             dates = sorted({row["measured"][:10] for row in entry["notebooks"].values()})
-            date = (words["on"].format(date=dates[0]) if len(dates) == 1
-                    else words["span"].format(first=dates[0], last=dates[-1]))  # fmt: skip
-            out.append(_paragraph(words["device_measured"].format(
-                device=_device_name(name), date=date, jax=hw["jax"], python=hw["python"],
-                cores=hw["cpu_cores"])))  # fmt: skip
+            measured = _(
+                "{device}: measured {date} with JAX {jax}, Python {python}, on a host with "
+                "{cores} CPU cores."
+            )
+            out.append(_paragraph(measured.format(
+                device=_device_name(name), date=_dates(dates), jax=hw["jax"],
+                python=hw["python"], cores=hw["cpu_cores"])))  # fmt: skip
         table = nodes.table(classes=["colwidths-auto"])
         group = nodes.tgroup(cols=1 + len(names))
         table += group
-        for _ in range(1 + len(names)):
+        for _column in range(1 + len(names)):
             group += nodes.colspec(colwidth=100 // (1 + len(names)))
         head = nodes.thead()
         group += head
         row = nodes.row()
         head += row
-        for text in [words["device_head"], *map(_device_name, names)]:
+        for text in [_("chapter"), *map(_device_name, names)]:
             row += nodes.entry("", _paragraph(text))
         body = nodes.tbody()
         group += body
@@ -268,7 +227,7 @@ class DeviceTimes(SphinxDirective):
             body += row
             row += nodes.entry("", _notebook_link(self.env.docname, stem))
             for name in names:
-                row += nodes.entry("", _device_cell(devices[name]["notebooks"].get(stem), words))
+                row += nodes.entry("", _device_cell(devices[name]["notebooks"].get(stem)))
         out.append(table)
         return out
 
@@ -278,23 +237,35 @@ def _device_name(kind: str) -> str:
     return "CPU" if kind == "cpu" else kind
 
 
-def _device_cell(record: dict | None, words: dict) -> nodes.paragraph:
+def _dates(dates: list[str]) -> str:
+    """The day of a measurement, or the first and last days of one made over several."""
+    if len(dates) == 1:
+        return _("on {date}").format(date=dates[0])
+    return _("between {first} and {last}").format(first=dates[0], last=dates[-1])
+
+
+def _device_cell(record: dict | None) -> nodes.paragraph:
     """One notebook's run on one device: its time, where it stopped, or a dash."""
     if record is None:
         return _paragraph("–")
     if record["passed"]:
         return _paragraph(_minutes(record["seconds"]))
     if "failed_cell" in record:
-        before, after = words["stopped"]
+        # the cell's first line goes where the translation has "{cell}", as code
+        # Translators: {cell} is the first line of the cell the notebook stopped at, as code.
+        before, cell_slot, after = _("stopped at {cell}").partition("{cell}")
+        if not cell_slot:
+            raise ValueError("the translation of 'stopped at {cell}' lost its {cell}")
         cell = _paragraph(before)
         line = record["failed_cell"]["first_line"]
         cell += nodes.literal(text=line if len(line) <= 32 else line[:31].rsplit(" ", 1)[0] + "…")
         cell += nodes.Text(after)
         return cell
-    return _paragraph(words["timeout"].format(limit=_minutes(record["seconds"])))
+    return _paragraph(_("ran past {limit}").format(limit=_minutes(record["seconds"])))
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("book_messages")
     app.add_node(ChapterTimesNode)
     app.add_directive("chapter-times", ChapterTimes)
     app.add_directive("lab-times", LabTimes)

@@ -19,12 +19,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from babel import Locale
 from sphinx import addnodes, locale
 from sphinx.application import Sphinx
 from sphinx.util.i18n import docname_to_domain
 
-#: (language, the link's text, the folder of its edition under the site's root)
-EDITIONS = (("en", "English", ""), ("ja", "日本語", "ja/"))
+#: (language, the link's text, the folder of its edition under the site's root). A link names
+#: its edition in that edition's own language, on every page ("English", and Japanese's own
+#: name for Japanese): the language's name in itself, from the Unicode CLDR (Babel), not a
+#: text translated into the page's language.
+EDITIONS = tuple(
+    (language, Locale.parse(language).display_name, folder)
+    for language, folder in (("en", ""), ("ja", "ja/"))
+)
 
 
 def switch_html(pagename: str, language: str) -> str:

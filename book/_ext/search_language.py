@@ -18,7 +18,8 @@ the index are unchanged.
 Sphinx 7.4's Japanese catalogue also gives the search page's closing sentence ("Search
 finished, found N page(s) ...") as an empty string in ``translations.js``, so the page said
 nothing once it had found pages. The built ``translations.js`` gets that sentence in the
-edition's language (:data:`MESSAGES`); any other message left empty there is taken out, so
+edition's language (:data:`MESSAGES`, translated in the book's own catalogue of the
+extensions' words, ``book_messages``); any other message left empty there is taken out, so
 the page shows Sphinx's English rather than nothing.
 """
 
@@ -30,6 +31,8 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.search.ja import DefaultSplitter, SearchJapanese
+
+from book_messages import N_, _  # book/_ext: the words in the build's language
 
 SCRIPT = Path(__file__).with_name("search_language.js")
 
@@ -45,23 +48,18 @@ def splitter_js() -> str:
     return SCRIPT.read_text().replace("/*MODEL*/", text)
 
 
-#: Messages of Sphinx's JavaScript that its own catalogue leaves empty, by language.
-MESSAGES = {
-    "ja": {
-        "Search finished, found ${resultCount} page(s) matching the search query.": (
-            "検索が完了し、${resultCount} ページが見つかりました。"
-        ),
-    },
-}
+#: Messages of Sphinx's JavaScript that its own catalogue leaves empty in some language: the
+#: book's catalogue translates them (Sphinx's own text is the msgid).
+MESSAGES = (N_("Search finished, found ${resultCount} page(s) matching the search query."),)
 
 
-def complete_translations(script: str, language: str) -> str:
+def complete_translations(script: str) -> str:
     """``translations.js`` (``script``) with each empty message given its :data:`MESSAGES`
-    text in ``language``, or taken out where there is none."""
-    head, _, rest = script.partition("(")
-    body, _, tail = rest.rpartition(")")
+    translation in the build's language, or taken out where there is none."""
+    head, _paren, rest = script.partition("(")
+    body, _paren, tail = rest.rpartition(")")
     catalogue = json.loads(body)
-    ours = MESSAGES.get(language, {})
+    ours = {message: _(message) for message in MESSAGES if _(message) != message}
     catalogue["messages"] = {
         message: ours.get(message, text)
         for message, text in catalogue["messages"].items()
@@ -73,7 +71,7 @@ def complete_translations(script: str, language: str) -> str:
 def _complete_translations(app: Sphinx, exception) -> None:
     path = Path(app.outdir, "_static", "translations.js")
     if exception is None and app.builder.format == "html" and path.exists():
-        path.write_text(complete_translations(path.read_text(), app.config.language))
+        path.write_text(complete_translations(path.read_text()))
 
 
 class SearchJapaneseQuery(SearchJapanese):
@@ -88,6 +86,7 @@ class SearchJapaneseQuery(SearchJapanese):
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("book_messages")
     app.add_search_language(SearchJapaneseQuery)
     app.connect("build-finished", _complete_translations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
