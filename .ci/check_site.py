@@ -1,8 +1,9 @@
 """Check the built HTML book: every chapter page has its card, outputs, quiz (drawn by headless
 Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; in
 Chromium (tools/measure_pages.py, light and dark colour schemes), at 1280 px no code box is
-narrower than its text and no chapter is taller than 23,000 px (18,000 is the goal, reported), at 390 px no page is wider than
-the screen, and no control is lost against its background; the
+narrower than its text and no chapter is taller than 18,500 px (18,000 is the goal, reported), at 390 px no page is wider than
+the screen, no figure, image or animation is wider than its column and none shows type under
+10 px (in both editions), and no control is lost against its background; the
 maze playground page (English and Japanese) has its scripts and, in Chromium, passes its
 self-test in its language: the planning agent walks a shortest path on 100 random mazes of each
 of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and switching agent, size and speed works.
@@ -107,9 +108,10 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
 
 # As a reader sees the pages (tools/measure_pages.py, in Chromium, light and dark): at 1280 px
 # no code box is narrower than its text and no chapter is taller than HEIGHT_LIMIT; at 390 px
-# (a phone) no page is wider than the screen and no table is cut off; no control's text or
-# icon is lost against its background in either colour scheme; no page throws or logs a script
-# error.
+# (a phone) no page is wider than the screen, no table is cut off, no figure (image,
+# animation) is wider than its column and none draws its smallest type under 10 px
+# (companion.figures.MIN_FONT_PX); no control's text or icon is lost against its background in
+# either colour scheme; no page throws or logs a script error.
 HEIGHT_GOAL = 18_000  # px at 1280 px: the length a chapter aims at (reported)
 HEIGHT_LIMIT = 18_500  # px at 1280 px: no chapter page grows past this (the tallest is 17,876)
 measured = {}
@@ -125,11 +127,12 @@ if BROWSER is not None:
     problems += measured["failures"]
     # The Japanese pages share the English pages' stylesheets and code; their text wraps
     # differently, so they are measured where wrapping matters: on the phone.
-    problems += measure_pages.summarise(
+    measured_ja = measure_pages.summarise(
         measure_pages.run(site, widths=(390,), modes=("light",),
                           patterns=("ja/notebooks/*", "ja/book/*")),
         max_overflow=0,
-    )["failures"]
+    )
+    problems += measured_ja["failures"]
 
 # The Japanese edition: the same pages under ja/, in Japanese, each with a link back.
 edition = site / "ja"
@@ -270,7 +273,12 @@ if BROWSER is not None:
     tallest = measured["summary"].get("tallest_at_1280", {})
     print(f"pages in Chromium: the tallest chapter {tallest.get('page')} is "
           f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
-          "page is wider than the screen; no control is lost in the dark or light scheme")
+          "page is wider than the screen and no figure wider than its column; no control is "
+          "lost in the dark or light scheme")
+    for name, report in (("English", measured), ("Japanese", measured_ja)):
+        font = report["summary"].get("390", {}).get("smallest_font_px")
+        if font:
+            print(f"smallest figure type at 390 px, {name}: {font[0]} px ({font[1]})")
     over = {
         page: modes["light"]["1280"]["height"]
         for page, modes in measured.get("pages", {}).items()

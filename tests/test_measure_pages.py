@@ -29,7 +29,12 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import measure_pages  # noqa: E402
 from code_lines import LineFormatter, indent_of  # noqa: E402
-from figure_widths import diagram_width, figure_width, size_animations  # noqa: E402
+from figure_widths import (  # noqa: E402
+    diagram_width,
+    figure_width,
+    panel_style,
+    size_animations,
+)
 
 BROWSER = next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
 
@@ -94,6 +99,7 @@ def site(tmp_path_factory) -> Path:
     shutil.copy(ROOT / "book" / "_static" / "book.css", static / "book.css")
     _png(static / "figure.png", 1400, 300)
     _png(static / "small.png", 300, 300)
+    _png(static / "panel.png", 440, 280)
     (static / "diagram.svg").write_text(
         "<svg xmlns='http://www.w3.org/2000/svg' width='499' height='200' viewBox='0 0 499 200'>"
         "<rect width='499' height='200' fill='#d6e6f5'/></svg>"
@@ -114,9 +120,20 @@ def site(tmp_path_factory) -> Path:
         " and read https://example.org/a/very/long/address/without/any/place/to/break/it.</p>"
         "<div class='cell docutils container'><div class='cell_input docutils container'>"
         f"{code}</div><div class='cell_output docutils container'>"
-        "<img class='cell-figure' alt='a figure' src='../_static/figure.png' "
-        f"style='width: {figure_width(1400)};'><img class='cell-figure' alt='a small one' "
-        f"src='../_static/small.png' style='width: {figure_width(300)};'></div></div>"
+        # a figure of two panels, 440 px each, its smallest type 12.5 px (9 points at 100 dpi)
+        "<div class='figure-panels'><div class='figure-row'>"
+        + "".join(
+            f"<div class='figure-panel' style='{panel_style(440, 12.5)}' data-width='440' "
+            f"data-font-px='12.5'><img alt='a panel' src='../_static/panel.png'></div>"
+            for _ in range(2)
+        )
+        + "</div></div>"
+        "<div class='figure-panels'><div class='figure-row'><div class='figure-panel' "
+        f"style='{panel_style(1400, 40)}' data-font-px='40'><img alt='a wide one' "
+        "src='../_static/figure.png'></div></div></div>"
+        f"<div class='figure-panels'><div class='figure-row'><div class='figure-panel' "
+        f"style='{panel_style(300, 12.5)}' data-font-px='12.5'><img alt='a small one' "
+        "src='../_static/small.png'></div></div></div></div></div>"
         "<div class='cell docutils container'><div class='cell_output docutils container'>"
         "<img class='cell-figure' alt='a diagram' src='../_static/diagram.svg' "
         f"style='width: {diagram_width(499)};'></div></div>"
@@ -132,9 +149,16 @@ def site(tmp_path_factory) -> Path:
         + "<td>a long cell of text</td>" * 8
         + "</tr></table></div>",
         "hidden_button": "<button style='color: #777; background: #777; border: 0'>Run</button>",
-        # a diagram kept at 80% of its width, like a PNG: wider than a phone's column
+        # a diagram kept at its width: wider than a phone's column
         "cut_diagram": "<div class='cell_output'><img alt='a diagram' "
-        f"src='../_static/diagram.svg' style='width: {figure_width(499)};'></div>",
+        "src='../_static/diagram.svg' style='width: 499px; max-width: none'></div>",
+        # a panel whose 8-px type is drawn as it is: too small even where it fits
+        "small_type": "<div class='cell_output'><div class='figure-panel' data-font-px='8' "
+        f"style='{panel_style(300, 8)}'><img alt='a panel' src='../_static/small.png'></div>"
+        "</div>",
+        # a PNG output that records no type size
+        "unknown_type": "<div class='cell_output'><img alt='a plot' "
+        f"src='../_static/small.png' style='width: {figure_width(300)};'></div>",
         # a const declared by two scripts (sphinx-thebe's doubled configuration), and an error
         "script_error": "<script>const URL_A = 1;</script><script>const URL_A = 2;</script>"
         "<script>console.error('broken'); console.log('quiet');</script>",
@@ -157,18 +181,24 @@ def report(site) -> dict:
     )
 
 
-def test_a_figure_keeps_its_width_where_it_fits_and_four_fifths_where_not(tmp_path):
-    assert figure_width(1190) == "max(min(100%, 1190px), 952px)"
+def test_a_figure_keeps_its_width_where_it_fits_and_shrinks_to_the_column(tmp_path):
+    assert figure_width(1190) == diagram_width(1190) == "min(100%, 1190px)"
+    # a panel 440 px wide with 12.5-px type may shrink to 352 px, where its type is 10 px
+    assert panel_style(440, 12.5) == (
+        "flex: 440 440 352.0px; min-width: min(100%, 352.0px); max-width: 440px;"
+    )
+    assert "flex: 300 300 300.0px" in panel_style(300, 8)  # too small already: never shrinks
     # A matplotlib animation (to_jshtml): its image gets the width of its first frame.
     _png(tmp_path / "frame.png", 896, 264)
     frame = base64.b64encode((tmp_path / "frame.png").read_bytes()).decode()
     page = (
-        '<div class="animation"><img id="_anim_imgab12"></div><script>'
+        '<div class="animation"><img id="_anim_imgab12" data-font-px="12.2"></div><script>'
         f'var frames = new Array(2);\n  frames[0] = "data:image/png;base64,{frame}";</script>'
     )
-    assert '<img id="_anim_imgab12" class="cell-figure" style="width: max(min(100%, 896px), ' in (
-        size_animations(page)
-    )
+    assert (
+        '<img id="_anim_imgab12" data-font-px="12.2" class="cell-figure" '
+        'style="width: min(100%, 896px);">'
+    ) in size_animations(page)
     assert size_animations('<img id="_anim_imgab12">') == '<img id="_anim_imgab12">'
 
 
@@ -195,11 +225,15 @@ def test_a_chapter_fits_a_phone_and_a_desktop_in_both_schemes(report):
         assert phone["overflow"] == 0, phone["wide"]
         assert phone["code_wide"] == 0, phone["code_wide_lines"]  # wraps on a phone
         assert phone["tables_cut"] == []
-        wide, small, diagram = phone["figure_scales"]
-        assert wide == pytest.approx(0.8, abs=0.01)  # a wide plot scrolls in its box
+        left, right, wide, small, diagram = phone["figure_scales"]
+        # the two panels wrap, one below the other, each shrunk to the column
+        assert left == right and 0.78 < left < 0.85, phone["figure_scales"]
+        assert wide < 0.3  # a figure whose type allows it shrinks to the column
         assert small == 1  # a figure that fits keeps its own width
-        assert diagram < 0.8 and phone["diagrams_cut"] == []  # a diagram fits the column
-        assert desktop["figure_scale"] < 1  # shrinks to the article's width
+        assert diagram < 0.8 and phone["figures_wide"] == []  # everything fits the column
+        assert phone["font_px"] >= 10 and phone["fonts_small"] == phone["fonts_unknown"] == []
+        assert desktop["figure_scales"][:2] == [1, 1]  # side by side at their own width
+        assert desktop["figure_scale"] < 1  # the wide one shrinks to the article's width
         assert desktop["controls"] >= 1 and desktop["low_contrast"] == []
     failures = [f for f in report["failures"] if f.startswith("notebooks/01_good.html")]
     assert len(failures) == 1 and "px tall at 1280 px, over the 1,000" in failures[0], failures
@@ -215,15 +249,16 @@ def test_each_planted_fault_is_found(report):
     assert pages["book/cut_table.html"]["light"]["390"]["tables_cut"]
     hidden = pages["book/hidden_button.html"]["dark"]["390"]["low_contrast"]
     assert len(hidden) == 1 and hidden[0][0] == 1.0, hidden
-    assert pages["book/cut_diagram.html"]["light"]["390"]["diagrams_cut"]
-    assert pages["book/cut_diagram.html"]["light"]["1280"]["diagrams_cut"] == []
-    assert pages["notebooks/01_good.html"]["light"]["390"]["diagrams_cut"] == []  # it shrinks
+    assert pages["book/cut_diagram.html"]["light"]["390"]["figures_wide"]
+    assert pages["book/cut_diagram.html"]["light"]["1280"]["figures_wide"] == []
+    assert pages["book/small_type.html"]["light"]["390"]["fonts_small"] == [[8, "small.png"]]
+    assert pages["book/unknown_type.html"]["light"]["390"]["fonts_unknown"] == ["small.png"]
     errors = pages["book/script_error.html"]["light"]["1280"]["console_errors"]
     assert errors == ["SyntaxError: Identifier 'URL_A' has already been declared", "broken"]
     assert pages["notebooks/01_good.html"]["dark"]["390"]["console_errors"] == []
     found = "\n".join(report["failures"])
     faults = ("wide_code", "wide_box", "cut_table", "hidden_button", "script_error")
-    for page in (*faults, "cut_diagram"):
+    for page in (*faults, "cut_diagram", "small_type", "unknown_type"):
         assert f"book/{page}.html" in found, found
 
 
@@ -245,12 +280,16 @@ def test_the_browser_starts_in_a_process_that_has_imported_jax():
         browser.close()
 
 
-def test_an_svg_output_shrinks_to_the_column_and_a_png_keeps_four_fifths(tmp_path):
-    """The book's diagrams are SVG outputs: they get ``min(100%, W)``; plots (PNG) the floor."""
+def test_output_images_shrink_to_the_column_and_panels_go_in_rows(tmp_path):
+    """SVG diagrams and PNGs without a panel record get ``min(100%, W)``; the panels of
+    ``companion.figures`` go in a ``div.figure-panels``, one ``div.figure-row`` a row."""
     from types import SimpleNamespace
 
+    import matplotlib.pyplot as plt
     from docutils import nodes
-    from figure_widths import _size_output_images
+    from figure_widths import _size_output_images, figure_panels
+
+    from companion.figures import panel_pngs
 
     outputs = tmp_path / "_build" / "jupyter_execute"
     outputs.mkdir(parents=True)
@@ -258,11 +297,25 @@ def test_an_svg_output_shrinks_to_the_column_and_a_png_keeps_four_fifths(tmp_pat
     (outputs / "diagram.svg").write_text(
         "<svg xmlns='http://www.w3.org/2000/svg' width='499' height='200'></svg>"
     )
+    fig, _ = plt.subplots(2, 2, figsize=(8, 5), dpi=100)
+    fig.tight_layout()
+    for i, png in enumerate(panel_pngs(fig)):
+        (outputs / f"panel{i}.png").write_bytes(png)
+    plt.close(fig)
     doctree = nodes.document(None, None)
     plot = nodes.image(uri="_build/jupyter_execute/plot.png")
     diagram = nodes.image(uri="_build/jupyter_execute/diagram.svg")
-    doctree += [plot, diagram]
-    _size_output_images(SimpleNamespace(srcdir=str(tmp_path)), doctree, "page")
-    assert plot["width"] == figure_width(1100) == "max(min(100%, 1100px), 880px)"
+    output = nodes.container(classes=["cell_output"])
+    output += [nodes.image(uri=f"_build/jupyter_execute/panel{i}.png") for i in range(4)]
+    doctree += [plot, diagram, output]
+    app = SimpleNamespace(srcdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    _size_output_images(app, doctree, "page")
+    assert plot["width"] == figure_width(1100) == "min(100%, 1100px)"
     assert diagram["width"] == diagram_width(499) == "min(100%, 499px)"
     assert "cell-figure" in plot["classes"] and "cell-figure" in diagram["classes"]
+    (box,) = output.children
+    assert isinstance(box, figure_panels) and box["classes"] == ["figure-panels"]
+    assert [len(row) for row in box] == [2, 2]
+    panel = box[0][0]
+    assert panel["data"]["font-px"] == 13.89 and panel["style"].startswith("flex: ")
+    assert isinstance(panel[0], nodes.image) and "width" not in panel[0]

@@ -1,6 +1,7 @@
 // The probe tools/measure_pages.py runs in each page once it is ready (its docstring says what
-// each measure means). Called as (openFolds, maxList, minContrast); returns a JSON-able object.
-(function (openFolds, maxList, minContrast) {
+// each measure means). Called as (openFolds, maxList, minContrast, minFont); returns a JSON-able
+// object.
+(function (openFolds, maxList, minContrast, minFont) {
   var vw = window.innerWidth;
   function visible(e) {
     var r = e.getBoundingClientRect();
@@ -102,14 +103,33 @@
     scales.push(Math.round(s * 1000) / 1000);
     if (scale === null || s < scale) { scale = s; scaleImg = im.getAttribute('src'); }
   });
-  // Diagrams (the SVG outputs): drawn wider than the box they sit in, so cut or scrolled.
-  var diagramsCut = [];
-  document.querySelectorAll('article img').forEach(function (im) {
-    var src = im.getAttribute('src') || '';
-    if (!visible(im) || !/\.svg(\?|$)/.test(src)) return;
-    var box = im.closest('.cell_output') || im.parentElement;
-    if (im.getBoundingClientRect().width > box.clientWidth + 1) diagramsCut.push(src);
-  });
+  // Figures (images, animations, canvases, videos) drawn wider than the column they stand
+  // in (their output box, or the article): cut off, or scrolled sideways to be read. And the
+  // type of each figure whose smallest type is recorded (data-font-px on the image or its
+  // panel, in px at its natural width), as drawn: that size times its scale.
+  var figuresWide = [], fonts = [], fontsUnknown = [];
+  document.querySelectorAll('article img, article .animation, article canvas, article video')
+    .forEach(function (e) {
+      if (!visible(e)) return;
+      var r = e.getBoundingClientRect();
+      var box = e.closest('.cell_output') || e.closest('article');
+      var bs = getComputedStyle(box), br = box.getBoundingClientRect();
+      var left = br.left + parseFloat(bs.borderLeftWidth) + parseFloat(bs.paddingLeft);
+      var right = br.right - parseFloat(bs.borderRightWidth) - parseFloat(bs.paddingRight);
+      var name = e.getAttribute('src') || (e.querySelector('img') || e).id || label(e);
+      if (name.indexOf('data:') === 0) name = label(e);
+      name = name.split('/').pop().slice(0, 60);
+      if (r.width > right - left + 1 || r.right > right + 1 || r.left < left - 1)
+        figuresWide.push(name + ': ' + Math.round(r.width) + ' px in a ' +
+                         Math.round(right - left) + '-px column');
+      if (e.tagName !== 'IMG' || !e.naturalWidth) return;
+      var holder = e.closest('[data-font-px]');
+      var font = parseFloat(holder ? holder.getAttribute('data-font-px') : '');
+      if (font > 0) fonts.push([font * r.width / e.naturalWidth, name]);
+      else if (e.closest('.cell_output') && /\.png(\?|$)/i.test(e.getAttribute('src') || ''))
+        fontsUnknown.push(name);
+    });
+  fonts.sort(function (a, b) { return a[0] - b[0]; });
   // Controls and their contrast.
   function rgba(s) {
     var m = s.match(/[\d.]+/g);
@@ -206,7 +226,12 @@
     figure_scale: scale === null ? null : Math.round(scale * 1000) / 1000,
     figure_scale_image: scaleImg,
     figure_scales: scales,
-    diagrams_cut: diagramsCut,
+    figures_wide: figuresWide,
+    font_px: fonts.length ? Math.round(fonts[0][0] * 10) / 10 : null,
+    font_px_image: fonts.length ? fonts[0][1] : null,
+    fonts_small: fonts.filter(function (f) { return f[0] < minFont - 0.05; }).slice(0, maxList)
+      .map(function (f) { return [Math.round(f[0] * 10) / 10, f[1]]; }),
+    fonts_unknown: fontsUnknown.slice(0, maxList),
     controls: controls,
     low_contrast_count: low.length,
     low_contrast: low.slice(0, maxList).map(function (w) { return [Math.round(w[0] * 100) / 100, label(w[1])]; })

@@ -3,7 +3,8 @@ phone sees it, in the light and the dark colour scheme.
 
 Usage: python tools/measure_pages.py [_build/html] [--out report.json] [--widths 1280 390]
        [--modes light dark] [--pages 'notebooks/*.html' ...] [--max-height 18000]
-       [--max-overflow 0] [--max-clipped 0] [--min-contrast 3] [--screenshots DIR]
+       [--max-overflow 0] [--max-clipped 0] [--min-contrast 3] [--min-font 10]
+       [--screenshots DIR]
 
 One Chromium runs every page (driven through its DevTools protocol on a pipe, so nothing but
 Chromium is needed), with scrollbars hidden, at each width (a desktop viewport, ``mobile``
@@ -27,8 +28,14 @@ load event, its web fonts and MathJax's typesetting. Per page and per width it r
 - ``figure_scale``: the smallest ratio of an image's drawn width to its natural width (a
   matplotlib PNG's text shrinks by this factor; the text itself is not measured), and
   ``figure_scales`` every image's, in page order (images under 200 px wide left out);
-- ``diagrams_cut``: SVG output images (the book's diagrams) drawn wider than their box: at
-  390 px each fails the check, since a diagram is drawn to shrink to a phone's column;
+- ``figures_wide``: figures (images, matplotlib's animations, canvases, videos) drawn wider
+  than the column they stand in (their output box, or the article), so cut off or scrolled
+  sideways: at 390 px each fails the check, since every figure is drawn to fit a phone;
+- ``font_px``: the smallest type of the figures, in px as drawn: a figure's smallest type at
+  its natural width (``data-font-px``, recorded by ``companion.figures`` and
+  ``companion.viz``) times its drawn width over its natural width; ``fonts_small``, the
+  figures whose type is under ``--min-font`` (10 px, ``companion.figures.MIN_FONT_PX``), and
+  ``fonts_unknown``, PNG outputs that record no type size: at 390 px each fails the check;
 - ``console_errors``: the page's uncaught script exceptions and ``console.error`` calls
   (each fails the check);
 - ``controls`` and ``low_contrast``: the visible controls (buttons, menus, inputs, fold
@@ -54,6 +61,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from companion.figures import MIN_FONT_PX
+
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
@@ -64,7 +73,8 @@ def browser_path() -> str | None:
     return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
 
 
-#: Run in each page once it is ready: ``(openFolds, maxList, minContrast) -> measures``.
+#: Run in each page once it is ready: ``(openFolds, maxList, minContrast, minFont) ->
+#: measures``.
 PROBE = (Path(__file__).with_name("measure_pages.js")).read_text()
 
 #: Resolves once the page has drawn what its scripts draw: fonts loaded, MathJax typeset.
@@ -252,6 +262,7 @@ def measure(
     min_contrast: float,
     screenshot: Path | None = None,
     screenshot_height: int = 0,
+    min_font: float = MIN_FONT_PX,
 ) -> dict:
     """One page at one width in one colour scheme: the measures of ``PROBE``, folds closed
     (``height``, ``overflow``) and open (the rest; ``overflow`` keeps the worse)."""
@@ -271,7 +282,8 @@ def measure(
         raise TimeoutError(f"{url}: did not load in 90 s")
     evaluate(browser, session, READY % settle_ms, timeout=90)
     errors = [_error_text(e) for e in browser.take_events(session, ERROR_EVENTS)]
-    closed = evaluate(browser, session, f"({PROBE})(false, {max_list}, {min_contrast})")
+    args = f"{max_list}, {min_contrast}, {min_font}"
+    closed = evaluate(browser, session, f"({PROBE})(false, {args})")
     if screenshot is not None:
         height = min(closed["height"], screenshot_height or closed["height"])
         shot = browser.send(
@@ -287,7 +299,7 @@ def measure(
         import base64
 
         screenshot.write_bytes(base64.b64decode(shot["data"]))
-    opened = evaluate(browser, session, f"({PROBE})(true, {max_list}, {min_contrast})")
+    opened = evaluate(browser, session, f"({PROBE})(true, {args})")
     opened["height"] = closed["height"]
     if closed["overflow"] >= opened["overflow"]:
         opened["overflow"], opened["wide"] = closed["overflow"], closed["wide"]
@@ -323,6 +335,7 @@ def run(
     screenshots: Path | None = None,
     screenshot_height=0,
     min_contrast=3.0,
+    min_font=MIN_FONT_PX,
 ) -> dict:
     """Measure every page of ``site``; returns ``{"pages": {page: {mode: {width: ...}}}}``."""
     executable = browser_path()
@@ -353,6 +366,7 @@ def run(
                         min_contrast,
                         shot,
                         screenshot_height,
+                        min_font,
                     )
                     report["pages"][rel][mode][str(width)] = m
     finally:
@@ -399,6 +413,10 @@ def summarise(
             "smallest_figure_scale": min(
                 (m["figure_scale"] for _, _, m in at if m["figure_scale"] is not None), default=None
             ),
+            "smallest_font_px": min(
+                ((m["font_px"], p) for p, _, m in at if m.get("font_px") is not None),
+                default=None,
+            ),
             "pages_with_script_errors": sorted({p for p, _, m in at if m.get("console_errors")}),
             "low_contrast_controls": {
                 f"{p} ({mode})": m["low_contrast"] for p, mode, m in at if m["low_contrast"]
@@ -428,10 +446,20 @@ def summarise(
                 f"{page} ({mode}): {m['code_wide']} code boxes narrower than their "
                 f"text at {width} px: {m['code_wide_lines'][:3]}"
             )
-        if width == narrow_width and m.get("diagrams_cut"):
+        if width == narrow_width and m.get("figures_wide"):
             failures.append(
-                f"{page} ({mode}): diagrams wider than their box at {width} px: "
-                f"{m['diagrams_cut'][:3]}"
+                f"{page} ({mode}): figures wider than their column at {width} px: "
+                f"{m['figures_wide'][:3]}"
+            )
+        if width == narrow_width and m.get("fonts_small"):
+            failures.append(
+                f"{page} ({mode}): figures whose type is under the legible size at {width} px "
+                f"(px as drawn): {m['fonts_small'][:3]}"
+            )
+        if width == narrow_width and m.get("fonts_unknown"):
+            failures.append(
+                f"{page} ({mode}): PNG figures that record no type size (show them with "
+                f"companion.figures.show_panels): {m['fonts_unknown'][:3]}"
             )
         if width == narrow_width and m["tables_cut"]:
             failures.append(f"{page} ({mode}): tables cut off at {width} px: {m['tables_cut']}")
@@ -460,6 +488,7 @@ def main(argv=None) -> int:
     add("--max-overflow", type=int, help="px a page may be wider than the last width")
     add("--max-clipped", type=int, help="code boxes narrower than their text, at the first width")
     add("--min-contrast", type=float, default=3.0, help="below it a control fails")
+    add("--min-font", type=float, default=MIN_FONT_PX, help="px: smaller figure type fails")
     add("--settle-ms", type=int, default=300, help="wait after MathJax and the fonts")
     add("--screenshots", help="save a screenshot per page, width and mode in this folder")
     add("--screenshot-height", type=int, default=0, help="px of each page to capture (0: all)")
@@ -478,6 +507,7 @@ def main(argv=None) -> int:
             screenshots=Path(args.screenshots) if args.screenshots else None,
             screenshot_height=args.screenshot_height,
             min_contrast=args.min_contrast,
+            min_font=args.min_font,
         )
     except (FileNotFoundError, TimeoutError, RuntimeError) as error:
         print(f"measure_pages: {error}", file=sys.stderr)
