@@ -21,6 +21,7 @@ from matplotlib import animation
 from companion._validate import positive_int
 from companion.envs.cartpole import DEFAULT_PARAMS, CartPoleParams
 from companion.envs.maze import maze_rgb
+from companion.figures import smallest_font_px
 
 #: Largest animation, in MB, that :func:`animate_frames` embeds (matplotlib's
 #: default of 20 MB silently drops the frames past the limit).
@@ -34,6 +35,8 @@ _EMBEDDED_PNG = re.compile(r'("data:image/png;base64,)([^"]+)(")')
 #: matplotlib's player links FontAwesome 4 from a CDN for its button icons; the book's theme
 #: ships FontAwesome and draws them, and an offline page must not reach for the network.
 _REMOTE_STYLESHEET = re.compile(r'<link rel="stylesheet"\s+href="https?://[^"]*"\s*/?>\s*')
+#: The player's image, which records the frames' smallest type (in px) for the book.
+_ANIMATION_IMAGE = re.compile(r'<img id="_anim_img\w+"')
 
 
 def _check_episode_list(states: Any, argname: str) -> None:
@@ -55,17 +58,23 @@ def animate_frames(
     interval_ms: int = 200,
     panel_inches: float = 2.4,
     dpi: int = 80,
+    columns: int = 2,
 ):
     """An inline HTML animation of images with play controls (``IPython.display.HTML``).
+
+    The panels stand ``columns`` to a row, so that a frame of four 2.4-inch panels is 384 px
+    wide at 80 dpi and a phone's 358-px column shows its 11-point titles and caption at 11 px.
 
     Args:
         frames: non-empty sequence of frames, each a sequence of ``num_panels`` RGB images drawn
             side by side (float in [0, 1] or uint8, ``(height, width, 3)``), alike in every frame.
         titles, captions: ``num_panels`` panel titles; one caption a frame, under the panels.
+        columns: most panels in a row.
 
     Raises:
+        TypeError: ``columns`` not an int.
         ValueError: empty ``frames`` or ``frames[0]``, frames with different numbers of panels,
-            or ``titles`` / ``captions`` of the wrong length.
+            ``titles`` / ``captions`` of the wrong length, or ``columns`` < 1.
     """
     if len(frames) == 0:
         raise ValueError("frames: expected a non-empty sequence of frames, got an empty one")
@@ -79,25 +88,33 @@ def animate_frames(
         raise ValueError(f"titles: expected {num_panels} strings, got {len(titles)}")
     if captions is not None and len(captions) != len(frames):
         raise ValueError(f"captions: expected {len(frames)} strings, got {len(captions)}")
+    columns = positive_int(columns, "columns")
 
     height, width = np.shape(frames[0][0])[:2]
     panel_h = panel_inches * height / width
+    cols = min(columns, num_panels)
+    rows = -(-num_panels // cols)
+    lines = max(t.count("\n") + 1 for t in titles) if titles else 0
+    caption_h = 0.3 if captions else 0.05
     fig, axes = plt.subplots(
-        1,
-        num_panels,
-        figsize=(num_panels * panel_inches, panel_h + (0.5 if captions else 0.2)),
+        rows,
+        cols,
+        figsize=(cols * panel_inches, rows * (panel_h + 0.19 * lines + 0.04) + caption_h),
         squeeze=False,
         dpi=dpi,
     )
     images = []
-    for p, ax in enumerate(axes[0]):
-        images.append(ax.imshow(frames[0][p], interpolation="nearest"))
+    for p, ax in enumerate(axes.ravel()):
         ax.set_xticks([])
         ax.set_yticks([])
+        if p >= num_panels:
+            ax.axis("off")
+            continue
+        images.append(ax.imshow(frames[0][p], interpolation="nearest"))
         if titles is not None:
-            ax.set_title(titles[p], fontsize=9)
-    text = fig.text(0.5, 0.02, captions[0] if captions else "", ha="center", fontsize=9)
-    fig.tight_layout()
+            ax.set_title(titles[p], fontsize=11)
+    text = fig.text(0.5, 0.01, captions[0] if captions else "", ha="center", fontsize=11)
+    fig.tight_layout(pad=0.3, rect=(0, caption_h / fig.get_figheight(), 1, 1))
 
     def draw(t: int):
         for p, image in enumerate(images):
@@ -113,6 +130,8 @@ def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_m
     """Render ``draw(t)`` for every frame into an HTML player and close ``fig``."""
     from IPython.display import HTML
 
+    draw(num_frames - 1)  # the longest caption, whose type is measured below
+    font = smallest_font_px([fig], fig.dpi)
     anim = animation.FuncAnimation(fig, draw, frames=num_frames, interval=interval_ms, blit=False)
     # While saving, FuncAnimation redraws the whole figure after each frame (draw_idle) and
     # savefig draws it again to store it: the first draw is never seen, and skipping it saves
@@ -123,7 +142,10 @@ def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_m
             html = anim.to_jshtml(default_mode="once")
     finally:
         plt.close(fig)
-    return HTML(_REMOTE_STYLESHEET.sub("", _palette_frames(html)))
+    html = _REMOTE_STYLESHEET.sub("", _palette_frames(html))
+    if font is not None:  # the book's site check measures it as a phone draws the frames
+        html = _ANIMATION_IMAGE.sub(rf'\g<0> data-font-px="{font}"', html, count=1)
+    return HTML(html)
 
 
 def _palette_frames(html: str, colors: int = FRAME_COLORS) -> str:
@@ -233,8 +255,8 @@ def _draw_cartpole(ax, params: CartPoleParams):
     ax.set_ylim(-0.4, 1.4)
     ax.set_aspect("equal")
     ax.set_yticks([])
-    ax.set_xlabel("cart position x (m)", fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.set_xlabel("cart position x (m)", fontsize=11)
+    ax.tick_params(labelsize=11)
     ax.axhline(0, color="grey", lw=1)
     for x in (-limit, limit):
         ax.axvline(x, color="tab:red", lw=0.8, ls=":")
@@ -299,13 +321,13 @@ def animate_cartpole(
     steps = list(range(0, len(physics), stride))
     if steps[-1] != len(physics) - 1:
         steps.append(len(physics) - 1)
-    fig, ax = plt.subplots(figsize=(width_inches, width_inches * 0.42), dpi=80)
+    fig, ax = plt.subplots(figsize=(width_inches, width_inches * 0.5), dpi=80)
     cart, pole = _draw_cartpole(ax, params)
     # room above the pole's highest tip (1.25 m) for the caption, which never covers it
-    ax.set_ylim(-0.4, 1.75)
-    caption = ax.text(0.02, 0.93, "", transform=ax.transAxes, fontsize=8, va="top")
+    ax.set_ylim(-0.4, 1.95)
+    caption = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=11, va="top")
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=12)
     fig.tight_layout()
 
     def draw(i: int):
