@@ -56,7 +56,8 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
         'msgid "New sentence"\nmsgstr ""\n'
     )
     monkeypatch.setattr(tool, "LOCALES", tmp_path)
-    monkeypatch.setattr(tool, "EXTENSIONS", tmp_path / "no_extensions")  # no words of theirs
+    monkeypatch.setattr(tool, "EXTENSIONS", tmp_path / "no_code")  # no words of the code's
+    monkeypatch.setattr(tool, "BENCH", tmp_path / "no_code")
     found = tool.problems("ja")
     assert len(found) == 2
     assert "fuzzy" in found[0] and "Old sentence" in found[0]

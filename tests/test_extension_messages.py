@@ -1,6 +1,9 @@
-"""The words of the book's Sphinx extensions in gettext (``book/_ext/book_messages.py``): the
-``extensions`` catalogue is extracted from ``book/_ext/*.py`` and kept in step by
-``tools/editions.py catalogues``, compiled at build time and read in the build's language."""
+"""The words of the book's code in gettext: the Sphinx extensions' (``book/_ext/
+book_messages.py``, domain ``extensions``) and the benchmark tables' (``companion/bench/
+words.py``, domain ``companion``). Their catalogues are extracted from the code and kept in
+step by ``tools/editions.py catalogues``; the extensions' is compiled at build time and read
+in the build's language, the tables' is compiled into the package and read by Python's
+gettext."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -19,66 +24,131 @@ import book_messages  # noqa: E402  (book/_ext/book_messages.py)
 import editions  # noqa: E402  (tools/editions.py)
 
 EXTENSIONS = ROOT / "book" / "_ext"
-CATALOGUE = ROOT / "locales" / "ja" / "LC_MESSAGES" / "extensions.po"
+BENCH = ROOT / "companion" / "bench"
+MESSAGES = ROOT / "locales" / "ja" / "LC_MESSAGES"
 
 
-def _copy(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the extensions and of the Japanese catalogue of their words: (extensions,
-    locales)."""
-    extensions = tmp_path / "_ext"
-    shutil.copytree(EXTENSIONS, extensions, ignore=shutil.ignore_patterns("__pycache__"))
+def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
+    """A copy of ``domain``'s code and of its Japanese catalogue, which the catalogue step and
+    the check then read instead (the other domain: no code, no catalogue): (code, locales)."""
+    source = {"extensions": EXTENSIONS, "companion": BENCH}[domain]
+    code = tmp_path / "code"
+    shutil.copytree(source, code, ignore=shutil.ignore_patterns("__pycache__"))
     locales = tmp_path / "locales"
     (locales / "ja" / "LC_MESSAGES").mkdir(parents=True)
-    shutil.copy(CATALOGUE, locales / "ja" / "LC_MESSAGES")
-    return extensions, locales
+    shutil.copy(MESSAGES / f"{domain}.po", locales / "ja" / "LC_MESSAGES")
+    monkeypatch.setattr(editions, "LOCALES", locales)
+    monkeypatch.setattr(editions, "PACKAGE_LOCALE", tmp_path / "package_locale")
+    for name, other in (("EXTENSIONS", "extensions"), ("BENCH", "companion")):
+        monkeypatch.setattr(editions, name, code if domain == other else tmp_path / "none")
+    return code, locales
 
 
-def test_a_changed_english_text_turns_its_translation_fuzzy(tmp_path, monkeypatch):
-    """Editing an English text in an extension, then the catalogue step, leaves its old
-    Japanese as a fuzzy suggestion (which the check refuses and the build does not show); the
-    unchanged copy leaves the catalogue untouched."""
-    extensions, locales = _copy(tmp_path)
-    po = locales / "ja" / "LC_MESSAGES" / "extensions.po"
+#: (domain, file, an English text in it, the text edited, its Japanese)
+EDITS = [
+    ("extensions", "chapter_cards.py", "Open in Colab", "Open it in Colab", "Colab で開く"),
+    ("companion", "tables.py", "seeds solved", "seeds that solved", "解けたシード"),
+]
+
+
+@pytest.mark.parametrize("domain, file, english, edited, japanese", EDITS, ids=["ext", "bench"])
+def test_a_changed_english_text_turns_its_translation_fuzzy(
+    tmp_path, monkeypatch, domain, file, english, edited, japanese
+):
+    """Editing an English text in the code, then the catalogue step, leaves its old Japanese
+    as a fuzzy suggestion (which the check refuses and the compiled catalogue leaves out);
+    the unchanged copy leaves the catalogue untouched."""
+    code, locales = _copy(tmp_path, monkeypatch, domain)
+    po = locales / "ja" / "LC_MESSAGES" / f"{domain}.po"
     before = po.read_bytes()
-    assert editions.update_extension_catalogue("ja", extensions, locales) == po
+    assert editions.update_code_catalogue("ja", domain, code, locales) == po
     assert po.read_bytes() == before  # in step: not written
 
-    cards = extensions / "chapter_cards.py"
-    assert cards.read_text().count('_("Open in Colab")') == 1
-    cards.write_text(cards.read_text().replace('_("Open in Colab")', '_("Open it in Colab")'))
-    editions.update_extension_catalogue("ja", extensions, locales)
+    source = code / file
+    assert source.read_text().count(f'_("{english}"') == 1
+    source.write_text(source.read_text().replace(f'_("{english}"', f'_("{edited}"'))
+    editions.update_code_catalogue("ja", domain, code, locales)
     catalog = editions._read(po)
-    entry = catalog.get("Open it in Colab")
-    assert entry.fuzzy and entry.string == "Colab で開く"
-    assert catalog.get("Open in Colab") is None
-    others = [m for m in catalog if m.id and m.id != "Open it in Colab"]
+    entry = catalog.get(edited)
+    assert entry.fuzzy and entry.string == japanese
+    assert catalog.get(english) is None
+    others = [m for m in catalog if m.id and m.id != edited]
     assert others and not any(m.fuzzy or not m.string for m in others)
 
-    monkeypatch.setattr(editions, "LOCALES", locales)
-    monkeypatch.setattr(editions, "EXTENSIONS", extensions)
     found = editions.problems("ja")
-    assert found == ["extensions.po: fuzzy (English changed, review it): 'Open it in Colab'"]
-    # compiled, the fuzzy entry is left out: the page shows the new English
+    if domain == "companion":  # the package's compiled catalogue is missing from the copy
+        assert found.pop().endswith("companion.mo: missing (run catalogues)")
+        editions.compile_package_catalogue("ja")
+        assert editions.package_catalogue_differences("ja") == []
+    assert found == [f"{domain}.po: fuzzy (English changed, review it): {edited!r}"]
+    # compiled, the fuzzy entry is left out: the page or table shows the new English
     from babel.messages.mofile import read_mo
 
     book_messages.compile_catalogue("ja", [locales], tmp_path / "locale")
-    with (tmp_path / "locale" / "ja" / "LC_MESSAGES" / "extensions.mo").open("rb") as f:
+    mo = tmp_path / "locale" / "ja" / "LC_MESSAGES" / "extensions.mo"
+    if domain == "companion":
+        mo = tmp_path / "package_locale" / "ja" / "LC_MESSAGES" / "companion.mo"
+    with mo.open("rb") as f:
         compiled = read_mo(f)
-    assert compiled.get("Open it in Colab") is None
-    assert compiled.get("Run it").string == "実行する"
+    assert compiled.get(edited) is None
+    assert compiled.get(others[0].id).string == others[0].string
 
 
 def test_an_english_text_not_yet_in_the_catalogue_is_reported(tmp_path, monkeypatch):
     """Without the catalogue step, a new or edited English text is out of step: the check
     (run by tests/test_editions.py on the real catalogue) names it."""
-    extensions, locales = _copy(tmp_path)
-    (extensions / "new_words.py").write_text('from book_messages import _\n_("Fresh words")\n')
-    monkeypatch.setattr(editions, "LOCALES", locales)
-    monkeypatch.setattr(editions, "EXTENSIONS", extensions)
+    code, locales = _copy(tmp_path, monkeypatch, "extensions")
+    (code / "new_words.py").write_text('from book_messages import _\n_("Fresh words")\n')
     found = editions.problems("ja")
     assert found == ["extensions.po: not in the catalogue (run catalogues): 'Fresh words'"]
-    editions.update_extension_catalogue("ja", extensions, locales)
+    editions.update_code_catalogue("ja", "extensions", code, locales)
     assert editions.problems("ja") == ["extensions.po: untranslated: 'Fresh words'"]
+
+
+def test_the_packages_compiled_catalogue_is_its_po():
+    """The package ships ``companion/locale/ja/LC_MESSAGES/companion.mo`` (a notebook on Colab
+    reads it): it holds exactly the translated entries of ``locales/ja/.../companion.po``."""
+    assert editions.package_catalogue_differences("ja") == []
+
+
+def test_a_stale_compiled_catalogue_is_reported(tmp_path, monkeypatch):
+    code, locales = _copy(tmp_path, monkeypatch, "companion")
+    editions.compile_package_catalogue("ja")
+    po = locales / "ja" / "LC_MESSAGES" / "companion.po"
+    po.write_text(po.read_text().replace('msgstr "解けたシード"', 'msgstr "解けた鍵"'))
+    assert editions.package_catalogue_differences("ja") == [
+        "".join(
+            (
+                str(tmp_path / "package_locale" / "ja" / "LC_MESSAGES" / "companion.mo"),
+                ": not as its .po says (run catalogues): 'seeds solved'",
+            )
+        )
+    ]
+
+
+def test_the_tables_words_need_only_pythons_gettext():
+    """The tables run in a notebook's kernel, on Colab too: their words module imports
+    nothing beyond the standard library (no Sphinx, no Babel)."""
+    tree = ast.parse((BENCH / "words.py").read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_the_tables_words_read_in_each_language():
+    from companion.bench import words
+
+    assert words._of(3, 5, "en") == "3 of 5" and words._of(3, 5, "ja") == "5 個中 3 個"
+    assert words._envs(1, "en") == "1 env" and words._envs("16", "en") == "16 envs"
+    assert words._envs("16", "ja") == "16 環境"
+    assert words._label("chapter", "ja") == "第 7 章の設定"
+    assert words._label("a label of no catalogue", "ja") == "a label of no catalogue"
+    with pytest.raises(ValueError, match="language: expected one of"):
+        words._("key", "fr")
 
 
 def test_a_translation_keeps_the_english_placeholders():
@@ -160,11 +230,12 @@ def test_the_catalogue_compiles_into_the_build_folder(tmp_path):
 JAPANESE = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef]")
 
 
-def test_no_japanese_in_the_extensions_code():
-    """The extensions' words live in the catalogue: a Japanese text in their code (anything
-    but a docstring or a comment) would be a translation that nothing keeps in step."""
+def test_no_japanese_in_the_code_with_a_catalogue():
+    """The extensions' and the tables' words live in their catalogues: a Japanese text in
+    their code (anything but a docstring or a comment) would be a translation that nothing
+    keeps in step."""
     found = []
-    for path in sorted(EXTENSIONS.glob("*.py")):
+    for path in sorted([*EXTENSIONS.glob("*.py"), *BENCH.glob("*.py")]):
         tree = ast.parse(path.read_text())
         docstrings = {
             id(node.body[0].value)

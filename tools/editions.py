@@ -14,11 +14,13 @@ with the English source by ``sphinx-intl``.
 ``catalogues`` runs Sphinx's ``gettext`` builder with notebook execution off (only the
 Markdown is read) into ``_build/gettext``, then ``sphinx-intl update``: a changed English
 paragraph becomes a new, untranslated entry and its old translation is kept as a fuzzy
-suggestion, which ``check`` refuses until a translator reviews it. The words the book's Sphinx
-extensions write (a chapter card, the time tables, the folded cells' labels) are extracted
-from ``book/_ext/*.py`` with Babel into one more catalogue, the ``extensions`` domain
-(``locales/<language>/LC_MESSAGES/extensions.po``, ``book/_ext/book_messages.py``), and
-updated the same way (:func:`update_extension_catalogue`). It then writes the
+suggestion, which ``check`` refuses until a translator reviews it. The words of the book's
+own code are extracted with Babel into two more catalogues and updated the same way
+(:func:`update_code_catalogue`): the Sphinx extensions' (a chapter card, the time tables, the
+folded cells' labels; ``book/_ext/*.py``, domain ``extensions``,
+``book/_ext/book_messages.py``) and the benchmark tables' (``companion/bench/*.py``, domain
+``companion``, ``companion/bench/words.py``), whose compiled catalogue the package ships
+(``companion/locale``, :func:`compile_package_catalogue`). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -40,9 +42,22 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = ROOT / "locales"
-#: The book's Sphinx extensions, whose words (``_("...")``) make the catalogue ``DOMAIN``.
+#: The book's Sphinx extensions, whose words (``_("...")``) make the catalogue ``extensions``
+#: (book/_ext/book_messages.py).
 EXTENSIONS = ROOT / "book" / "_ext"
-DOMAIN = "extensions"  # book/_ext/book_messages.py
+#: The benchmark tables, whose words make the catalogue ``companion``, compiled into
+#: ``PACKAGE_LOCALE`` for the package to read (companion/bench/words.py).
+BENCH = ROOT / "companion" / "bench"
+PACKAGE_LOCALE = ROOT / "companion" / "locale"
+PACKAGE_DOMAIN = "companion"
+
+
+def code_domains() -> dict[str, Path]:
+    """The catalogues of the book's code: gettext domain -> the folder whose ``*.py`` hold
+    its English messages."""
+    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH}
+
+
 LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
 CACHE = ROOT / "_build" / ".jupyter_cache"
 
@@ -94,19 +109,21 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
             + ["-l", language, "-d", str(LOCALES), "-w", "88"],
             check=True,
         )
-        print(f"Extensions: {update_extension_catalogue(language)}")
+        for domain in code_domains():
+            print(f"{domain}: {update_code_catalogue(language, domain)}")
+        print(f"{PACKAGE_DOMAIN}: {compile_package_catalogue(language)}")
     notebooks(languages)
 
 
-def extension_messages(folder: Path | None = None):
-    """The English words of the Sphinx extensions in ``folder`` (``*.py``; default
-    :data:`EXTENSIONS`), as a Babel template catalogue: every text given to ``_``,
-    ``ngettext`` or ``N_``, with its file and any ``# Translators:`` comment above it."""
+def code_messages(domain: str, folder: Path | None = None):
+    """The English messages of ``domain`` (one of :func:`code_domains`) in the ``*.py`` of
+    ``folder`` (default: the domain's), as a Babel template catalogue: every text given to
+    ``_``, ``ngettext`` or ``N_``, with its file and any ``# Translators:`` comment above it."""
     from babel.messages.catalog import Catalog
     from babel.messages.extract import extract_from_file
 
-    template = Catalog(domain=DOMAIN, project="Deep reinforcement learning in JAX", fuzzy=False)
-    for path in sorted((folder or EXTENSIONS).glob("*.py")):
+    template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
+    for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
         found = extract_from_file("python", path, comment_tags=("Translators:",))
         for line, message, comments, context in found:
@@ -119,18 +136,18 @@ def extension_messages(folder: Path | None = None):
     return template
 
 
-def update_extension_catalogue(
-    language: str, folder: Path | None = None, locales: Path | None = None
+def update_code_catalogue(
+    language: str, domain: str, folder: Path | None = None, locales: Path | None = None
 ) -> Path:
-    """Bring ``locales/<language>/LC_MESSAGES/extensions.po`` in step with the extensions in
-    ``folder`` (default :data:`EXTENSIONS`; ``locales``: :data:`LOCALES`) as ``sphinx-intl
-    update`` does a page's (Babel's ``Catalog.update``): a new English text becomes an
-    untranslated entry, a changed one keeps its old translation as a fuzzy suggestion; the
-    file is written only when its English texts changed. Returns the catalogue's path."""
+    """Bring ``locales/<language>/LC_MESSAGES/<domain>.po`` in step with the code in
+    ``folder`` (default: the domain's; ``locales``: :data:`LOCALES`) as ``sphinx-intl update``
+    does a page's (Babel's ``Catalog.update``): a new English text becomes an untranslated
+    entry, a changed one keeps its old translation as a fuzzy suggestion; the file is written
+    only when its English texts changed. Returns the catalogue's path."""
     from babel.messages.pofile import write_po
 
-    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{DOMAIN}.po"
-    template = extension_messages(folder)
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{domain}.po"
+    template = code_messages(domain, folder)
     if po.exists():
         catalog = _read(po)
         before = {m.id for m in catalog if m.id}
@@ -144,6 +161,62 @@ def update_extension_catalogue(
     with po.open("wb") as f:  # no line numbers: an edit elsewhere in a file changes nothing
         write_po(f, catalog, width=88, include_lineno=False)
     return po
+
+
+def _compiled(language: str, locales: Path | None = None) -> bytes:
+    """The package's catalogue for ``language`` compiled from its ``.po``: its translated
+    entries, fuzzy ones left out (they show the English)."""
+    from io import BytesIO
+
+    from babel.messages.mofile import write_mo
+
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.po"
+    out = BytesIO()
+    write_mo(out, _read(po), use_fuzzy=False)
+    return out.getvalue()
+
+
+def compile_package_catalogue(language: str, locales: Path | None = None) -> Path:
+    """Write ``companion/locale/<language>/LC_MESSAGES/companion.mo`` from the ``.po`` (the
+    package ships it: a notebook reads it with Python's gettext, on Colab too) when it
+    differs. Returns its path."""
+    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.mo"
+    compiled = _compiled(language, locales)
+    if not mo.exists() or mo.read_bytes() != compiled:
+        mo.parent.mkdir(parents=True, exist_ok=True)
+        mo.write_bytes(compiled)
+    return mo
+
+
+def package_catalogue_differences(language: str) -> list[str]:
+    """What the package's compiled catalogue (``companion/locale``) holds that its ``.po``
+    does not say, or lacks: one line each."""
+    from io import BytesIO
+
+    from babel.messages.mofile import read_mo
+
+    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.mo"
+    name = mo.relative_to(ROOT) if mo.is_relative_to(ROOT) else mo
+    if not mo.exists():
+        return [f"{name}: missing (run catalogues)"]
+
+    def entries(catalog) -> dict:  # a plural's id and forms come as lists
+        return {
+            tuple(m.id) if isinstance(m.id, list) else m.id: (
+                tuple(m.string) if isinstance(m.string, list) else m.string
+            )
+            for m in catalog
+            if m.id
+        }
+
+    with mo.open("rb") as f:
+        shipped = entries(read_mo(f))
+    wanted = entries(read_mo(BytesIO(_compiled(language))))
+    return [
+        f"{name}: not as its .po says (run catalogues): {str(text)[:70]!r}"
+        for text in sorted(set(shipped) | set(wanted), key=str)
+        if shipped.get(text) != wanted.get(text)
+    ]
 
 
 def notebooks(languages=tuple(LANGUAGES)) -> None:
@@ -227,14 +300,16 @@ def markup_differences(english: str, translated: str) -> list[str]:
 def problems(language: str, pot: Path | None = None) -> list[str]:
     """What keeps ``language``'s catalogues from being complete, one line each.
 
-    Every entry must be translated and not fuzzy; the extensions' catalogue must hold
-    exactly the English texts of ``book/_ext/*.py`` (extracted afresh: cheap) and each
-    translation their placeholders (:func:`placeholder_differences`); with ``pot`` (a folder
-    of freshly extracted ``.pot`` files), every page's catalogue must hold exactly its
-    English messages.
+    Every entry must be translated and not fuzzy; the catalogues of the code
+    (:func:`code_domains`) must hold exactly the English texts of their ``*.py`` (extracted
+    afresh: cheap) and each translation their placeholders (:func:`placeholder_differences`),
+    and the package's compiled catalogue must be its ``.po``'s; with ``pot`` (a folder of
+    freshly extracted ``.pot`` files), every page's catalogue must hold exactly its English
+    messages.
     """
     found = []
     folder = LOCALES / language / "LC_MESSAGES"
+    code = {f"{domain}.po" for domain in code_domains()}
     for po in sorted(folder.rglob("*.po")):
         name = po.relative_to(folder)
         for message in _read(po):
@@ -246,7 +321,7 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
             elif not all(forms):
                 found.append(f"{name}: untranslated: {text[:70]!r}")
-            elif str(name) == f"{DOMAIN}.po":  # the extensions' words: format strings
+            elif str(name) in code:  # the words of the book's code: format strings
                 found += [f"{name}: {p}: {text[:70]!r}" for p in placeholder_differences(message)]
             elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
                 # a title re-parsed as Markdown: "1. ..." would be a list, the title English
@@ -255,10 +330,13 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 translated = message.string if isinstance(message.string, str) else ""
                 for line in markup_differences(text, translated):
                     found.append(f"{name}: markup differs from the English ({line}): {text[:70]!r}")
-    english = {m.id for m in extension_messages() if m.id}
-    po = folder / f"{DOMAIN}.po"
-    have = {m.id for m in _read(po) if m.id} if po.exists() else set()
-    found += _out_of_step(Path(po.name), english, have)
+    for domain in code_domains():
+        english = {m.id for m in code_messages(domain) if m.id}
+        po = folder / f"{domain}.po"
+        have = {m.id for m in _read(po) if m.id} if po.exists() else set()
+        found += _out_of_step(Path(po.name), english, have)
+    if (folder / f"{PACKAGE_DOMAIN}.po").exists():
+        found += package_catalogue_differences(language)
     if pot is not None:
         for template in sorted(pot.rglob("*.pot")):
             name = template.relative_to(pot).with_suffix(".po")

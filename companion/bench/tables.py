@@ -3,20 +3,23 @@
 Each function takes a result as :func:`companion.bench.load_result` returns it and raises
 ``ValueError``, naming the argument, when it is not that result. Each writes its table in one
 of :data:`LANGUAGES` (``language="ja"``: the Japanese edition's headers and sentences, the same
-rows and figures), for ``companion.glue.markdown(en=..., ja=...)``.
+rows and figures), for ``companion.glue.markdown(en=..., ja=...)``. The words are written in
+English here and translated with gettext (:mod:`companion.bench.words`).
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 from typing import Any
 
 from companion import stats
-from companion.bench.words import (  # noqa: F401  (LABELS_JA: the labels, named here too)
-    LABELS_JA,
+from companion.bench.words import (  # noqa: F401  (LABELS: the labels, named here too)
+    LABELS,
     LANGUAGES,
+    N_,
     POST_TASKS,
-    POST_TASKS_JA,
+    _,
     _check_language,
     _count,
     _envs,
@@ -28,9 +31,14 @@ from companion.bench.words import (  # noqa: F401  (LABELS_JA: the labels, named
 )
 
 
+def _head(*cells: str) -> str:
+    """A Markdown table's header row."""
+    return "| " + " | ".join(cells) + " |"
+
+
 def measured_on(result: dict, language: str = "en") -> str:
-    """``"Measured <date> on <cpu> (<n> cores), JAX <version> (<backend>)."`` for a result
-    (``language="ja"``: ``"<date> に <cpu>（<n> コア）、JAX <version>（<backend>）で測定しました。"``).
+    """``"Measured <date> on <cpu> (<n> cores), JAX <version> (<backend>)."`` for a result, in
+    ``language``.
 
     Raises:
         ValueError: if ``result`` is not a benchmark result with ``date`` and ``hardware``, or
@@ -39,16 +47,13 @@ def measured_on(result: dict, language: str = "en") -> str:
     hw = result.get("hardware") if isinstance(result, dict) else None
     if not isinstance(hw, dict) or "date" not in result:
         raise ValueError("result: expected a benchmark result (load_result) with date and hardware")
-    where, where_ja = (
-        f"{hw['cpu']} ({hw['cpu_cores']} cores)",
-        f"{hw['cpu']}（{hw['cpu_cores']} コア）",
-    )
+    _check_language(language)
+    where = _("{cpu} ({cores} cores)", language).format(cpu=hw["cpu"], cores=hw["cpu_cores"])
     if hw.get("backend", "cpu") != "cpu":  # an accelerator: name it, not its host's CPU
-        device = ", ".join(sorted(set(hw.get("devices", [])))) or hw["backend"]
-        where, where_ja = device, device
-    if _check_language(language) == "ja":
-        return f"{result['date'][:10]} に {where_ja}、JAX {hw['jax']}（{hw['backend']}）で測定しました。"
-    return f"Measured {result['date'][:10]} on {where}, JAX {hw['jax']} ({hw['backend']})."
+        where = ", ".join(sorted(set(hw.get("devices", [])))) or hw["backend"]
+    return _("Measured {date} on {where}, JAX {jax} ({backend}).", language).format(
+        date=result["date"][:10], where=where, jax=hw["jax"], backend=hw["backend"]
+    )
 
 
 def _require(posts: Any, *keys: str) -> None:
@@ -65,9 +70,8 @@ def _success_cells(run: dict) -> str:
 
 
 def _success_head(language: str) -> str:
-    if language == "ja":
-        return " | ".join(f"{name}：サンプリング / 貪欲" for name in POST_TASKS_JA.values())
-    return " | ".join(f"{name} (sampled / greedy)" for name in POST_TASKS.values())
+    success = _("{task} (sampled / greedy)", language)
+    return " | ".join(success.format(task=name) for name in _tasks(language).values())
 
 
 def post_ppo_table(posts: dict, language: str = "en") -> str:
@@ -79,12 +83,13 @@ def post_ppo_table(posts: dict, language: str = "en") -> str:
             of :data:`LANGUAGES`.
     """
     _require(posts, "ppo_runs", "book_ppo_runs", "comparisons")
-    ja = _check_language(language) == "ja"
-    tasks = _tasks(language)
-    head = (
-        "| エージェント | 学習した迷路 | キー | 0.99 までのステップ数 | 0.99 までの時間（s） |"
-        if ja
-        else "| agent | trained on | key | steps to 0.99 | time to 0.99 (s) |"
+    tasks = _tasks(_check_language(language))
+    head = _head(
+        _("agent", language),
+        _("trained on", language),
+        _("key", language),
+        _("steps to 0.99", language),
+        _("time to 0.99 (s)", language),
     )
     lines = [f"{head} {_success_head(language)} |", "|---" * (5 + len(POST_TASKS)) + "|"]
     for r in posts["ppo_runs"] + posts["book_ppo_runs"]:
@@ -98,13 +103,12 @@ def post_ppo_table(posts: dict, language: str = "en") -> str:
     for task, c in posts["comparisons"]["ppo"].items():
         if c.get("post_over_book_time") is not None:
             ratio = f"{c['post_over_book_time']:.2f}"
-            lines.append(
-                f"\n{tasks[task]}での 0.99 までの時間の中央値の比、記事 / 本書：{ratio}"
-                "（同じ実行、同じマシン）。"
-                if ja
-                else f"\nOn the {tasks[task]}, median time to 0.99, post / book: {ratio} "
-                "(same run, same machine)."
+            sentence = _(
+                "On the {task}, median time to 0.99, post / book: {ratio} "
+                "(same run, same machine).",
+                language,
             )
+            lines.append("\n" + sentence.format(task=tasks[task], ratio=ratio))
     return "\n".join(lines)
 
 
@@ -117,11 +121,12 @@ def post_ppo_ablation_table(posts: dict, language: str = "en") -> str:
             of :data:`LANGUAGES`.
     """
     _require(posts, "ppo_runs")
-    ja = _check_language(language) == "ja"
-    head = (
-        "| 記事のエージェント | 学習した迷路 | 0.99 までのステップ数 | 0.99 までの時間（s） |"
-        if ja
-        else "| post's agent | trained on | steps to 0.99 | time to 0.99 (s) |"
+    _check_language(language)
+    head = _head(
+        _("post's agent", language),
+        _("trained on", language),
+        _("steps to 0.99", language),
+        _("time to 0.99 (s)", language),
     )
     lines = [f"{head} {_success_head(language)} |", "|---" * (4 + len(POST_TASKS)) + "|"]
     for r in posts["ppo_runs"]:
@@ -145,24 +150,27 @@ def post_dqn_table(posts: dict, language: str = "en") -> str:
             of :data:`LANGUAGES`.
     """
     _require(posts, "dqn_runs", "book_dqn_runs")
-    ja = _check_language(language) == "ja"
+    _check_language(language)
     groups: dict = {}
     for r in posts["dqn_runs"] + posts["book_dqn_runs"]:
         variant = r["variant"]
         name = (
             _label(variant, language)
             if variant in ("book", "post")
-            else f"{_label('post', language)}、{_label(variant, language)}"
-            if ja
-            else f"post, {variant}"
+            else _("{agent}, {variant}", language).format(
+                agent=_label("post", language), variant=_label(variant, language)
+            )
         )
         groups.setdefault(name, []).append(r)
     lines = [
-        "| エージェント | キー数 | 最終パラメータ ≥ 475 | 最良時のパラメータ ≥ 475 | "
-        "評価で ≥ 475 に到達 | 到達までの時間の中央値、全キー（s） |"
-        if ja
-        else "| agent | keys | final ≥ 475 | kept-best ≥ 475 | an evaluation ≥ 475 | "
-        "median time to it, all keys (s) |",
+        _head(
+            _("agent", language),
+            _("keys", language),
+            _("final ≥ 475", language),
+            _("kept-best ≥ 475", language),
+            _("an evaluation ≥ 475", language),
+            _("median time to it, all keys (s)", language),
+        ),
         "|---" * 6 + "|",
     ]
     for name, runs in groups.items():
@@ -195,13 +203,16 @@ def dqn_cartpole_table(result: dict, language: str = "en") -> str:
             :data:`LANGUAGES`.
     """
     _require_result(result, "dqn_cartpole", "book", "book_all_seeds")
-    ja = _check_language(language) == "ja"
+    _check_language(language)
     lines = [
-        "| エージェント | PRNG キー | コンパイル（s） | 学習（s） | 解くまでのステップ数 | "
-        "解くまでの時間（s） |"
-        if ja
-        else "| agent | PRNG key | compile (s) | training (s) | steps to solve | "
-        "time to solve (s) |",
+        _head(
+            _("agent", language),
+            _("PRNG key", language),
+            _("compile (s)", language),
+            _("training (s)", language),
+            _("steps to solve", language),
+            _("time to solve (s)", language),
+        ),
         "|---" * 6 + "|",
     ]
     for name, runs in [
@@ -216,20 +227,20 @@ def dqn_cartpole_table(result: dict, language: str = "en") -> str:
             )
     a = result["book_all_seeds"]
     compile_s, run_s = f"{a['compile_s']:.1f}", f"{a['run_s']:.1f}"
+    at_once = _(
+        "All {seeds} seeds at once: compile {compile_s} s, training {run_s} s, {solved} solved.",
+        language,
+    )
     lines.append(
-        f"\n{a['num_seeds']} 個のシードを一度に学習：コンパイル {compile_s} s、学習 {run_s} s、"
-        f"解けたのは {a['solved']} 個。"
-        if ja
-        else f"\nAll {a['num_seeds']} seeds at once: compile {compile_s} s, "
-        f"training {run_s} s, {a['solved']} solved."
+        "\n"
+        + at_once.format(seeds=a["num_seeds"], compile_s=compile_s, run_s=run_s, solved=a["solved"])
     )
     if "ratio_rejax_over_book_time_to_solve" in result:
         ratio = f"{result['ratio_rejax_over_book_time_to_solve']:.1f}"
-        lines.append(
-            f"解くまでの時間の中央値、rejax / 本書：{ratio} 倍（同じ実行）。"
-            if ja
-            else f"rejax's median time to solve / this book's median: {ratio}x (same run)."
+        sentence = _(
+            "rejax's median time to solve / this book's median: {ratio}x (same run).", language
         )
+        lines.append(sentence.format(ratio=ratio))
     return "\n".join(lines)
 
 
@@ -253,17 +264,20 @@ def lever_verdicts(result: dict) -> dict:
     return stats.holm_adjust(tests)
 
 
+#: A paired test's direction, as :func:`_verdict` words it.
+DIRECTIONS = {1: N_("more"), -1: N_("fewer"), 0: N_("within the spread")}
+
+
 def _verdict(comparison: Any, language: str) -> str:
-    """``"fewer (p = 0.0009)"``, ``"within the spread (p = 0.55)"`` (``「少ない（p = 0.0009）」``)."""
-    if language == "ja":
-        word = {1: "多い", -1: "少ない", 0: "ばらつきの範囲内"}[comparison.direction]
-        return f"{word}（p = {comparison.p_value:.2g}）"
-    word = {1: "more", -1: "fewer", 0: "within the spread"}[comparison.direction]
-    return f"{word} (p = {comparison.p_value:.2g})"
+    """``"fewer (p = 0.0009)"``, ``"within the spread (p = 0.55)"``, in ``language``."""
+    return _("{verdict} (p = {p:.2g})", language).format(
+        verdict=_(DIRECTIONS[comparison.direction], language), p=comparison.p_value
+    )
 
 
-def _interval(low: float, high: float, language: str) -> str:
-    return f"（{low:.2f}–{high:.2f}）" if language == "ja" else f" ({low:.2f}–{high:.2f})"
+def _interval(value: Any, low: float, high: float, language: str) -> str:
+    """``value`` with its interval: ``"12 of 20 (0.39–0.78)"``."""
+    return _("{value} ({low:.2f}–{high:.2f})", language).format(value=value, low=low, high=high)
 
 
 def _reach(row: dict, language: str) -> str:
@@ -287,29 +301,31 @@ def dqn_levers_table(result: dict, language: str = "en") -> str:
             :data:`LANGUAGES`.
     """
     _require_result(result, "dqn_stability", "configs")
-    ja = _check_language(language) == "ja"
+    _check_language(language)
     verdicts = lever_verdicts(result)
     lines = [
-        "| 設定 | 最終パラメータ ≥ 475（95% 信頼区間） | 第 7 章の設定と比べて（McNemar、Holm） "
-        "| 最良時のパラメータ ≥ 475 | 最後の 4 分の 1 の評価 "
-        "| 評価が初めて 475 以上になるステップ（全キーの中央値） "
-        "| 平均 Q の最大値（中央値） | 学習時間 |"
-        if ja
-        else "| configuration | final ≥ 475 (95% interval) | against the chapter's "
-        "(McNemar, Holm) | kept-best ≥ 475 | last-quarter evaluations "
-        "| first evaluation ≥ 475: median step over all keys "
-        "| largest mean Q (median) | training |",
+        _head(
+            _("configuration", language),
+            _("final ≥ 475 (95% interval)", language),
+            _("against the chapter's (McNemar, Holm)", language),
+            _("kept-best ≥ 475", language),
+            _("last-quarter evaluations", language),
+            _("first evaluation ≥ 475: median step over all keys", language),
+            _("largest mean Q (median)", language),
+            _("training", language),
+        ),
         "|---" * 8 + "|",
     ]
     for name, row in result["configs"].items():
         n = len(row["keys"])
         low, high = stats.share_interval(row["final_solved"], n)
         against = "—" if name not in verdicts else _verdict(verdicts[name], language)
+        final = _interval(_of(row["final_solved"], n, language), low, high, language)
+        run_s = _("{seconds:.0f} s", language).format(seconds=sum(row["run_s"]))
         lines.append(
-            f"| {_label(name, language)} | {_of(row['final_solved'], n, language)}"
-            f"{_interval(low, high, language)} | {against} | {_of(row['best_solved'], n, language)} "
+            f"| {_label(name, language)} | {final} | {against} | {_of(row['best_solved'], n, language)} "
             f"| {row['last_quarter_eval_mean']:.0f} | {_reach(row, language)} "
-            f"| {row['median_q_max']:.0f} | {sum(row['run_s']):.0f} {'秒' if ja else 's'} |"
+            f"| {row['median_q_max']:.0f} | {run_s} |"
         )
     return "\n".join(lines)
 
@@ -327,7 +343,7 @@ def dqn_grid_table(result: dict, language: str = "en") -> str:
         ValueError: if ``result`` has no grid, or ``language`` is not one of :data:`LANGUAGES`.
     """
     _require_result(result, "dqn_stability", "grid")
-    ja = _check_language(language) == "ja"
+    _check_language(language)
     grid = result["grid"]
     budgets = sorted({row["budget"] for row in grid.values()})
     cells: dict = {}
@@ -335,13 +351,15 @@ def dqn_grid_table(result: dict, language: str = "en") -> str:
         cells.setdefault((row["target"], row["mean_lag"]), {})[
             (row["budget"], row["layer_norm"])
         ] = row
-    head = ["ターゲット", "平均の遅れ"] if ja else ["target", "mean lag"]
+    head = [_("target", language), _("mean lag", language)]
     for b in budgets:
         for ln in (True, False):
-            if ja:
-                head.append(f"{b:,} ステップ、LayerNorm {'あり' if ln else 'なし'}")
-            else:
-                head.append(f"{b:,} steps, {'with' if ln else 'without'} LayerNorm")
+            column = (
+                _("{steps:,} steps, with LayerNorm", language)
+                if ln
+                else _("{steps:,} steps, without LayerNorm", language)
+            )
+            head.append(column.format(steps=b))
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for (target, lag), by in cells.items():
         line = [_label(target, language), f"{lag:g}"]
@@ -352,15 +370,14 @@ def dqn_grid_table(result: dict, language: str = "en") -> str:
                     line.append("—")
                     continue
                 low, high = stats.share_interval(row["final_solved"], len(row["keys"]))
-                line.append(f"{row['final_solved']}{_interval(low, high, language)}")
+                line.append(_interval(row["final_solved"], low, high, language))
         lines.append("| " + " | ".join(line) + " |")
     n = len(next(iter(grid.values()))["keys"])
-    caption = (
-        f"最終方策が解けたキーの数（{n} 個中）と、その割合の 95% 信頼区間。平均の遅れの単位は勾配ステップです。"
-        if ja
-        else f"Keys whose final policy solves, of {n}, with the share's 95% interval; the mean lag "
-        "is in gradient steps."
-    )
+    caption = _(
+        "Keys whose final policy solves, of {n}, with the share's 95% interval; the mean lag "
+        "is in gradient steps.",
+        language,
+    ).format(n=n)
     return caption + "\n\n" + "\n".join(lines)
 
 
@@ -386,24 +403,15 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
     _require_result(env, "env_throughput", "gymnasium", "jax_cartpole", "ratios")
     _require_result(dqn, "dqn_cartpole", "book")
     _require(posts, "ppo_runs", "book_ppo_runs", "comparisons", "ppo_target")
-    ja = _check_language(language) == "ja"
+    _check_language(language)
     book, post = _label("this book", language), _label("the post", language)
     gym_rate = env["gymnasium"]["gym.make"]["steps_per_s"]
-    rows = [
-        [
-            f"gymnasium CartPole-v1、Python ループ、{_envs(1, language)}"
-            if ja
-            else "gymnasium CartPole-v1, Python loop, 1 env",
-            f"{gym_rate:,.0f}",
-            "1.0",
-        ]
-    ]
+    gym = _("gymnasium CartPole-v1, Python loop, {envs}", language)
+    rows = [[gym.format(envs=_envs(1, language)), f"{gym_rate:,.0f}", "1.0"]]
     for n, r in env["jax_cartpole"].items():
         rows.append(
             [
-                f"本書の JAX CartPole、{_envs(n, language)}"
-                if ja
-                else f"book's JAX CartPole, {_envs(n, language)}",
+                _("book's JAX CartPole, {envs}", language).format(envs=_envs(n, language)),
                 f"{r['steps_per_s']:,.0f}",
                 f"{r['steps_per_s'] / gym_rate:,.1f}",
             ]
@@ -412,19 +420,22 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
         if peer:
             rows.append(
                 [
-                    f"gymnax CartPole{'、' if ja else ', '}{_envs(n, language)}",
+                    _("gymnax CartPole, {envs}", language).format(envs=_envs(n, language)),
                     f"{peer['steps_per_s']:,.0f}",
                     f"{peer['steps_per_s'] / gym_rate:,.1f}",
                 ]
             )
     parts = [
-        "**毎秒の環境ステップ数**（ランダムな行動。`benchmarks/env_throughput.py`）"
-        if ja
-        else "**Environment steps per second** (random actions; `benchmarks/env_throughput.py`)",
+        _(
+            "**Environment steps per second** (random actions; `benchmarks/env_throughput.py`)",
+            language,
+        ),
         _rows(
-            ["環境", "ステップ/s（中央値）", "gymnasium に対する倍率"]
-            if ja
-            else ["environment", "steps/s (median)", "× gymnasium"],
+            [
+                _("environment", language),
+                _("steps/s (median)", language),
+                _("× gymnasium", language),
+            ],
             rows,
         ),
     ]
@@ -441,13 +452,16 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
                 ]
             )
     parts += [
-        "**DQN：CartPole-v1 を解くまでの時間**（コンパイルを含む。`benchmarks/dqn_cartpole.py`）"
-        if ja
-        else "**DQN: time to solve CartPole-v1** (compile included; `benchmarks/dqn_cartpole.py`)",
+        _(
+            "**DQN: time to solve CartPole-v1** (compile included; `benchmarks/dqn_cartpole.py`)",
+            language,
+        ),
         _rows(
-            ["エージェント", "解くまでの時間の中央値（s）", "解けたシード"]
-            if ja
-            else ["agent", "median time to solve (s)", "seeds solved"],
+            [
+                _("agent", language),
+                _("median time to solve (s)", language),
+                _("seeds solved", language),
+            ],
             dqn_rows,
         ),
     ]
@@ -473,26 +487,18 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
             )
     target = posts["ppo_target"]
     parts += [
-        f"**Maze での PPO：元の記事との比較**（`benchmarks/source_posts.py`。目標は、新しい "
-        f"1,000 エピソードでの成功率 {target}）"
-        if ja
-        else f"**PPO on Maze against the source post** (`benchmarks/source_posts.py`; the "
-        f"target is {target} success on 1,000 fresh episodes)",
+        _(
+            "**PPO on Maze against the source post** (`benchmarks/source_posts.py`; the "
+            "target is {target} success on 1,000 fresh episodes)",
+            language,
+        ).format(target=target),
         _rows(
             [
-                "タスク",
-                "エージェント",
-                "ステップ/s（中央値）",
-                "目標までの時間の中央値（s）",
-                "到達したキー",
-            ]
-            if ja
-            else [
-                "task",
-                "agent",
-                "steps/s (median)",
-                "median time to target (s)",
-                "keys reaching it",
+                _("task", language),
+                _("agent", language),
+                _("steps/s (median)", language),
+                _("median time to target (s)", language),
+                _("keys reaching it", language),
             ],
             ppo_rows,
         ),
@@ -500,28 +506,25 @@ def benchmarks_against_others(env: dict, dqn: dict, posts: dict, language: str =
 
     best = f"{env['ratios']['jax_best_vs_gym_make']:,.0f}"
     ratios = [
-        f"JAX CartPole（最良のバッチ）/ gymnasium：毎秒ステップ数で {best} 倍"
-        if ja
-        else f"JAX CartPole (best batch) / gymnasium: {best}x steps/s"
+        _("JAX CartPole (best batch) / gymnasium: {best}x steps/s", language).format(best=best)
     ]
     if "ratio_rejax_over_book_time_to_solve" in dqn:
         ratio = f"{dqn['ratio_rejax_over_book_time_to_solve']:.1f}"
         ratios.append(
-            f"DQN の解くまでの時間、rejax / 本書：{ratio} 倍"
-            if ja
-            else f"DQN time to solve, rejax / this book: {ratio}x"
+            _("DQN time to solve, rejax / this book: {ratio}x", language).format(ratio=ratio)
         )
     for task, cmp in posts["comparisons"]["ppo"].items():
         if cmp.get("post_over_book_time") is not None:
             ratio = f"{cmp['post_over_book_time']:.1f}"
-            ratios.append(
-                f"{POST_TASKS_JA[task]}での PPO の {target} までの時間、記事 / 本書：{ratio} 倍"
-                if ja
-                else f"PPO time to {target} on the {POST_TASKS[task]}, post / this book: {ratio}x"
-            )
+            sentence = _("PPO time to {target} on the {task}, post / this book: {ratio}x", language)
+            ratios.append(sentence.format(target=target, task=_tasks(language)[task], ratio=ratio))
+    joined = functools.reduce(
+        lambda earlier, later: _("{earlier}; {later}", language).format(
+            earlier=earlier, later=later
+        ),
+        ratios,
+    )
     parts.append(
-        "同じ実行の中で測った数値どうしの比：" + "。".join(ratios) + "。"
-        if ja
-        else "Ratios, each between two figures of one run: " + "; ".join(ratios) + "."
+        _("Ratios, each between two figures of one run: {ratios}.", language).format(ratios=joined)
     )
     return "\n\n".join(parts)
