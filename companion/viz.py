@@ -99,7 +99,7 @@ def animate_frames(
     fig, axes = plt.subplots(
         rows,
         cols,
-        figsize=(cols * panel_inches, rows * (panel_h + 0.19 * lines + 0.04) + caption_h),
+        figsize=(cols * panel_inches, rows * (panel_h + 0.2 * lines + 0.15) + caption_h),
         squeeze=False,
         dpi=dpi,
     )
@@ -114,7 +114,7 @@ def animate_frames(
         if titles is not None:
             ax.set_title(titles[p], fontsize=11)
     text = fig.text(0.5, 0.01, captions[0] if captions else "", ha="center", fontsize=11)
-    fig.tight_layout(pad=0.3, rect=(0, caption_h / fig.get_figheight(), 1, 1))
+    fig.tight_layout(pad=0.3, h_pad=1.0, rect=(0, caption_h / fig.get_figheight(), 1, 1))
 
     def draw(t: int):
         for p, image in enumerate(images):
