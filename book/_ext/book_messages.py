@@ -32,6 +32,9 @@ from pathlib import Path
 from sphinx import locale
 from sphinx.application import Sphinx
 
+#: The repository's catalogues, where the extensions' own catalogue lives.
+LOCALES = Path(__file__).resolve().parents[2] / "locales"
+
 #: The gettext domain of the extensions' words: ``locales/<language>/LC_MESSAGES/extensions.po``.
 DOMAIN = "extensions"
 
@@ -97,7 +100,9 @@ def _read_again_when_changed(digest: str, app: Sphinx, env, added, changed, remo
 
 def setup(app: Sphinx) -> dict:
     out = Path(app.doctreedir).parent / "locale"
-    dirs = [Path(app.srcdir, d) for d in app.config.locale_dirs]
+    # The project's catalogues first, then the repository's own: the words belong to these
+    # extensions, which a project outside the repository (a test's small site) may load too.
+    dirs = [Path(app.srcdir, d) for d in app.config.locale_dirs] + [LOCALES]
     digest = compile_catalogue(app.config.language, dirs, out)
     app.add_message_catalog(DOMAIN, str(out))
     app.connect(
