@@ -1,9 +1,10 @@
 """The Japanese edition's search splits a query into the words its index holds.
 
-Sphinx indexes a Japanese page with its TinySegmenter (``sphinx.search.ja.DefaultSplitter``):
-the compound for "value iteration" is stored as its two words, "value" and "iteration". The
-search page splits the query with the ``splitQuery`` of ``searchtools.js``, at spaces and
-punctuation only, unless the language gives its own in JavaScript (``SearchLanguage.js_splitter_code``, which Sphinx writes into
+Sphinx indexes a Japanese page with its TinySegmenter
+(``sphinx.search.ja.DefaultSplitter``): the compound for "value iteration" is stored as its
+two words, "value" and "iteration". The search page splits the query with the ``splitQuery``
+of ``searchtools.js``, at spaces and punctuation only, unless the language gives its own in
+JavaScript (``SearchLanguage.js_splitter_code``, which Sphinx writes into
 ``language_data.js``); Sphinx 7.4's Japanese language gives none (sphinx-doc/sphinx#5318,
 #13395), so a compound was looked up whole and found nothing.
 
