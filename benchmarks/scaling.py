@@ -20,6 +20,11 @@ all); the figures are the median with min and max. Writes JSON (default ``benchm
 
     python benchmarks/scaling.py            # a few minutes on 2 cores
     python benchmarks/scaling.py --quick    # tiny sizes, to keep the script working
+    python benchmarks/scaling.py --sections dqn_envs ppo_envs --out part.json
+
+The file is rewritten after every point, so a run stopped part-way keeps the points it
+measured; ``--sections`` measures some sections only (a machine whose calls are time-limited
+runs the rest in a second call, and the two files are merged by section).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from companion.envs import maze as maze_lib
 RESULTS = Path(__file__).resolve().parent / "results"
 #: After two runs of a point, no more once its runs have taken this long (the largest sizes).
 MAX_TOTAL_S = 20.0
+SECTIONS = ("dqn_envs", "ppo_envs", "dqn_seeds", "ppo_seeds", "memory")
 
 
 def dqn_config(num_envs: int, iterations: int) -> dqn.DQNConfig:
@@ -92,6 +98,9 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
     parser.add_argument("--out", type=Path, default=RESULTS / "scaling.json")
+    parser.add_argument(
+        "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to measure"
+    )
     args = parser.parse_args(argv)
 
     if args.quick:
@@ -107,6 +116,7 @@ def main(argv=None) -> dict:
     result = {
         **result_header("scaling", args.quick),
         "repeats": repeats,
+        "sections": args.sections,
         "dqn_iterations": dqn_iterations,
         "dqn_envs": {},
         "ppo_envs": {},
@@ -115,30 +125,35 @@ def main(argv=None) -> dict:
         "memory": {"dqn_buffer_capacity": {}, "dqn_batch_size": {}},
     }
 
+    def save():
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1, default=list) + "\n")
+
     def log(section, key, r):
+        save()
         print(
             f"{section:10s} {key:>8}: {r['steps_per_s']:>12,.0f} steps/s  run {r['median_s']:.3f} s"
             f"  compile {r['compile_s']:.1f} s  memory {r['memory']['total_bytes'] / 1e6:.1f} MB",
             flush=True,
         )
 
-    for n in env_sizes:
+    for n in env_sizes if "dqn_envs" in args.sections else ():
         r = dqn_point(dqn_config(n, dqn_iterations), None, repeats)
         result["dqn_envs"][str(n)] = r
         log("dqn_envs", n, r)
-    for n in env_sizes:
+    for n in env_sizes if "ppo_envs" in args.sections else ():
         # Each run does at least one update and about ppo_env_steps environment steps.
         updates = max(1, ppo_env_steps // (n * ppo.FIXED_MAZE_CONFIG.num_steps))
         r = ppo_point(ppo_config(n, updates), None, repeats)
         r["updates"] = updates
         result["ppo_envs"][str(n)] = r
         log("ppo_envs", n, r)
-    for s in seed_counts:
+    for s in seed_counts if "dqn_seeds" in args.sections else ():
         config = dqn_config(dqn.DQNConfig().num_envs, dqn_iterations)
         r = dqn_point(config, s, repeats)
         result["dqn_seeds"][str(s)] = r
         log("dqn_seeds", s, r)
-    for s in seed_counts:
+    for s in seed_counts if "ppo_seeds" in args.sections else ():
         config = ppo_config(ppo.FIXED_MAZE_CONFIG.num_envs, ppo_seed_updates)
         r = ppo_point(config, s, repeats)
         result["ppo_seeds"][str(s)] = r
@@ -146,11 +161,11 @@ def main(argv=None) -> dict:
 
     # DQN (4 environments, as in its chapter) against buffer capacity and batch size.
     base = dqn_config(dqn.DQNConfig().num_envs, dqn_iterations)
-    for capacity in buffers:
+    for capacity in buffers if "memory" in args.sections else ():
         r = dqn_point(base._replace(buffer_capacity=capacity), None, repeats)
         result["memory"]["dqn_buffer_capacity"][str(capacity)] = r
         log("buffer", capacity, r)
-    for batch in batches:
+    for batch in batches if "memory" in args.sections else ():
         config = base._replace(batch_size=batch, learning_starts=max(base.learning_starts, batch))
         config = config._replace(
             total_steps=config.learning_starts + config.num_envs * dqn_iterations
@@ -166,8 +181,7 @@ def main(argv=None) -> dict:
         "ppo_network": ppo.networks.network_to_dict(ppo.FIXED_MAZE_NETWORK),
     }
     result["wall_s"] = time.perf_counter() - started
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=list) + "\n")
+    save()
     print(f"scaling: {result['wall_s']:.0f} s in all")
     return result
 
