@@ -13,7 +13,7 @@ PYTHON ?= $(firstword $(foreach p,python3.13 python3.12 \
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv check lint test colab-test book catalogues bench lab serve clean
+.PHONY: venv check lint test colab-test book pdf catalogues bench lab serve clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,13 @@ book: venv
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/execute_notebooks.py --jobs $(JOBS)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/editions.py build ja
+
+# The whole book as one PDF per edition, printed by headless Chromium from the site that
+# `make book` built (no notebook runs again), then checked: pages, empty pages, figures
+# (tools/book_pdf.py). Writes _build/html/_downloads/deep-rl-in-jax.pdf and the Japanese
+# edition's under _build/html/ja; each landing page links to its own.
+pdf: venv
+	$(BIN)/python tools/book_pdf.py _build/html
 
 # The English messages extracted and the Japanese catalogues (locales/ja) brought in step:
 # a changed English paragraph becomes an untranslated entry, its old translation kept as a
