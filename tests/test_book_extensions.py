@@ -1,6 +1,7 @@
 """The book's small Sphinx extensions: which chapters show committed benchmark results
-(``book/_ext/benchmark_chapters.py``) and the chapter the glossary names for each definition
-(``book/_ext/glossary_chapters.py``)."""
+(``book/_ext/benchmark_chapters.py``), the chapter the glossary names for each definition
+(``book/_ext/glossary_chapters.py``), and what every page's head holds
+(``book/_ext/page_head.py``: one copy of each script, the other edition, a preview)."""
 
 from __future__ import annotations
 
@@ -170,3 +171,110 @@ def test_an_issue_opened_on_a_japanese_page_names_its_edition():
     english = buttons()
     name_the_edition(english, "en")
     assert english == buttons()
+
+
+def test_a_description_is_the_first_paragraph_of_prose_cut_where_a_sentence_ends():
+    from page_head import DESCRIPTION_CHARS, first_paragraph, shorten
+
+    page = nodes.document(None, None)
+    section = nodes.section()
+    note = nodes.note("", nodes.paragraph(text="Not this one."))
+    items = nodes.bullet_list("", nodes.list_item("", nodes.paragraph(text="nor this")))
+    section += [nodes.title(text="A page"), note, items, nodes.paragraph(text="The  first\nprose.")]
+    page += section
+    assert first_paragraph(page) == "The first prose."
+    assert first_paragraph(None) == first_paragraph(nodes.document(None, None)) == ""
+    assert shorten("Short.") == "Short."
+    long = "A first sentence that is long enough to keep, " * 3 + "and so on. " + "word " * 40
+    cut = shorten(long)
+    assert cut.endswith("and so on.") and len(cut) <= DESCRIPTION_CHARS
+    words = shorten("word " * 60)
+    assert words.endswith("word…") and len(words) <= DESCRIPTION_CHARS
+    japanese = shorten("\u3042" * 150 + "\u3002" + "\u3044" * 100)  # a sentence end past half
+    assert japanese == "\u3042" * 150 + "\u3002"
+    unbroken = shorten("\u3042" * 300)
+    assert unbroken == "\u3042" * (DESCRIPTION_CHARS - 1) + "…"
+
+
+def small_site(folder: Path, language: str, baseurl: str = "") -> Path:
+    """A two-page Sphinx site in the book's theme with ``page_head``, built in its own
+    process in ``language``; returns its HTML folder."""
+    import subprocess
+
+    src = folder / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['page_head']\nproject = 'A small book'\n"
+        "html_theme = 'sphinx_book_theme'\nhtml_title = 'A small book'\n"
+    )
+    (src / "index.rst").write_text(
+        "Small book\n==========\n\nA book about *small* things & <tags>.\n\n"
+        ".. toctree::\n\n   sub/page\n"
+    )
+    (src / "sub" / "page.rst").write_text(
+        "A *page*\n========\n\n.. note::\n\n   Not this one.\n\n- nor this\n\n"
+        "The first paragraph of prose. It goes on.\n"
+    )
+    out = folder / "html"
+    settings = ["-D", f"language={language}"]
+    if baseurl:
+        settings += ["-D", f"html_baseurl={baseurl}"]
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", *settings, str(src), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def head_of(page: Path) -> tuple[dict, dict]:
+    """A built page's ``<link rel="alternate">`` addresses by language and its OpenGraph
+    properties (a repeated one as a list)."""
+    import re
+
+    head = page.read_text().split("</head>")[0]
+    links = dict(re.findall(r'<link rel="alternate" hreflang="([^"]+)" href="([^"]*)"', head))
+    properties: dict = {}
+    for name, value in re.findall(r'<meta property="(og:[^"]+)" content="([^"]*)"', head):
+        properties[name] = [*properties[name], value] if name in properties else value
+    return links, properties
+
+
+@pytest.mark.subprocess
+def test_every_page_names_its_other_edition_and_has_a_preview(tmp_path):
+    """In the theme's head: the page in each edition (relative addresses without a base
+    address, absolute with one), its title, type, first paragraph and locale."""
+    english = small_site(tmp_path / "en", "en")
+    links, og = head_of(english / "sub" / "page.html")
+    assert links == {
+        "en": "../sub/page.html",
+        "ja": "../ja/sub/page.html",
+        "x-default": "../sub/page.html",
+    }
+    assert og == {
+        "og:title": "A page",
+        "og:type": "article",
+        "og:description": "The first paragraph of prose. It goes on.",
+        "og:locale": "en_US",
+        "og:locale:alternate": "ja_JP",
+        "og:site_name": "A small book",
+    }
+    links, og = head_of(english / "index.html")
+    assert links["ja"] == "ja/index.html" and og["og:type"] == "website"
+    assert og["og:description"] == "A book about small things &amp; &lt;tags&gt;."
+    for name in ("search", "genindex"):  # written from templates: the book's description
+        links, og = head_of(english / f"{name}.html")
+        assert links["ja"] == f"ja/{name}.html"
+        assert og["og:description"] == "A book about small things &amp; &lt;tags&gt;."
+    japanese = small_site(tmp_path / "ja", "ja", "https://example.org/book/")
+    links, og = head_of(japanese / "sub" / "page.html")
+    assert links == {
+        "en": "https://example.org/book/sub/page.html",
+        "ja": "https://example.org/book/ja/sub/page.html",
+        "x-default": "https://example.org/book/sub/page.html",
+    }
+    assert og["og:locale"] == "ja_JP" and og["og:locale:alternate"] == "en_US"
+    assert og["og:url"] == links["ja"]
+    text = (japanese / "sub" / "page.html").read_text()
+    assert f'<link rel="canonical" href="{links["ja"]}" />' in text

@@ -34,19 +34,34 @@ EDITIONS = tuple(
 )
 
 
+def edition_href(pagename: str, language: str, edition: str, base: str = "") -> str:
+    """The address of ``pagename`` in the ``edition`` edition, from the same page of the
+    ``language`` edition: relative (``../ja/book/intro.html``), or absolute where ``base``,
+    the site's root address (Sphinx's ``html_baseurl``), is given.
+
+    Raises:
+        ValueError: if ``language`` or ``edition`` is not an edition's.
+    """
+    own = {lang: folder for lang, _, folder in EDITIONS}
+    for name, value in (("language", language), ("edition", edition)):
+        if value not in own:
+            raise ValueError(f"{name}: expected one of {sorted(own)}, got {value!r}")
+    if base:
+        return f"{base.rstrip('/')}/{own[edition]}{pagename}.html"
+    up = "../" * (pagename.count("/") + (1 if own[language] else 0))  # to the site's root
+    return f"{up}{own[edition]}{pagename}.html"
+
+
 def switch_html(pagename: str, language: str) -> str:
     """The switch for ``pagename`` (e.g. ``notebooks/07_dqn``) in the ``language`` edition.
 
     Raises:
         ValueError: if ``language`` is not an edition's.
     """
-    own = {lang: folder for lang, _, folder in EDITIONS}
-    if language not in own:
-        raise ValueError(f"language: expected one of {sorted(own)}, got {language!r}")
-    up = "../" * (pagename.count("/") + (1 if own[language] else 0))  # to the site's root
     links = [
-        f'<a href="{up}{folder}{pagename}.html" hreflang="{lang}" lang="{lang}">{text}</a>'
-        for lang, text, folder in EDITIONS
+        f'<a href="{edition_href(pagename, language, lang)}" hreflang="{lang}" lang="{lang}">'
+        f"{text}</a>"
+        for lang, text, _ in EDITIONS
         if lang != language
     ]
     return f'<nav class="edition-switch" aria-label="Language">{" ".join(links)}</nav>\n'
