@@ -319,3 +319,118 @@ def test_output_images_shrink_to_the_column_and_panels_go_in_rows(tmp_path):
     panel = box[0][0]
     assert panel["data"]["font-px"] == 13.89 and panel["style"].startswith("flex: ")
     assert isinstance(panel[0], nodes.image) and "width" not in panel[0]
+
+
+def _row(page: str, height: int, **measures) -> dict:
+    """One page's measures at one width as the probe reports them, nothing wrong but what
+    ``measures`` sets."""
+    return {
+        "height": height,
+        "theme": "",
+        "overflow": 0,
+        "code_blocks": 0,
+        "code_wide": 0,
+        "tables_cut": [],
+        "figure_scale": None,
+        "low_contrast": [],
+        **measures,
+    }
+
+
+def test_a_page_too_tall_for_a_phone_is_reported_and_the_tallest_named():
+    heights = {"notebooks/a.html": (17_000, 31_000), "book/b.html": (9_000, 33_000)}
+    report = {
+        "pages": {
+            page: {
+                mode: {"1280": _row(page, desk), "390": _row(page, phone + extra)}
+                for mode, extra in (("light", 0), ("dark", 90))
+            }
+            for page, (desk, phone) in heights.items()
+        }
+    }
+    summary = measure_pages.summarise(report, max_height=18_500, max_phone_height=32_500)
+    assert summary["failures"] == [
+        "book/b.html: 33,090 px tall at 390 px, over the 32,500 a page may take on a phone"
+    ]
+    assert summary["summary"]["tallest_at_390"] == {"page": "book/b.html", "height": 33_090}
+    assert summary["summary"]["tallest_at_1280"] == {"page": "notebooks/a.html", "height": 17_000}
+    assert list(summary["summary"]["heights_at_390"]) == ["book/b.html", "notebooks/a.html"]
+    assert measure_pages.summarise(report, max_phone_height=34_000)["failures"] == []
+    only = measure_pages.summarise(report, max_phone_height=30_000, phone_height_pages="note*")
+    assert [f.split(":")[0] for f in only["failures"]] == ["notebooks/a.html"]
+
+
+#: Per table, the height of its box and of the table, and after the tall box is scrolled down
+#: by 300 px, where its head row stands (px below the box's top) and the head's background.
+TABLE_BOXES = """(() => {
+  const boxes = [...document.querySelectorAll('.pst-scrollable-table-container')];
+  const sizes = boxes.map(b => [b.getBoundingClientRect().height,
+                                b.querySelector('table').getBoundingClientRect().height]);
+  const tall = boxes[1];
+  tall.scrollTop = 300;
+  const th = tall.querySelector('th');
+  return {sizes: sizes, head: th.getBoundingClientRect().top - tall.getBoundingClientRect().top,
+          background: getComputedStyle(th).backgroundColor, screen: innerHeight};
+})()"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_a_tall_table_scrolls_in_its_own_box_on_a_phone_only(site, tmp_path):
+    """On a phone a table taller than 60% of the screen scrolls inside a box that tall, its
+    head row kept in view on an opaque background, in both schemes; a short one, a desktop
+    and print show the whole table."""
+    shutil.copytree(site / "_static", tmp_path / "_static")
+    theme = ["pydata-sphinx-theme.css", "sphinx-book-theme.css", "book.css"]
+
+    def table(rows: int) -> str:
+        body = "".join(
+            f"<tr><td>run {i}</td><td>{'a cell of several words ' * 3}</td></tr>"
+            for i in range(rows)
+        )
+        return (
+            "<div class='pst-scrollable-table-container'><table class='table'><thead><tr>"
+            f"<th>run</th><th>what it measured</th></tr></thead><tbody>{body}</tbody></table>"
+            "</div>"
+        )
+
+    (tmp_path / "book").mkdir()
+    page = tmp_path / "book" / "tables.html"
+    page.write_text(_page("tables", table(2) + table(40), theme))
+    browser = measure_pages.Browser(BROWSER)
+    found = {}
+    try:
+        session = measure_pages.open_tab(browser)
+        for width, mode, media in (
+            (390, "light", ""),
+            (390, "dark", ""),
+            (1280, "light", ""),
+            (390, "light", "print"),
+        ):
+            browser.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
+            features = [{"name": "prefers-color-scheme", "value": mode}]
+            browser.send(
+                "Emulation.setEmulatedMedia",
+                {"media": media, "features": features},
+                session=session,
+            )
+            browser.send("Page.navigate", {"url": page.as_uri()}, session=session)
+            assert browser.wait_event("Page.loadEventFired", session, timeout=30)
+            found[width, mode, media] = measure_pages.evaluate(browser, session, TABLE_BOXES)
+    finally:
+        browser.close()
+    for mode in ("light", "dark"):
+        phone = found[390, mode, ""]
+        (short_box, short), (tall_box, tall) = phone["sizes"]
+        # the box holds the table and its margin (1 rem)
+        assert short <= short_box <= short + 17 and short < 0.6 * phone["screen"]
+        assert tall_box == pytest.approx(0.6 * phone["screen"], abs=1) and tall > 2 * tall_box
+        assert phone["head"] == pytest.approx(0, abs=1)  # the head row stays at the top
+        assert not phone["background"].endswith(", 0)")  # and hides the rows below it
+    for whole in (found[1280, "light", ""], found[390, "light", "print"]):
+        (short_box, short), (tall_box, tall) = whole["sizes"]
+        assert tall <= tall_box <= tall + 17, whole
