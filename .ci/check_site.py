@@ -2,15 +2,18 @@
 Chromium where it is installed) and a Colab launch link; no page weighs over 1.5 MB; in
 Chromium (tools/measure_pages.py, light and dark colour schemes), at 1280 px no code box is
 narrower than its text and no chapter is taller than 18,500 px (18,000 is the goal, reported), at 390 px no page is wider than
-the screen, no figure, image or animation is wider than its column and none shows type under
-10 px (in both editions), and no control is lost against its background; the
-maze playground page (English and Japanese) has its scripts and, in Chromium, passes its
-self-test in its language: the planning agent walks a shortest path on 100 random mazes of each
-of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and switching agent, size and speed works.
+the screen or taller than 32,500 px (the tallest reported), no figure, image or animation is
+wider than its column and none shows type under 10 px (in both editions), and no control is
+lost against its background; the maze playground page (English and Japanese) has its scripts
+and, in Chromium, passes its self-test in its language: the planning agent walks a shortest
+path on 100 random mazes of each of 10 x 10, 20 x 20 and 9 x 24, the value map draws, and
+switching agent, size and speed works.
 No chapter page folds a figure away with its code (tools/folded_figures.py). Each edition's
 search page, in Chromium, finds every page that holds its test words (the Japanese compounds
 「強化学習」, 「価値反復」, 「経験再生バッファ」: tools/site_search.py), and it and the index have
-the language switch. A Japanese chapter's Colab links open its Japanese notebook (notebooks/ja).
+the language switch. A Japanese chapter's Colab links open its Japanese notebook
+(notebooks/ja). Every page names itself in both editions (link rel="alternate" hreflang) and
+has OpenGraph tags.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
 """
@@ -114,6 +117,16 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
 # either colour scheme; no page throws or logs a script error.
 HEIGHT_GOAL = 18_000  # px at 1280 px: the length a chapter aims at (reported)
 HEIGHT_LIMIT = 18_500  # px at 1280 px: no chapter page grows past this (the tallest is 17,876)
+# px at 390 px: no page of either edition grows past this on a phone. Measured in Chromium
+# (light scheme) once a table taller than 60% of the screen scrolls inside its own box
+# (book/_static/book.css): the tallest pages are chapter 7 at 31,306 px, chapter 11 at 31,055
+# and chapter 10 at 30,031 (before the tables scrolled in a box: 31,318, 32,735 and 31,460),
+# the teacher's guide 9,259 (16,173), the tallest Japanese page 27,195. The limit leaves about
+# 4% above the tallest, the room HEIGHT_LIMIT leaves at 1280 px, so a chapter may gain a few
+# paragraphs but not a section; and it is close to HEIGHT_LIMIT times the largest ratio of a
+# chapter's height at 390 px to its height at 1280 px (1.42 to 1.79 measured), so the two
+# limits bind at about the same length.
+PHONE_HEIGHT_LIMIT = 32_500
 measured = {}
 if BROWSER is not None:
     sys.path.insert(0, str(root / "tools"))
@@ -123,6 +136,7 @@ if BROWSER is not None:
         measure_pages.run(site, widths=(1280, 390), modes=("light", "dark"),
                           patterns=("notebooks/*", "book/*")),
         max_height=HEIGHT_LIMIT, max_overflow=0, max_clipped=0,
+        max_phone_height=PHONE_HEIGHT_LIMIT,
     )
     problems += measured["failures"]
     # The Japanese pages share the English pages' stylesheets and code; their text wraps
@@ -130,7 +144,7 @@ if BROWSER is not None:
     measured_ja = measure_pages.summarise(
         measure_pages.run(site, widths=(390,), modes=("light",),
                           patterns=("ja/notebooks/*", "ja/book/*")),
-        max_overflow=0,
+        max_overflow=0, max_phone_height=PHONE_HEIGHT_LIMIT,
     )
     problems += measured_ja["failures"]
 
@@ -167,6 +181,31 @@ for edition_root in (site, edition):
         page = edition_root / name
         if page.exists() and 'class="edition-switch"' not in page.read_text():
             problems.append(f"{page.relative_to(site)}: no language switch")
+
+# Every page's head names the page in each edition, relative to the page while the book has
+# no html_baseurl (book/_ext/page_head.py), and has the OpenGraph tags of a link's preview.
+sys.path.insert(0, str(root / "book" / "_ext"))
+from language_switch import edition_href  # noqa: E402
+
+BASE = config.get("sphinx", {}).get("config", {}).get("html_baseurl", "")
+OPENGRAPH = ("og:title", "og:type", "og:description", "og:locale")
+for language, edition_root in (("en", site), ("ja", edition)):
+    pages = [edition_root / p for p in english_pages] + [
+        edition_root / n for n in ("index.html", "search.html", "genindex.html")
+    ]
+    for page in pages:
+        if not page.exists():
+            continue  # a missing page is reported above
+        head = page.read_text().split("</head>", 1)[0]
+        pagename = page.relative_to(edition_root).with_suffix("").as_posix()
+        for other in ("en", "ja"):
+            href = edition_href(pagename, language, other, BASE)
+            if f'<link rel="alternate" hreflang="{other}" href="{href}"' not in head:
+                problems.append(f"{page.relative_to(site)}: no link rel=alternate hreflang="
+                                f"{other} to {href}")
+        missing = [p for p in OPENGRAPH if f'<meta property="{p}" content="' not in head]
+        if missing:
+            problems.append(f"{page.relative_to(site)}: no {', '.join(missing)} in its head")
 
 # A figure the prose discusses is never folded away as code (hide-cell, hide-output).
 sys.path.insert(0, str(root / "tools"))
@@ -275,6 +314,10 @@ if BROWSER is not None:
           f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
           "page is wider than the screen and no figure wider than its column; no control is "
           "lost in the dark or light scheme")
+    for name, report in (("English", measured), ("Japanese", measured_ja)):
+        phone = report["summary"].get("tallest_at_390", {})
+        print(f"tallest page at 390 px, {name}: {phone.get('page')} "
+              f"{phone.get('height', 0):,} px (limit {PHONE_HEIGHT_LIMIT:,})")
     for name, report in (("English", measured), ("Japanese", measured_ja)):
         font = report["summary"].get("390", {}).get("smallest_font_px")
         if font:

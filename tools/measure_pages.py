@@ -3,8 +3,8 @@ phone sees it, in the light and the dark colour scheme.
 
 Usage: python tools/measure_pages.py [_build/html] [--out report.json] [--widths 1280 390]
        [--modes light dark] [--pages 'notebooks/*.html' ...] [--max-height 18000]
-       [--max-overflow 0] [--max-clipped 0] [--min-contrast 3] [--min-font 10]
-       [--screenshots DIR]
+       [--max-phone-height 32500] [--max-overflow 0] [--max-clipped 0] [--min-contrast 3]
+       [--min-font 10] [--screenshots DIR]
 
 One Chromium runs every page (driven through its DevTools protocol on a pipe, so nothing but
 Chromium is needed), with scrollbars hidden, at each width (a desktop viewport, ``mobile``
@@ -12,6 +12,8 @@ off, so 390 px is the layout width of a 390-px phone screen). Each page is measu
 load event, its web fonts and MathJax's typesetting. Per page and per width it reports:
 
 - ``height``: the document's height in px (``documentElement.scrollHeight``), folds closed;
+  the tallest page at the last width (a phone) is ``tallest_at_390`` in the summary, and
+  ``--max-phone-height`` fails any page taller there;
 - ``overflow``: how many px the page is wider than the screen: the largest right edge of
   any element not inside a box that scrolls or clips sideways, and the document's
   ``scrollWidth``, less the viewport's width (0 when the page fits), with the widest
@@ -382,8 +384,14 @@ def summarise(
     max_clipped=None,
     clip_width=1280,
     narrow_width=390,
+    max_phone_height=None,
+    phone_height_pages="*",
 ) -> dict:
-    """Adds ``summary`` (the worst page for each measure) and ``failures`` to ``report``."""
+    """Adds ``summary`` (the worst page for each measure) and ``failures`` to ``report``.
+
+    ``max_height`` is the most a page of ``height_pages`` may take at ``clip_width``,
+    ``max_phone_height`` the most a page of ``phone_height_pages`` may take at
+    ``narrow_width``; each page's height is the taller of its colour schemes."""
     failures = []
     summary = {"pages": len(report["pages"])}
     rows = [
@@ -402,6 +410,14 @@ def summarise(
     )
     if tallest is not None:
         summary[f"tallest_at_{clip_width}"] = {"page": tallest[1], "height": tallest[0]}
+    phone = {}
+    for page, _, width, m in rows:
+        if width == narrow_width and fnmatch.fnmatch(page, phone_height_pages):
+            phone[page] = max(phone.get(page, 0), m["height"])
+    if phone:
+        page = max(phone, key=phone.get)
+        summary[f"tallest_at_{narrow_width}"] = {"page": page, "height": phone[page]}
+        summary[f"heights_at_{narrow_width}"] = dict(sorted(phone.items(), key=lambda i: -i[1]))
     for width in sorted({w for _, _, w, _ in rows}, reverse=True):
         at = [(page, mode, m) for page, mode, w, m in rows if w == width]
         summary[str(width)] = {
@@ -432,6 +448,12 @@ def summarise(
             failures.append(
                 f"{page}: {height:,} px tall at {clip_width} px, over the {max_height:,} a "
                 "chapter may take"
+            )
+    for page, height in phone.items():
+        if max_phone_height is not None and height > max_phone_height:
+            failures.append(
+                f"{page}: {height:,} px tall at {narrow_width} px, over the "
+                f"{max_phone_height:,} a page may take on a phone"
             )
     for page, mode, width, m in rows:
         if m["theme"] and m["theme"] != mode:
@@ -485,6 +507,7 @@ def main(argv=None) -> int:
     add("--pages", nargs="*", default=[], help="globs in the site, e.g. 'notebooks/07*.html'")
     add("--max-height", type=int, help="px a chapter may take at the first width")
     add("--height-pages", default="notebooks/*", help="the pages --max-height applies to")
+    add("--max-phone-height", type=int, help="px any page may take at the last width")
     add("--max-overflow", type=int, help="px a page may be wider than the last width")
     add("--max-clipped", type=int, help="code boxes narrower than their text, at the first width")
     add("--min-contrast", type=float, default=3.0, help="below it a control fails")
@@ -520,6 +543,7 @@ def main(argv=None) -> int:
         args.max_clipped,
         clip_width=args.widths[0],
         narrow_width=args.widths[-1],
+        max_phone_height=args.max_phone_height,
     )
     text = json.dumps(report, indent=1)
     if args.out:
