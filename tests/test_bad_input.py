@@ -27,6 +27,7 @@ from companion import (
     budget,
     diagrams,
     figures,
+    language,
     parallel,
     playground,
     playground_widget,
@@ -944,6 +945,13 @@ CASES = [
     Case('playground_widget.maze_playground',
          lambda mp: playground_widget.maze_playground(agent='greedy'),
          ValueError, "agent: unknown value 'greedy'"),
+    Case('language.set_language', lambda mp: language.set_language('fr'),
+         ValueError, "language: expected one of en, ja, got 'fr'"),
+    Case('language.set_language', lambda mp: language.set_language(['ja']),
+         ValueError, r"language: expected one of en, ja, got \['ja'\]"),
+    Case('language.current_language',
+         lambda mp: (mp.setenv('COMPANION_LANGUAGE', 'japanese'), language.current_language()),
+         ValueError, "COMPANION_LANGUAGE: expected one of en, ja, got 'japanese'"),
 ]
 # fmt: on
 

@@ -30,18 +30,23 @@ def _passes(check, answer, capsys):
 # --- chapter 1 ----------------------------------------------------------------------------
 
 
+#: Planted mistakes, (wrong answer, message): the messages' Japanese is tested on them too
+#: (test_checks_language.py).
+PLANTED_SOFTPLUS = [
+    (lambda w, x: jax.nn.sigmoid(w * x), "factor x is missing"),
+    (lambda w, x: x * jax.nn.softplus(w * x), "softplus itself"),
+    (lambda w, x: -x * jax.nn.sigmoid(w * x), "sign is wrong"),
+    (
+        lambda w, x: jnp.sum(x * jax.nn.sigmoid(w * x)),
+        r"of shape \(3,\).*; it (returned|is) an? \w+ array of shape \(\)",
+    ),
+]
+
+
 def test_softplus_grad(capsys):
     _passes(check_softplus_grad, lambda w, x: x * jax.nn.sigmoid(w * x), capsys)
     _passes(check_softplus_grad, jax.grad(lambda w, x: jnp.sum(jnp.log1p(jnp.exp(w * x)))), capsys)
-    for wrong, msg in [
-        (lambda w, x: jax.nn.sigmoid(w * x), "factor x is missing"),
-        (lambda w, x: x * jax.nn.softplus(w * x), "softplus itself"),
-        (lambda w, x: -x * jax.nn.sigmoid(w * x), "sign is wrong"),
-        (
-            lambda w, x: jnp.sum(x * jax.nn.sigmoid(w * x)),
-            r"of shape \(3,\).*; it (returned|is) an? \w+ array of shape \(\)",
-        ),
-    ]:
+    for wrong, msg in PLANTED_SOFTPLUS:
         with pytest.raises(CheckFailed, match=msg):
             check_softplus_grad(wrong)
 
@@ -62,53 +67,60 @@ def _loop_returns(rewards, gamma):
     return jnp.stack(out[::-1])
 
 
+PLANTED_RETURNS = [
+    (lambda r, g: _reverse_scan_returns(r, g, reverse=False), "accumulate forwards"),
+    (lambda r, g: g * _reverse_scan_returns(r, g), "current reward is discounted"),
+    (lambda r, g: _reverse_scan_returns(r, g) - r, "leaves out r_t"),
+    (lambda r, g: jnp.cumsum(r[::-1], axis=0)[::-1], "without discounting"),
+    (lambda r, g: _reverse_scan_returns(r.T, g).T, "run along the last axis"),
+    (
+        lambda r, g: _reverse_scan_returns(r, g, init=lambda x: jnp.zeros(())),
+        "(?s)raised TypeError.*jnp.zeros_like",
+    ),
+    (_loop_returns, "a Python loop is unrolled"),
+    (
+        lambda r, g: _reverse_scan_returns(r, g)[:-1],
+        r"of shape \(5,\).*; it (returned|is) an? \w+ array of shape \(4,\)",
+    ),
+]
+
+
 def test_discounted_returns(capsys):
     _passes(check_discounted_returns, _reverse_scan_returns, capsys)
-    for wrong, msg in [
-        (lambda r, g: _reverse_scan_returns(r, g, reverse=False), "accumulate forwards"),
-        (lambda r, g: g * _reverse_scan_returns(r, g), "current reward is discounted"),
-        (lambda r, g: _reverse_scan_returns(r, g) - r, "leaves out r_t"),
-        (lambda r, g: jnp.cumsum(r[::-1], axis=0)[::-1], "without discounting"),
-        (lambda r, g: _reverse_scan_returns(r.T, g).T, "run along the last axis"),
-        (
-            lambda r, g: _reverse_scan_returns(r, g, init=lambda x: jnp.zeros(())),
-            "(?s)raised TypeError.*jnp.zeros_like",
-        ),
-        (_loop_returns, "a Python loop is unrolled"),
-        (
-            lambda r, g: _reverse_scan_returns(r, g)[:-1],
-            r"of shape \(5,\).*; it (returned|is) an? \w+ array of shape \(4,\)",
-        ),
-    ]:
+    for wrong, msg in PLANTED_RETURNS:
         with pytest.raises(CheckFailed, match=msg):
             check_discounted_returns(wrong)
 
 
+def good_noisy_batch(key, n):
+    key, sub = jax.random.split(key)
+    return jax.random.normal(sub, (n,)), key
+
+
+PLANTED_NOISY = [
+    (lambda key, n: (jax.random.normal(key, (n,)), key), "returns the key it was given"),
+    (
+        lambda key, n: (jax.random.normal(key, (n,)), jax.random.split(key)[0]),
+        "draws with the key",
+    ),
+    (
+        lambda key, n: (jax.random.normal(jax.random.key(9), (n,)), jax.random.split(key)[0]),
+        "same samples",
+    ),
+    (
+        lambda key, n: (
+            jax.random.uniform(jax.random.split(key)[1], (n,)),
+            jax.random.split(key)[0],
+        ),
+        "mean",
+    ),
+]
+
+
 @pytest.mark.usefixtures("no_key_reuse_check")
 def test_noisy_batch(capsys):
-    def good(key, n):
-        key, sub = jax.random.split(key)
-        return jax.random.normal(sub, (n,)), key
-
-    _passes(check_noisy_batch, good, capsys)
-    for wrong, msg in [
-        (lambda key, n: (jax.random.normal(key, (n,)), key), "returns the key it was given"),
-        (
-            lambda key, n: (jax.random.normal(key, (n,)), jax.random.split(key)[0]),
-            "draws with the key",
-        ),
-        (
-            lambda key, n: (jax.random.normal(jax.random.key(9), (n,)), jax.random.split(key)[0]),
-            "same samples",
-        ),
-        (
-            lambda key, n: (
-                jax.random.uniform(jax.random.split(key)[1], (n,)),
-                jax.random.split(key)[0],
-            ),
-            "mean",
-        ),
-    ]:
+    _passes(check_noisy_batch, good_noisy_batch, capsys)
+    for wrong, msg in PLANTED_NOISY:
         with pytest.raises(CheckFailed, match=msg):
             check_noisy_batch(wrong)
 

@@ -1,8 +1,9 @@
 """The words of the book's code in gettext: the Sphinx extensions' (``book/_ext/
-book_messages.py``, domain ``extensions``) and the benchmark tables' (``companion/bench/
-words.py``, domain ``companion``). Their catalogues are extracted from the code and kept in
-step by ``tools/editions.py catalogues``; the extensions' is compiled at build time and read
-in the build's language, the tables' is compiled into the package and read by Python's
+book_messages.py``, domain ``extensions``), the benchmark tables' (``companion/bench/
+words.py``, domain ``companion``) and the self-checks' (``companion/checks/_messages.py``,
+domain ``checks``). Their catalogues are extracted from the code and kept in step by
+``tools/editions.py catalogues``; the extensions' is compiled at build time and read in the
+build's language, the package's two are compiled into the package and read by Python's
 gettext."""
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import editions  # noqa: E402  (tools/editions.py)
 
 EXTENSIONS = ROOT / "book" / "_ext"
 BENCH = ROOT / "companion" / "bench"
+CHECKS = ROOT / "companion" / "checks"
 MESSAGES = ROOT / "locales" / "ja" / "LC_MESSAGES"
 
 
 def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
     """A copy of ``domain``'s code and of its Japanese catalogue, which the catalogue step and
     the check then read instead (the other domain: no code, no catalogue): (code, locales)."""
-    source = {"extensions": EXTENSIONS, "companion": BENCH}[domain]
+    source = {"extensions": EXTENSIONS, "companion": BENCH, "checks": CHECKS}[domain]
     code = tmp_path / "code"
     shutil.copytree(source, code, ignore=shutil.ignore_patterns("__pycache__"))
     locales = tmp_path / "locales"
@@ -39,7 +41,7 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
     shutil.copy(MESSAGES / f"{domain}.po", locales / "ja" / "LC_MESSAGES")
     monkeypatch.setattr(editions, "LOCALES", locales)
     monkeypatch.setattr(editions, "PACKAGE_LOCALE", tmp_path / "package_locale")
-    for name, other in (("EXTENSIONS", "extensions"), ("BENCH", "companion")):
+    for name, other in (("EXTENSIONS", "extensions"), ("BENCH", "companion"), ("CHECKS", "checks")):
         monkeypatch.setattr(editions, name, code if domain == other else tmp_path / "none")
     return code, locales
 
@@ -48,10 +50,13 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
 EDITS = [
     ("extensions", "chapter_cards.py", "Open in Colab", "Open it in Colab", "Colab で開く"),
     ("companion", "tables.py", "seeds solved", "seeds that solved", "解けたシード"),
+    ("checks", "core.py", "The inputs:", "The inputs were:", "入力:"),
 ]
 
 
-@pytest.mark.parametrize("domain, file, english, edited, japanese", EDITS, ids=["ext", "bench"])
+@pytest.mark.parametrize(
+    "domain, file, english, edited, japanese", EDITS, ids=["ext", "bench", "checks"]
+)
 def test_a_changed_english_text_turns_its_translation_fuzzy(
     tmp_path, monkeypatch, domain, file, english, edited, japanese
 ):
@@ -76,18 +81,18 @@ def test_a_changed_english_text_turns_its_translation_fuzzy(
     assert others and not any(m.fuzzy or not m.string for m in others)
 
     found = editions.problems("ja")
-    if domain == "companion":  # the package's compiled catalogue is missing from the copy
-        assert found.pop().endswith("companion.mo: missing (run catalogues)")
-        editions.compile_package_catalogue("ja")
-        assert editions.package_catalogue_differences("ja") == []
+    if domain in editions.PACKAGE_DOMAINS:  # the compiled catalogue is missing from the copy
+        assert found.pop().endswith(f"{domain}.mo: missing (run catalogues)")
+        editions.compile_package_catalogue("ja", domain=domain)
+        assert editions.package_catalogue_differences("ja", domain) == []
     assert found == [f"{domain}.po: fuzzy (English changed, review it): {edited!r}"]
     # compiled, the fuzzy entry is left out: the page or table shows the new English
     from babel.messages.mofile import read_mo
 
     book_messages.compile_catalogue("ja", [locales], tmp_path / "locale")
     mo = tmp_path / "locale" / "ja" / "LC_MESSAGES" / "extensions.mo"
-    if domain == "companion":
-        mo = tmp_path / "package_locale" / "ja" / "LC_MESSAGES" / "companion.mo"
+    if domain in editions.PACKAGE_DOMAINS:
+        mo = tmp_path / "package_locale" / "ja" / "LC_MESSAGES" / f"{domain}.mo"
     with mo.open("rb") as f:
         compiled = read_mo(f)
     assert compiled.get(edited) is None
@@ -105,10 +110,12 @@ def test_an_english_text_not_yet_in_the_catalogue_is_reported(tmp_path, monkeypa
     assert editions.problems("ja") == ["extensions.po: untranslated: 'Fresh words'"]
 
 
-def test_the_packages_compiled_catalogue_is_its_po():
-    """The package ships ``companion/locale/ja/LC_MESSAGES/companion.mo`` (a notebook on Colab
-    reads it): it holds exactly the translated entries of ``locales/ja/.../companion.po``."""
-    assert editions.package_catalogue_differences("ja") == []
+@pytest.mark.parametrize("domain", ["companion", "checks"])
+def test_the_packages_compiled_catalogue_is_its_po(domain):
+    """The package ships ``companion/locale/ja/LC_MESSAGES/<domain>.mo`` (a notebook on Colab
+    reads it): it holds exactly the translated entries of ``locales/ja/.../<domain>.po``."""
+    assert domain in editions.PACKAGE_DOMAINS
+    assert editions.package_catalogue_differences("ja", domain) == []
 
 
 def test_a_stale_compiled_catalogue_is_reported(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import jax.numpy as jnp
 import nbformat
 import pytest
 import yaml
@@ -51,7 +52,8 @@ def test_the_committed_japanese_notebooks_are_what_the_catalogues_give():
 @pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
 def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
     """Same cells, ids and code (metadata included: the execution cache's key), no outputs,
-    the python3 kernel; each Markdown cell keeps its glued figures; the prose is Japanese;
+    the python3 kernel, except that the setup cell ends by choosing Japanese for the
+    self-checks' messages; each Markdown cell keeps its glued figures; the prose is Japanese;
     the badge opens the Japanese notebook; relative links reach their files from
     notebooks/ja."""
     english = nbformat.read(path, as_version=4)
@@ -62,7 +64,11 @@ def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
     for en, ja in zip(english.cells, japanese.cells):
         assert ja.cell_type == en.cell_type
         if en.cell_type == "code":
-            assert (ja.source, ja.metadata, ja.outputs) == (en.source, en.metadata, [])
+            english_source = en.source
+            if "colab-setup" in en.metadata.get("tags", []):
+                english_source = en.source.rstrip("\n") + tn.SETUP_LINES["ja"]
+                assert 'os.environ["COMPANION_LANGUAGE"] = "ja"' in ja.source
+            assert (ja.source, ja.metadata, ja.outputs) == (english_source, en.metadata, [])
             continue
         assert sorted(_GLUE.findall(ja.source)) == sorted(_GLUE.findall(en.source))
         if "remove-cell" not in en.metadata.get("tags", []):
@@ -73,6 +79,26 @@ def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
     title, badge = japanese.cells[:2]
     assert _JAPANESE.search(title.source) and title.source.startswith("# ")
     assert _colab(f"notebooks/ja/{path.name}") in badge.source
+
+
+def test_the_japanese_setup_cell_makes_the_self_checks_speak_japanese(monkeypatch):
+    """Run as the first cell of a Japanese notebook (the packages being installed, it only
+    sets the variable), the setup cell makes a check's message Japanese."""
+    import companion
+    from companion.checks import CheckFailed, check_softplus_grad
+
+    path = tn.translated_path(ENGLISH[0], "ja")
+    setup = nbformat.read(path, as_version=4).cells
+    source = next(c.source for c in setup if "colab-setup" in c.metadata.get("tags", []))
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    monkeypatch.setenv("COMPANION_LANGUAGE", "en")  # restored after the test
+    monkeypatch.setattr(companion.language, "_chosen", None)
+    # everything is installed here, so the cell's %pip line never runs
+    exec(TransformerManager().transform_cell(source), {})
+    assert companion.current_language() == "ja"
+    with pytest.raises(CheckFailed, match="符号が逆です"):
+        check_softplus_grad(lambda w, x: -x / (1 + jnp.exp(-w * x)))
 
 
 def test_the_japanese_notebooks_are_not_chapters():

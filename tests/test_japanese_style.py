@@ -11,7 +11,9 @@
   マルコフ決定過程としての Maze」), so in a sentence it stands in 「」 (or alone in brackets).
 - **Emphasis.** ``**...**`` and ``*...*`` render: CommonMark does not close ``**`` after
   punctuation when a letter follows (``**バグ。**エピソード`` shows its asterisks), so a
-  bold run-in heading keeps its full stop outside (``**バグ**。エピソード``).
+  bold run-in heading keeps its full stop outside (``**バグ**。エピソード``). The
+  self-checks' messages (``checks.po``) are printed, not rendered: their asterisks are
+  arithmetic.
 """
 
 from __future__ import annotations
@@ -271,8 +273,17 @@ def test_a_title_shown_by_a_reference_is_quoted():
     assert not found, _report(found, "references in a sentence without 「」")
 
 
+#: Catalogues of plain text, printed rather than rendered as Markdown: the self-checks'
+#: messages, whose asterisks are products and powers (``gamma**k``), not emphasis.
+PLAIN = ("checks.po",)
+
+
 def test_every_emphasis_renders():
-    found = [(w, text[:70]) for w, text in catalogue_texts() if unrendered_emphasis(text)]
+    found = [
+        (w, text[:70])
+        for w, text in catalogue_texts()
+        if not w.startswith(PLAIN) and unrendered_emphasis(text)
+    ]
     assert not found, _report(found, "entries whose asterisks CommonMark shows")
 
 

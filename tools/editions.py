@@ -19,8 +19,9 @@ own code are extracted with Babel into two more catalogues and updated the same 
 (:func:`update_code_catalogue`): the Sphinx extensions' (a chapter card, the time tables, the
 folded cells' labels; ``book/_ext/*.py``, domain ``extensions``,
 ``book/_ext/book_messages.py``) and the benchmark tables' (``companion/bench/*.py``, domain
-``companion``, ``companion/bench/words.py``), whose compiled catalogue the package ships
-(``companion/locale``, :func:`compile_package_catalogue`). It then writes the
+``companion``, ``companion/bench/words.py``) and the self-checks' (``companion/checks/*.py``,
+domain ``checks``, ``companion/checks/_messages.py``), whose compiled catalogues the package
+ships (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -48,14 +49,19 @@ EXTENSIONS = ROOT / "book" / "_ext"
 #: The benchmark tables, whose words make the catalogue ``companion``, compiled into
 #: ``PACKAGE_LOCALE`` for the package to read (companion/bench/words.py).
 BENCH = ROOT / "companion" / "bench"
+#: The exercises' self-checks, whose messages make the catalogue ``checks``, compiled into
+#: ``PACKAGE_LOCALE`` too (companion/checks/_messages.py).
+CHECKS = ROOT / "companion" / "checks"
 PACKAGE_LOCALE = ROOT / "companion" / "locale"
 PACKAGE_DOMAIN = "companion"
+#: The catalogues the package ships compiled.
+PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks")
 
 
 def code_domains() -> dict[str, Path]:
     """The catalogues of the book's code: gettext domain -> the folder whose ``*.py`` hold
     its English messages."""
-    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH}
+    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH, "checks": CHECKS}
 
 
 LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
@@ -111,7 +117,8 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
         )
         for domain in code_domains():
             print(f"{domain}: {update_code_catalogue(language, domain)}")
-        print(f"{PACKAGE_DOMAIN}: {compile_package_catalogue(language)}")
+        for domain in PACKAGE_DOMAINS:
+            print(f"{domain}: {compile_package_catalogue(language, domain=domain)}")
     notebooks(languages)
 
 
@@ -163,39 +170,41 @@ def update_code_catalogue(
     return po
 
 
-def _compiled(language: str, locales: Path | None = None) -> bytes:
-    """The package's catalogue for ``language`` compiled from its ``.po``: its translated
-    entries, fuzzy ones left out (they show the English)."""
+def _compiled(language: str, locales: Path | None = None, domain: str = PACKAGE_DOMAIN) -> bytes:
+    """The package's catalogue ``domain`` for ``language`` compiled from its ``.po``: its
+    translated entries, fuzzy ones left out (they show the English)."""
     from io import BytesIO
 
     from babel.messages.mofile import write_mo
 
-    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.po"
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / f"{domain}.po"
     out = BytesIO()
     write_mo(out, _read(po), use_fuzzy=False)
     return out.getvalue()
 
 
-def compile_package_catalogue(language: str, locales: Path | None = None) -> Path:
-    """Write ``companion/locale/<language>/LC_MESSAGES/companion.mo`` from the ``.po`` (the
-    package ships it: a notebook reads it with Python's gettext, on Colab too) when it
-    differs. Returns its path."""
-    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.mo"
-    compiled = _compiled(language, locales)
+def compile_package_catalogue(
+    language: str, locales: Path | None = None, domain: str = PACKAGE_DOMAIN
+) -> Path:
+    """Write ``companion/locale/<language>/LC_MESSAGES/<domain>.mo`` (``domain`` one of
+    :data:`PACKAGE_DOMAINS`) from the ``.po`` (the package ships it: a notebook reads it with
+    Python's gettext, on Colab too) when it differs. Returns its path."""
+    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{domain}.mo"
+    compiled = _compiled(language, locales, domain)
     if not mo.exists() or mo.read_bytes() != compiled:
         mo.parent.mkdir(parents=True, exist_ok=True)
         mo.write_bytes(compiled)
     return mo
 
 
-def package_catalogue_differences(language: str) -> list[str]:
-    """What the package's compiled catalogue (``companion/locale``) holds that its ``.po``
-    does not say, or lacks: one line each."""
+def package_catalogue_differences(language: str, domain: str = PACKAGE_DOMAIN) -> list[str]:
+    """What the package's compiled catalogue ``domain`` (``companion/locale``) holds that its
+    ``.po`` does not say, or lacks: one line each."""
     from io import BytesIO
 
     from babel.messages.mofile import read_mo
 
-    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.mo"
+    mo = PACKAGE_LOCALE / language / "LC_MESSAGES" / f"{domain}.mo"
     name = mo.relative_to(ROOT) if mo.is_relative_to(ROOT) else mo
     if not mo.exists():
         return [f"{name}: missing (run catalogues)"]
@@ -211,7 +220,7 @@ def package_catalogue_differences(language: str) -> list[str]:
 
     with mo.open("rb") as f:
         shipped = entries(read_mo(f))
-    wanted = entries(read_mo(BytesIO(_compiled(language))))
+    wanted = entries(read_mo(BytesIO(_compiled(language, domain=domain))))
     return [
         f"{name}: not as its .po says (run catalogues): {str(text)[:70]!r}"
         for text in sorted(set(shipped) | set(wanted), key=str)
@@ -335,8 +344,9 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
         po = folder / f"{domain}.po"
         have = {m.id for m in _read(po) if m.id} if po.exists() else set()
         found += _out_of_step(Path(po.name), english, have)
-    if (folder / f"{PACKAGE_DOMAIN}.po").exists():
-        found += package_catalogue_differences(language)
+    for domain in PACKAGE_DOMAINS:
+        if (folder / f"{domain}.po").exists():
+            found += package_catalogue_differences(language, domain)
     if pot is not None:
         for template in sorted(pot.rglob("*.pot")):
             name = template.relative_to(pot).with_suffix(".po")

@@ -10,9 +10,11 @@ configuration), and puts each translation where its English source was: a paragr
 keeps its marker, a heading its ``#``, a table cell its row, an admonition its fence and
 options. What Sphinx would leave in English stays English: a message the catalogue has not
 translated, or one marked fuzzy. Code cells are copied unchanged (their comments are
-English), outputs are empty, the kernelspec is the English notebook's (python3), so the
-book's execution cache matches the translated notebook too; glue roles stay as they are
-written. A cell the book removes (the Open-in-Colab badge) is not in the catalogue: its
+English), but for the setup cell (tagged ``colab-setup``, which the book hides and the HTML
+edition takes from the English notebook), which gains :data:`SETUP_LINES`: the self-checks'
+messages in the edition's language. Outputs are empty, the kernelspec is the English
+notebook's (python3), so the book's execution cache matches every other cell of the
+translated notebook; glue roles stay as they are written. A cell the book removes (the Open-in-Colab badge) is not in the catalogue: its
 Colab link is pointed at the translated notebook. Relative links out of ``notebooks/`` gain a
 ``../``. A code cell's metadata stays as it is too (a solution's ``hint``, which
 ``tools/make_lab.py`` translates for the student copies), since the execution cache's key
@@ -56,6 +58,14 @@ TITLED = frozenset({"admonition", "dropdown", "topic", "sidebar"})
 UNTITLED = frozenset(
     "attention caution danger error hint important note seealso tip warning".split()
 )
+#: What each edition's setup cell (tagged ``colab-setup``) adds after the English one's code:
+#: the self-checks then speak the edition's language (companion/language.py).
+SETUP_LINES = {
+    "ja": (
+        "\n\nimport os\n\n"
+        'os.environ["COMPANION_LANGUAGE"] = "ja"  # the self-checks\' messages in Japanese'
+    ),
+}
 _FENCE_INFO = re.compile(r"\{([\w:-]+)\}\s*(.*)")
 _OPTION = re.compile(r":[\w-]+:")
 
@@ -259,6 +269,8 @@ def translate_notebook(
         where = f"{path.name}, cell {i}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if "colab-setup" in cell.metadata.get("tags", []):
+                cell.source = cell.source.rstrip("\n") + SETUP_LINES.get(language, "")
             continue
         if cell.cell_type != "markdown":
             continue

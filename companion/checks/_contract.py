@@ -9,6 +9,7 @@ per action); it returned a tuple of 4 arrays". :func:`describe` says what a valu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,15 +17,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from companion.checks.core import _broadcast, fail
+from companion.checks._messages import N_, _
+from companion.checks.core import _broadcast, _broadcast_note, _not_finite, _then, fail
 
 #: The dtypes a contract names: an exact dtype (``np.float32``), or one of these kinds.
-_KINDS = {"float": "a float", "int": "an integer", "bool": "a bool", "key": "a PRNG key"}
+_KINDS = {"float": N_("float"), "int": N_("integer"), "bool": N_("bool"), "key": N_("PRNG key")}
 
 
-def _a(word: str) -> str:
-    """``word`` with its indefinite article: "an int32", "a float32", "a uint8"."""
-    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
+def _a(words: str) -> str:
+    """``words`` with the indefinite article of their first word: "an int32 array", "a
+    float32 scalar" (in a language without articles, the words alone)."""
+    article = _("an {thing}") if words[:1] in "aeio" else _("a {thing}")
+    return article.format(thing=words)
 
 
 def _is_key(value: Any) -> bool:
@@ -39,7 +43,7 @@ def _is_array(value: Any) -> bool:
 def _brief(value: Any) -> str:
     """A few words for one item of a tuple or list: "float32 (6,)", "0.5", "dict"."""
     if _is_key(value):
-        return f"key {tuple(value.shape)}"
+        return _("key {shape}").format(shape=tuple(value.shape))
     if _is_array(value):
         return f"{value.dtype} {tuple(np.shape(value))}"
     if value is None or isinstance(value, (bool, int, float)):
@@ -59,6 +63,15 @@ def _noun(items: list) -> str:
     return "items"
 
 
+#: The nouns of :func:`_noun`, for one item and for several.
+_NOUNS = {
+    "arrays": (N_("array"), N_("arrays")),
+    "floats": (N_("float"), N_("floats")),
+    "ints": (N_("int"), N_("ints")),
+    "items": (N_("item"), N_("items")),
+}
+
+
 def describe(value: Any) -> str:
     """What ``value`` is, as a message says what an answer returned: "None", "the Python
     float 0.5", "an int32 array of shape (3,)", "a tuple of 2 arrays (float32 (6,), int32
@@ -66,39 +79,46 @@ def describe(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, bool):
-        return f"the bool {value}"
+        return _("the bool {value}").format(value=value)
     if isinstance(value, np.generic):  # before float: np.float64 is a Python float too
-        return f"{_a(str(value.dtype))} NumPy scalar"
+        return _a(_("{dtype} NumPy scalar").format(dtype=value.dtype))
     if isinstance(value, (int, float)):
-        return f"the Python {type(value).__name__} {value!r}"
+        return _("the Python {type} {value}").format(type=type(value).__name__, value=repr(value))
     if isinstance(value, str):
         text = repr(value)
-        return f"the str {text if len(text) <= 48 else text[:47] + '…'}"
+        return _("the str {text}").format(text=text if len(text) <= 48 else text[:47] + "…")
     if _is_key(value):
-        return f"a PRNG key array of shape {tuple(value.shape)}"
+        return _("a PRNG key array of shape {shape}").format(shape=tuple(value.shape))
     if _is_array(value):
-        return f"{_a(str(value.dtype))} array of shape {tuple(value.shape)}"
+        return _a(_("{dtype} array of shape {shape}").format(dtype=value.dtype, shape=value.shape))
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return f"{_a(type(value).__name__)} (fields {', '.join(value._fields)})"
+        return _a(
+            _("{type} (fields {fields})").format(
+                type=type(value).__name__, fields=", ".join(value._fields)
+            )
+        )
     if isinstance(value, (tuple, list)) and not value:
-        return f"an empty {type(value).__name__}"
+        return _("an empty {type}").format(type=type(value).__name__)
     if isinstance(value, (tuple, list)):
         items = list(value)
-        noun = _noun(items)
-        noun = noun[:-1] if len(items) == 1 else noun
+        noun = _(_NOUNS[_noun(items)][len(items) != 1])
         detail = f" ({', '.join(_brief(v) for v in items)})" if 0 < len(items) <= 4 else ""
-        return f"{_a(type(value).__name__)} of {len(items)} {noun}{detail}"
+        words = _("{type} of {count} {noun}").format(
+            type=type(value).__name__, count=len(items), noun=noun
+        )
+        return _a(words) + detail
     if isinstance(value, dict):
         keys = ", ".join(repr(k) for k in list(value)[:6])
-        return f"a dict with keys {keys}" if value else "an empty dict"
+        return _("a dict with keys {keys}").format(keys=keys) if value else _("an empty dict")
     if isinstance(value, type):
-        return f"the class {value.__name__}"
+        return _("the class {name}").format(name=value.__name__)
     import equinox as eqx
 
     if isinstance(value, eqx.Module):
-        return f"an equinox module ({type(value).__name__})"
+        return _("an equinox module ({type})").format(type=type(value).__name__)
     if callable(value):
-        return f"a function ({getattr(value, '__name__', type(value).__name__)})"
+        name = getattr(value, "__name__", type(value).__name__)
+        return _("a function ({name})").format(name=name)
     return _a(type(value).__name__)
 
 
@@ -120,9 +140,13 @@ def array_contract(shape: tuple, dtype: Any) -> str:
     """The words for an array of ``dtype`` (a dtype or a kind of :data:`_KINDS`) and
     ``shape``: "a float32 array of shape (6,)", "an int32 scalar (shape ())"."""
     if isinstance(dtype, str) and dtype == "key":
-        return "one PRNG key (shape ())" if shape == () else f"PRNG keys of shape {shape}"
-    words = _KINDS.get(dtype) or _a(str(np.dtype(dtype)))
-    return f"{words} scalar (shape ())" if shape == () else f"{words} array of shape {shape}"
+        if shape == ():
+            return _("one PRNG key (shape ())")
+        return _("PRNG keys of shape {shape}").format(shape=shape)
+    words = _(_KINDS[dtype]) if dtype in _KINDS else str(np.dtype(dtype))
+    if shape == ():
+        return _a(_("{dtype} scalar (shape ())").format(dtype=words))
+    return _a(_("{dtype} array of shape {shape}").format(dtype=words, shape=shape))
 
 
 def _hint(hint: str | Callable[[Any], str], got: Any) -> str:
@@ -167,31 +191,38 @@ def require_array(
     shape = tuple(shape)
     right = _is_array(got) and _dtype_matches(got.dtype, dtype) and tuple(got.shape) == shape
     if not right:
-        should, did = ("should return", "it returned") if returns else ("should be", "it is")
-        contract = array_contract(shape, dtype) + (f" ({why})" if why else "")
+        contract = _with_why(array_contract(shape, dtype), why)
         notes = []
         if _is_array(got) and _broadcast(tuple(got.shape), shape):
-            notes.append(
-                "Two shapes were broadcast together: an array of shape "
-                f"{shape + (1,)} against one of {shape} (values against targets, say), "
-                f"or an array of shape {shape[-1:]} where a scalar belongs (a scan's "
-                "initial carry, say)"
-            )
+            notes.append(_broadcast_note(shape))
         if dtype_hint and _is_array(got) and not _dtype_matches(got.dtype, dtype):
             notes.append(dtype_hint.rstrip("."))
         extra = _hint(hint, got)
         if extra:
             notes.append(extra.rstrip("."))
-        fail(". ".join([f"{what} {should} {contract}; {did} {describe(got)}", *notes]))
+        message = _contract_failed(what, contract, got, returns)
+        fail(functools.reduce(_then, notes, message))
     if _is_key(got) or isinstance(got, jax.ShapeDtypeStruct):
         return got
     arr = np.asarray(got)
     if finite and arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-        note = ""
-        if np.any(np.isneginf(arr)):
-            note = " (-inf: is something masked here? Mask only where an action is chosen)"
-        fail(f"{what} contains NaN or inf values{note}")
+        fail(_not_finite(what, arr))
     return arr
+
+
+def _with_why(contract: str, why: str) -> str:
+    """ "<contract> (<why>)", or the contract alone when ``why`` is empty."""
+    return _("{contract} ({why})").format(contract=contract, why=why) if why else contract
+
+
+def _contract_failed(what: str, contract: str, got: Any, returns: bool) -> str:
+    """ "<what> should return <contract>; it returned <what got is>" (``returns`` False:
+    "should be", "it is")."""
+    if returns:
+        message = _("{what} should return {contract}; it returned {got}")
+    else:
+        message = _("{what} should be {contract}; it is {got}")
+    return message.format(what=what, contract=contract, got=describe(got))
 
 
 def require_number(
@@ -224,12 +255,10 @@ def require_number(
         value = None
     wanted = {"int": (int,), "float": (float,), "number": (int, float)}[kind]
     if isinstance(value, bool) or not isinstance(value, wanted):
-        words = {"int": "an int", "float": "a float", "number": "a number"}[kind]
-        contract = words + (f" ({why})" if why else "") + (" or None" if none else "")
+        words = {"int": _("an int"), "float": _("a float"), "number": _("a number")}[kind]
+        contract = _with_why(words, why)
+        if none:
+            contract = _("{contract} or None").format(contract=contract)
         extra = _hint(hint, got)
-        should, did = ("should return", "it returned") if returns else ("should be", "it is")
-        fail(
-            f"{what} {should} {contract}; {did} {describe(got)}"
-            + (f". {extra.rstrip('.')}" if extra else "")
-        )
+        fail(_then(_contract_failed(what, contract, got, returns), extra.rstrip(".")))
     return value

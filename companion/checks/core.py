@@ -10,12 +10,15 @@ import functools
 import inspect
 import os
 import traceback
+import unicodedata
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import numpy as np
+
+from companion.checks._messages import _
 
 
 class CheckFailed(AssertionError):
@@ -67,8 +70,10 @@ def require_function(fn: Any, name: str) -> None:
     """
     if not callable(fn):
         fail(
-            f"{name}: expected your function, got {type(fn).__name__} {fn!r:.60}; "
-            "pass the function itself, without calling it"
+            _(
+                "{name}: expected your function, got {type} {value}; pass the function "
+                "itself, without calling it"
+            ).format(name=name, type=type(fn).__name__, value=f"{fn!r:.60}")
         )
 
 
@@ -90,7 +95,7 @@ def _where_raised(exc: BaseException) -> str:
         for frame in traceback.extract_tb(exc.__traceback__)
         if not frame.filename.startswith(_LIBRARY_DIRS) and frame.line
     ]
-    return f" (at `{frames[-1].line.strip()}`)" if frames else ""
+    return _(" (at `{line}`)").format(line=frames[-1].line.strip()) if frames else ""
 
 
 def run_answer(
@@ -115,16 +120,28 @@ def run_answer(
     except _TRACER_ERRORS as exc:
         first = str(exc).strip().splitlines()[0]
         fail(
-            f"{call} turns a traced array into a Python value{_where_raised(exc)}: {first} "
-            "The book runs this function under jax.jit, where arrays have no values yet: "
-            "use jnp.where or jax.lax.cond instead of `if`, jax.numpy instead of NumPy, and "
-            "keep arrays as arrays (no int(), float() or bool() of one)"
+            _(
+                "{call} turns a traced array into a Python value{where}: {error} The book "
+                "runs this function under jax.jit, where arrays have no values yet: use "
+                "jnp.where or jax.lax.cond instead of `if`, jax.numpy instead of NumPy, and "
+                "keep arrays as arrays (no int(), float() or bool() of one)"
+            ).format(call=call, where=_where_raised(exc), error=first)
         )
     except Exception as exc:
-        fail(
-            f"{call} raised {type(exc).__name__}{_where_raised(exc)}: {error_text(exc)}. "
-            f"Its arguments: {_arguments(fn, args)}" + (f". {hint}" if hint else "")
+        said = _("{call} raised {error}{where}: {message}. Its arguments: {arguments}").format(
+            call=call,
+            error=type(exc).__name__,
+            where=_where_raised(exc),
+            message=error_text(exc),
+            arguments=_arguments(fn, args),
         )
+        fail(_then(said, hint))
+
+
+def _then(message: str, note: str) -> str:
+    """ "<message>. <note>": a note (a hint, what a shape means) after a message, or the
+    message alone when ``note`` is empty."""
+    return _("{said}. {note}").format(said=message, note=note) if note else message
 
 
 def _arguments(fn: Callable, args: tuple) -> str:
@@ -138,17 +155,17 @@ def _arguments(fn: Callable, args: tuple) -> str:
         ]
     except (TypeError, ValueError):
         names = []
-    names += [f"argument {i + 1}" for i in range(len(names), len(args))]
+    names += [_("argument {number}").format(number=i + 1) for i in range(len(names), len(args))]
 
     def brief(value):
         if hasattr(value, "shape") and hasattr(value, "dtype"):
             if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
-                return "a PRNG key"
+                return _("a PRNG key")
             return f"{value.dtype} {tuple(value.shape)}"
         if value is None or isinstance(value, (bool, int, float, str)):
             return f"{value!r:.30}"
         if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-            return f"a {type(value).__name__} of {len(value)}"
+            return _("a {type} of {size}").format(type=type(value).__name__, size=len(value))
         return type(value).__name__
 
     return ", ".join(f"{name} {brief(value)}" for name, value in zip(names, args))
@@ -185,13 +202,38 @@ def require_pair(got: Any, name: str, parts: str, size: int = 2) -> None:
     if not (isinstance(got, (tuple, list)) and len(got) == size):
         from companion.checks._contract import describe
 
-        words = {2: "a pair", 3: "a triple"}.get(size, f"a tuple of {size}")
-        fail(f"{name} should return {words} ({parts}); it returned {describe(got)}")
+        words = {2: _("a pair"), 3: _("a triple")}.get(size) or _("a tuple of {size}").format(
+            size=size
+        )
+        fail(
+            _("{name} should return {contract} ({parts}); it returned {got}").format(
+                name=name, contract=words, parts=parts, got=describe(got)
+            )
+        )
 
 
 def passed(what: str) -> None:
     """Report a passed check in one line."""
-    print(f"check passed: {what}")
+    print(_("check passed: {what}").format(what=what))
+
+
+def _broadcast_note(expected: tuple) -> str:
+    """What a shape that :func:`_broadcast` recognises means, for the student."""
+    return _(
+        "Two shapes were broadcast together: an array of shape {column} against one of "
+        "{expected} (values against targets, say), or an array of shape {last} where a "
+        "scalar belongs (a scan's initial carry, say)"
+    ).format(column=expected + (1,), expected=expected, last=expected[-1:])
+
+
+def _not_finite(what: str, arr: np.ndarray) -> str:
+    """The message for an output ``what`` that holds NaN or inf."""
+    if np.any(np.isneginf(arr)):
+        return _(
+            "{what} contains NaN or inf values (-inf: is something masked here? Mask only "
+            "where an action is chosen)"
+        ).format(what=what)
+    return _("{what} contains NaN or inf values").format(what=what)
 
 
 def _broadcast(shape: tuple, expected: tuple) -> bool:
@@ -213,22 +255,22 @@ def check_shape(got: Any, expected: tuple, what: str, hint: str = "") -> np.ndar
     try:
         arr = np.asarray(got)
     except Exception as exc:  # a tracer, a list of mixed things...
-        fail(f"{what} should be an array of shape {expected}, got {type(got).__name__} ({exc})")
+        fail(
+            _("{what} should be an array of shape {expected}, got {type} ({error})").format(
+                what=what, expected=tuple(expected), type=type(got).__name__, error=exc
+            )
+        )
     expected = tuple(expected)
     if arr.shape != expected:
         if _broadcast(arr.shape, expected):
-            hint = (
-                "Two shapes were broadcast together: an array of shape "
-                f"{expected + (1,)} against one of {expected} (values against targets, say), "
-                f"or an array of shape {expected[-1:]} where a scalar belongs (a scan's "
-                "initial carry, say). " + hint
-            ).strip()
-        fail(f"{what} has shape {arr.shape}, expected {expected}." + (f" {hint}" if hint else ""))
+            hint = _then(_broadcast_note(expected), hint)
+        if hint:
+            message = _("{what} has shape {shape}, expected {expected}. {hint}")
+        else:
+            message = _("{what} has shape {shape}, expected {expected}.")
+        fail(message.format(what=what, shape=arr.shape, expected=expected, hint=hint))
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-        note = ""
-        if np.any(np.isneginf(arr)):
-            note = " (-inf: is something masked here? Mask only where an action is chosen)"
-        fail(f"{what} contains NaN or inf values{note}")
+        fail(_not_finite(what, arr))
     return arr
 
 
@@ -268,8 +310,15 @@ def _show(value: Any, prefix: str, short: bool = False) -> str:
     elif arr.dtype.kind == "f":
         arr = np.round(arr.astype(np.float64), 4)
     threshold, edge = (12, 3) if short else (60, 3)
+    # a wide (CJK) character of a translated prefix takes two columns of a terminal
+    width = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in prefix)
     text = np.array2string(
-        arr, separator=", ", max_line_width=88, threshold=threshold, edgeitems=edge, prefix=prefix
+        arr,
+        separator=", ",
+        max_line_width=88,
+        threshold=threshold,
+        edgeitems=edge,
+        prefix=" " * width,
     )
     return prefix + text
 
@@ -300,7 +349,7 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
 
     for message in dict.fromkeys(m for case in cases for m in case.mistakes):
         if all(matches(out, case, message) for case, out in zip(cases, outputs)):
-            fail(f"{name}: {message}.")
+            fail(_("{name}: {mistake}.").format(name=name, mistake=message))
     i = right.index(False)
     case, got = cases[i], np.asarray(outputs[i])
     expected = np.asarray(case.expected)
@@ -309,13 +358,20 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
         wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol)
         first = tuple(int(j) for j in np.argwhere(wrong)[0])
         index = first[0] if len(first) == 1 else first
-        where = (
-            f": first at index {index}, it gives {_show(got[first], '')}, expected "
-            f"{_show(expected[first], '')}"
+        where = _(": first at index {index}, it gives {got}, expected {expected}").format(
+            index=index, got=_show(got[first], ""), expected=_show(expected[first], "")
         )
-    lines = [f"{name} differs from the reference on {case.label}{where}", "The inputs:"]
+    lines = [
+        _("{name} differs from the reference on {case}{where}").format(
+            name=name, case=case.label, where=where
+        ),
+        _("The inputs:"),
+    ]
     lines += [_show(value, f"  {key} = ", short=True) for key, value in case.inputs.items()]
-    lines += [_show(got, "it gives ", short=True), _show(expected, "expected ", short=True)]
+    lines += [
+        _show(got, _("it gives "), short=True),
+        _show(expected, _("expected "), short=True),
+    ]
     fail("\n".join(lines))
 
 

@@ -1,0 +1,249 @@
+"""The self-checks speak the reader's language: the wrong answers of the check banks, run in
+Japanese, get the Japanese of the message they get in English, entry by entry of the
+catalogue ``checks`` (``locales/ja/LC_MESSAGES/checks.po``); English stays the default.
+
+The catalogue being complete (every entry translated, none fuzzy, in step with the code, the
+compiled ``.mo`` its ``.po``) is ``tools/editions.py``'s check, run by test_editions.py and
+test_extension_messages.py. Here: what a student sees. A message is a composition of
+entries (``"{name}: {mistake}."`` around a named mistake, a contract around a description of
+what the answer returned), so the English message is parsed back into its entries and their
+filled-in values, and the Japanese one must be exactly those entries' translations filled in
+with the same values (a value that is itself an entry translated too).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from pathlib import Path
+
+import jax
+import pytest
+import test_check_bank_basics as bank
+import test_checks_chapters as planted
+from babel.messages.pofile import read_po
+
+import companion
+import companion.checks as checks
+from companion import language
+from companion.checks import CheckFailed
+from companion.checks import _messages as messages
+
+ROOT = Path(__file__).resolve().parents[1]
+PO = ROOT / "locales" / "ja" / "LC_MESSAGES" / "checks.po"
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def _rows(*tables) -> list:
+    """``(answer, English regex)`` rows from the banks' ``(what, answer, message)`` tables and
+    the chapter tests' ``(answer, message)`` lists."""
+    return [row[-2:] for table in tables for row in table]
+
+
+#: The checks whose messages are translated, with the wrong answers the existing banks give
+#: them (test_check_bank_*.py, test_checks_*.py) and a right answer.
+WRONG = {
+    "check_softplus_grad": (
+        _rows(bank.WRONG_SOFTPLUS, planted.PLANTED_SOFTPLUS),
+        bank.RIGHT_SOFTPLUS[0],
+    ),
+    "check_discounted_returns": (
+        _rows(bank.WRONG_RETURNS, planted.PLANTED_RETURNS),
+        bank.RIGHT_RETURNS[0],
+    ),
+    "check_noisy_batch": (
+        _rows(bank.WRONG_NOISY, planted.PLANTED_NOISY),
+        planted.good_noisy_batch,
+    ),
+}
+CASES = [
+    pytest.param(check, answer, english, id=f"{check[6:]}-{i}")
+    for check, (rows, _right) in WRONG.items()
+    for i, (answer, english) in enumerate(rows)
+]
+
+
+@pytest.fixture(autouse=True)
+def _english_after(monkeypatch):
+    """Each test starts from the default (no choice, no variable) and leaves it so."""
+    monkeypatch.delenv(language.VARIABLE, raising=False)
+    monkeypatch.setattr(language, "_chosen", None)
+    yield
+    language.set_language(None)
+
+
+#: Placeholders whose values are Python's or JAX's own words (an error's type and text, a
+#: value's repr, a text the answer returned): never translated, so never parsed.
+OPAQUE = {"error", "message", "value", "text"}
+
+
+@functools.cache
+def _catalogue() -> dict[str, str]:
+    with PO.open("rb") as f:
+        return {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+
+
+def _parts(msgid: str) -> list[tuple[str, str | None]]:
+    """``msgid`` as ``(literal, placeholder or None)`` pairs."""
+    return [(literal, field) for literal, field, _s, _c in string.Formatter().parse(msgid)]
+
+
+@functools.cache
+def _templates() -> tuple:
+    """``(msgid, parts)``: the entries that hold placeholders (named ones: a ``{t+1}`` of a
+    formula is text)."""
+    found = []
+    for msgid in _catalogue():
+        fields = [f for _, f in _parts(msgid) if f]
+        if fields and all(f.isidentifier() for f in fields):
+            found.append((msgid, _parts(msgid)))
+    return tuple(found)
+
+
+def _fills(parts: list, text: str):
+    """Every way ``text`` fills the placeholders of a template's ``parts`` (a value may be
+    empty; a placeholder followed by another takes any split), one dict at a time."""
+    if not parts:
+        if text == "":
+            yield {}
+        return
+    (literal, field), rest = parts[0], parts[1:]
+    if not text.startswith(literal):
+        return
+    text = text[len(literal) :]
+    if field is None:
+        yield from _fills(rest, text)
+        return
+    for end in range(len(text) + 1):
+        for fill in _fills(rest, text[end:]):
+            yield {field: text[:end], **fill}
+
+
+@functools.cache
+def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
+    """Whether ``japanese`` is the translation of ``english`` (an English message or a
+    filled-in value): the entry's translation where ``english`` is an entry; where it fills
+    an entry with placeholders, that entry's translation filled with the translations of
+    the same values; else (a name, a shape, a number, an ``opaque`` value) itself."""
+    catalogue = _catalogue()
+    if opaque:
+        return japanese == english
+    if english in catalogue:
+        return japanese == catalogue[english]
+    parsed = False
+    for msgid, parts in _templates():
+        translated = _parts(catalogue[msgid])
+        for fill in _fills(parts, english):
+            parsed = True
+            for told in _fills(translated, japanese):
+                if all(_is_translation(fill[f], told[f], f in OPAQUE) for f in fill):
+                    return True
+    return not parsed and japanese == english
+
+
+def _message(check: str, answer) -> str:
+    with jax.debug_key_reuse(False), pytest.raises(CheckFailed) as failure:
+        getattr(checks, check)(answer)
+    return str(failure.value)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+@pytest.mark.parametrize("check, answer, english", CASES)
+def test_a_wrong_answer_is_told_in_japanese(check, answer, english):
+    """The English message is the bank's; in Japanese, the same message is the catalogue's
+    translation of each of its entries, and it is Japanese (a message the catalogue lacks
+    would come out in English and match nothing here)."""
+    said = _message(check, answer)
+    assert re.search(english, said), said
+    companion.set_language("ja")
+    told = _message(check, answer)
+    assert _JAPANESE.search(told) and told != said, told
+    # a generic difference: its first line is the message, then the inputs and the arrays
+    first, *rest = said.split("\n")
+    told_first, *told_rest = told.split("\n")
+    assert _is_translation(first, told_first), (first, told_first)
+    assert len(told_rest) == len(rest)
+    if rest:
+        assert told_rest[0] == _catalogue()["The inputs:"]
+
+
+def _mistakes_of(check: str, answer) -> list[str]:
+    """The named mistakes of ``check``'s cases (every message its verdict could name), as
+    the check builds them, by running it on a right answer."""
+    seen = []
+    core = __import__("companion.checks.core", fromlist=["verdict"])
+    original = core.verdict
+
+    def spy(name, cases, outputs, *args, **kwargs):
+        seen.extend(m for case in cases for m in case.mistakes)
+        return original(name, cases, outputs, *args, **kwargs)
+
+    module = __import__(f"companion.checks.{checks._LAZY[check]}", fromlist=["verdict"])
+    with pytest.MonkeyPatch.context() as mp, jax.debug_key_reuse(False):
+        mp.setattr(module, "verdict", spy)
+        getattr(checks, check)(answer)
+    return list(dict.fromkeys(seen))
+
+
+@pytest.mark.parametrize("check", [c for c in WRONG])
+def test_every_named_mistake_is_told_in_japanese(check, capsys):
+    """Beyond the banks' wrong answers: every mistake a check's verdict can name, English
+    in English and its catalogue translation in Japanese; the pass line too."""
+    right = WRONG[check][1]
+    english = _mistakes_of(check, right)
+    passed = capsys.readouterr().out
+    companion.set_language("ja")
+    japanese = _mistakes_of(check, right)
+    told = capsys.readouterr().out
+    catalogue = _catalogue()
+    assert len(japanese) == len(english)
+    for en, ja in zip(english, japanese):
+        assert en in catalogue or any(
+            next(_fills(parts, en), None) is not None for _, parts in _templates()
+        ), en
+        assert _JAPANESE.search(ja) and _is_translation(en, ja), (en, ja)
+    assert passed.startswith("check passed: ")
+    assert told.startswith("チェックに合格: ") and _JAPANESE.search(told[8:])
+    assert _is_translation(passed.strip(), told.strip())
+
+
+def test_english_is_the_default_and_the_variable_chooses(monkeypatch):
+    assert companion.current_language() == "en"
+    assert messages._("The inputs:") == "The inputs:"
+    monkeypatch.setenv("COMPANION_LANGUAGE", "ja")
+    assert companion.current_language() == "ja"
+    assert messages._("The inputs:") == "入力:"
+    companion.set_language("en")  # the call wins over the variable
+    assert messages._("The inputs:") == "The inputs:"
+    companion.set_language(None)  # back to the variable
+    assert companion.current_language() == "ja"
+    monkeypatch.setenv("COMPANION_LANGUAGE", "")
+    assert companion.current_language() == "en"
+
+
+@pytest.mark.parametrize("bad", ["fr", "JA", "", None, 1, ["ja"]])
+def test_the_switch_refuses_a_language_it_has_not(bad, monkeypatch):
+    if bad is None:  # None is the reset, and valid
+        companion.set_language(bad)
+        return
+    with pytest.raises(ValueError, match=r"^language: expected one of en, ja, got "):
+        companion.set_language(bad)
+    assert companion.current_language() == "en"  # unchanged
+    if isinstance(bad, str) and bad:
+        monkeypatch.setenv("COMPANION_LANGUAGE", bad)
+        with pytest.raises(ValueError, match=r"^COMPANION_LANGUAGE: expected one of en, ja"):
+            companion.current_language()
+
+
+def test_the_parser_is_not_fooled_by_an_untranslated_message():
+    """The checks above would pass an English message in Japanese if ``_is_translation``
+    took a message made of entries for itself: it does not, nor a wrong entry."""
+    english = "grad_g: the sign is wrong."
+    assert _is_translation(english, "grad_g: 符号が逆です。")
+    assert not _is_translation(english, english)
+    assert not _is_translation(english, "grad_g: the sign is wrong。")
+    assert not _is_translation(english, "grad_g: 分母が抜けています。")
+    assert _is_translation("a float32 array of shape (3,)", "形 (3,) の float32 配列")
+    assert not _is_translation("a float32 array of shape (3,)", "形 (4,) の float32 配列")
+    assert _is_translation("grad_x", "grad_x")  # no entry: itself
