@@ -214,3 +214,15 @@ def test_the_check_finds_an_empty_page_missing_figures_and_too_few_pages(tmp_pat
     assert any("fewer than the 4 of the toc" in p for p in problems), problems
     problems, _ = book_pdf.check(tmp_path / "none.pdf", site, tmp_path / "_toc.yml")
     assert problems and "not written" in problems[0]
+
+
+def test_part_captions_come_from_the_editions_navigation_bar(tmp_path):
+    entries = book_pdf.toc_entries(_toc(tmp_path))
+    page = tmp_path / "intro.html"
+    page.write_text(
+        '<nav><p class="caption"><span class="caption-text">最初</span></p>'
+        '<p class="caption"><span class="caption-text">二番目 &amp; 次</span></p></nav>'
+    )
+    assert book_pdf.part_captions(page, entries) == {"First": "最初", "Second": "二番目 & 次"}
+    page.write_text('<span class="caption-text">only one</span>')
+    assert book_pdf.part_captions(page, entries) == {"First": "First", "Second": "Second"}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html
 import importlib.util
 import io
 import os
@@ -89,8 +90,9 @@ PRINT_CSS = """
 """
 
 #: Run in each page once it is ready: opens every fold that holds a figure, adds the print
-#: stylesheet, loads lazy images, removes links to site files that are not printed pages
-#: (``arguments``: the absolute URLs of the printed pages), and returns the page's title.
+#: stylesheet, loads lazy images, shrinks a table or formula wider than the page, removes
+#: links to site files that are not printed pages (``printed``: the absolute URLs of the
+#: printed pages), and returns the page's title.
 PREPARE = """
 (async function (printed, css) {
   document.querySelectorAll('details').forEach(function (d) {
@@ -104,6 +106,14 @@ PREPARE = """
   await Promise.all(images.map(function (img) {
     return img.decode ? img.decode().catch(function () {}) : null;
   }));
+  // A table or formula wider than the page is shrunk to fit it (a page does not scroll).
+  var article = document.querySelector('.bd-article') || document.body;
+  var right = article.getBoundingClientRect().right;
+  var wide = article.querySelectorAll('table, mjx-container[display="true"]');
+  wide.forEach(function (e) {
+    var r = e.getBoundingClientRect(), w = Math.max(r.width, e.scrollWidth);
+    if (r.left + w > right + 1) e.style.zoom = ((right - r.left) / w).toFixed(3);
+  });
   document.querySelectorAll('a[href]').forEach(function (a) {
     var url = new URL(a.getAttribute('href'), document.baseURI);
     if (url.protocol !== 'file:') return;
@@ -155,6 +165,18 @@ def page_path(site: Path, entry: Entry) -> Path:
     return site / (re.sub(r"\.(md|ipynb|rst)$", "", entry.file) + ".html")
 
 
+def part_captions(page: Path, entries: list[Entry]) -> dict[str, str]:
+    """The parts' captions as the edition's navigation bar on ``page`` writes them (a
+    translated edition translates them), by the caption of ``_toc.yml``; the toc's own
+    where the bar does not list every part."""
+    parts = list(dict.fromkeys(e.part for e in entries if e.part))
+    text = page.read_text(errors="replace")
+    shown = [html.unescape(c).strip() for c in re.findall(r'caption-text">([^<]*)<', text)]
+    if len(shown) != len(parts):
+        return {part: part for part in parts}
+    return dict(zip(parts, shown))
+
+
 def japanese_font() -> Path | None:
     """The IPAexGothic font file that ``matplotlib-fontja`` ships, ``None`` if it is not
     installed."""
@@ -179,6 +201,14 @@ def fontconfig_file(font_dir: Path, folder: Path) -> Path:
 
 def print_page(browser, session: str, url: str, printed: list[str]) -> tuple[bytes, str]:
     """One page printed to PDF: its bytes and its title."""
+    # Laid out as printed: the print stylesheets, at the width of the page's text.
+    width = round((PAPER[0] - MARGINS[1] - MARGINS[3]) * 96)
+    browser.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+        session=session,
+    )
+    browser.send("Emulation.setEmulatedMedia", {"media": "print"}, session=session)
     browser.send("Page.navigate", {"url": url}, session=session)
     if not browser.wait_event("Page.loadEventFired", session, timeout=120):
         raise TimeoutError(f"{url}: did not load in 120 s")
@@ -205,10 +235,13 @@ def print_page(browser, session: str, url: str, printed: list[str]) -> tuple[byt
     return base64.b64decode(result["data"]), title
 
 
-def merge(parts: list[tuple[Entry, str, str, bytes]], title: str):
+def merge(
+    parts: list[tuple[Entry, str, str, bytes]], title: str, captions: dict[str, str] | None = None
+):
     """One ``pypdf.PdfWriter`` from the printed pages ``(entry, url, title, pdf)`` in order,
-    with a bookmark per part, per page and (from Chromium's outline) per heading; a link to
-    another printed page goes to that page's first page."""
+    with a bookmark per part (its caption from ``captions`` when given), per page and (from
+    Chromium's outline) per heading; a link to another printed page goes to that page's
+    first page."""
     from pypdf import PdfReader, PdfWriter
     from pypdf.generic import ArrayObject, NameObject
 
@@ -224,9 +257,8 @@ def merge(parts: list[tuple[Entry, str, str, bytes]], title: str):
         parent = None
         if entry.part:
             if entry.part not in parts_marked:
-                parts_marked[entry.part] = writer.add_outline_item(
-                    title=entry.part, page_number=first
-                )
+                caption = (captions or {}).get(entry.part, entry.part)
+                parts_marked[entry.part] = writer.add_outline_item(title=caption, page_number=first)
             parent = parts_marked[entry.part]
         if entry.depth > 0 and chapter is not None:
             parent = chapter
@@ -322,7 +354,7 @@ def build(site: Path, language: str, toc: Path = ROOT / "_toc.yml") -> tuple[Pat
                 os.environ.pop("FONTCONFIG_FILE", None)
             else:
                 os.environ["FONTCONFIG_FILE"] = previous
-    writer = merge(parts, parts[0][2])
+    writer = merge(parts, parts[0][2], part_captions(paths[0], entries))
     out = edition / PDF_NAME
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:
@@ -457,8 +489,6 @@ def _html_title(page: Path) -> str:
     if match is None:
         return ""
     words = re.sub(r"<[^>]+>", "", match.group(1))
-    import html
-
     return re.sub(r"\s+", " ", html.unescape(words).replace("#", "").replace("¶", "")).strip()
 
 
