@@ -21,6 +21,7 @@ from pathlib import Path
 import jax
 import pytest
 import test_check_bank_basics as bank
+import test_check_bank_foundations as foundations_bank
 import test_checks_chapters as planted
 from babel.messages.pofile import read_po
 
@@ -57,6 +58,23 @@ WRONG = {
         planted.good_noisy_batch,
     ),
 }
+
+
+def _tables(*tables) -> dict:
+    """``{check: (rows, right answer)}`` from the banks' ``pytest.param(check, answer,
+    message)`` tables, whose right answers have no message."""
+    found = {}
+    for table in tables:
+        check = table[0].values[0]
+        rows = [(p.values[1], p.values[2]) for p in table if p.values[2] is not None]
+        right = next(p.values[1] for p in table if p.values[2] is None)
+        found[check] = (rows, right)
+    return found
+
+
+WRONG |= _tables(
+    foundations_bank.ACTION_VALUES, foundations_bank.REINFORCE, foundations_bank.Q_LEARNING
+)
 CASES = [
     pytest.param(check, answer, english, id=f"{check[6:]}-{i}")
     for check, (rows, _right) in WRONG.items()

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.basics import _returns_reference
 from companion.checks.core import (
     Case,
@@ -64,24 +65,35 @@ def _action_values_case(mdp: MazeMDP, v: np.ndarray, gamma: float, label: str) -
         {"v": v, "gamma": gamma},
         expected,
         {
-            "a move onto the target bootstraps from V(s'); the episode ends there, so "
-            "multiply the future by (1 - mdp.terminal)": reward + gamma * future,
-            "gamma discounts the reward too; the first reward is not discounted": gamma * expected,
-            "gamma multiplies the whole backup, the reward too: only the future is discounted, "
-            "r + gamma * (1 - d) * V(s')": gamma * (reward + go_on * future),
-            "the future is V of the current state; it is V(s') = v[mdp.next_state]": reward
+            _(
+                "a move onto the target bootstraps from V(s'); the episode ends there, so "
+                "multiply the future by (1 - mdp.terminal)"
+            ): reward + gamma * future,
+            _("gamma discounts the reward too; the first reward is not discounted"): gamma
+            * expected,
+            _(
+                "gamma multiplies the whole backup, the reward too: only the future is discounted, "
+                "r + gamma * (1 - d) * V(s')"
+            ): gamma * (reward + go_on * future),
+            _("the future is V of the current state; it is V(s') = v[mdp.next_state]"): reward
             + gamma * go_on * v[:, None],
-            "the reward r(s, a) is left out": expected - reward,
-            "the future is not discounted: r + gamma * (1 - d) * V(s')": reward + go_on * future,
-            "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
-            "removes only the future": go_on * (reward + gamma * future),
-            "the future is kept only where the episode ends: multiply it by (1 - d), not by d": reward
-            + gamma * terminal * future,
-            "the reward is mdp.terminal (1 onto the target, 0 elsewhere), as in the chapter's "
-            "maze; the check's maze has other rewards: use mdp.reward": terminal
-            + gamma * go_on * future,
-            "illegal actions are set to 0: the tables define them too (an illegal move stays "
-            "put), so compute every entry": np.where(legal, expected, 0.0),
+            _("the reward r(s, a) is left out"): expected - reward,
+            _("the future is not discounted: r + gamma * (1 - d) * V(s')"): reward + go_on * future,
+            _(
+                "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
+                "removes only the future"
+            ): go_on * (reward + gamma * future),
+            _(
+                "the future is kept only where the episode ends: multiply it by (1 - d), not by d"
+            ): reward + gamma * terminal * future,
+            _(
+                "the reward is mdp.terminal (1 onto the target, 0 elsewhere), as in the chapter's "
+                "maze; the check's maze has other rewards: use mdp.reward"
+            ): terminal + gamma * go_on * future,
+            _(
+                "illegal actions are set to 0: the tables define them too (an illegal move stays "
+                "put), so compute every entry"
+            ): np.where(legal, expected, 0.0),
         },
     )
 
@@ -105,17 +117,19 @@ def check_action_values(answer: Callable) -> None:
     mdp = _mdp()
     num_states = mdp.legal.shape[0]
     cases = [
-        _action_values_case(mdp, np.linspace(0.1, 0.9, num_states), 0.8, "v > 0, gamma 0.8"),
+        _action_values_case(
+            mdp, np.linspace(0.1, 0.9, num_states), 0.8, _("v > 0, gamma {gamma}").format(gamma=0.8)
+        ),
         _action_values_case(
             mdp,
             np.random.default_rng(5).uniform(-1, 1, num_states),
             0.5,
-            "v of both signs, gamma 0.5",
+            _("v of both signs, gamma {gamma}").format(gamma=0.5),
         ),
     ]
     outputs = []
     for case in cases:
-        call = f"action_values(mdp, v, gamma) with {case.label}"
+        call = _("action_values(mdp, v, gamma) with {case}").format(case=case.label)
         v = jnp.asarray(case.inputs["v"], jnp.float32)
         got = run_answer(answer, mdp, v, case.inputs["gamma"], call=call)
         got = require_array(
@@ -123,12 +137,12 @@ def check_action_values(answer: Callable) -> None:
             call,
             mdp.legal.shape,
             np.float32,
-            why="one value per (state, action)",
-            dtype_hint="The tables and v are float32",
+            why=_("one value per (state, action)"),
+            dtype_hint=_("The tables and v are float32"),
         )
         outputs.append(got)
     verdict("action_values", cases, outputs)
-    passed("action_values is one Bellman backup: r + gamma * (1 - d) * V(s')")
+    passed(_("action_values is one Bellman backup: r + gamma * (1 - d) * V(s')"))
 
 
 def _reinforce_case(rewards, baselines, gamma) -> Case:
@@ -142,39 +156,46 @@ def _reinforce_case(rewards, baselines, gamma) -> Case:
     ]
     from_start = np.cumsum((rewards * discount)[::-1])[::-1]  # sum_{k>=t} gamma^k r_k
     next_baselines = [np.append(baselines[1:], 0.0), np.roll(baselines, -1)]
-    label = f"T = {len(rewards)}, gamma {gamma}"
+    label = _("T = {steps}, gamma {gamma}").format(steps=len(rewards), gamma=gamma)
     return Case(
         label,
         {"rewards": rewards, "baselines": baselines, "gamma": gamma},
         right,
         {
-            "the return accumulates forwards in time; G_t sums the rewards from t on "
-            "(scan with reverse=True)": [discount * (f - baselines) for f in forwards],
-            "gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}": discount
+            _(
+                "the return accumulates forwards in time; G_t sums the rewards from t on "
+                "(scan with reverse=True)"
+            ): [discount * (f - baselines) for f in forwards],
+            _("gamma is applied to the first reward: G_t = r_t + gamma * G_{t+1}"): discount
             * (gamma * g - baselines),
-            "the baseline is not subtracted": discount * g,
-            "the baseline is added; subtract it": discount * (g + baselines),
-            "the baseline is the next step's; b(s_t) belongs to the same step as the action": [
+            _("the baseline is not subtracted"): discount * g,
+            _("the baseline is added; subtract it"): discount * (g + baselines),
+            _("the baseline is the next step's; b(s_t) belongs to the same step as the action"): [
                 discount * (g - b) for b in next_baselines
             ],
-            "the factor gamma^t is missing (the gradient of J has it)": g - baselines,
-            "gamma^t multiplies only the return; it multiplies G_t - b(s_t)": discount * g
+            _("the factor gamma^t is missing (the gradient of J has it)"): g - baselines,
+            _("gamma^t multiplies only the return; it multiplies G_t - b(s_t)"): discount * g
             - baselines,
-            "the power of gamma is one step off: the first step's weight has gamma^0 = 1": (
+            _("the power of gamma is one step off: the first step's weight has gamma^0 = 1"): (
                 gamma * discount * (g - baselines)
             ),
-            "the weights are multiplied by gamma, not by gamma^t (gamma ** jnp.arange(T))": gamma
+            _("the weights are multiplied by gamma, not by gamma^t (gamma ** jnp.arange(T))"): gamma
             * (g - baselines),
-            "the powers of gamma run backwards: gamma^t is 1 at the first step, t = 0": discount[
+            _("the powers of gamma run backwards: gamma^t is 1 at the first step, t = 0"): discount[
                 ::-1
             ]
             * (g - baselines),
-            "the weights come out in reverse time order: a scan with reverse=True already returns "
-            "G_t in time order, do not flip it": right[::-1],
-            "every step gets the whole episode's return G_0; G_t sums the rewards from t on": discount
-            * (g[0] - baselines),
-            "G_t is discounted from the episode's start (gamma^k r_k) and then by gamma^t again: "
-            "G_t = sum over k >= t of gamma^(k - t) r_k": discount * (from_start - baselines),
+            _(
+                "the weights come out in reverse time order: a scan with reverse=True already returns "
+                "G_t in time order, do not flip it"
+            ): right[::-1],
+            _(
+                "every step gets the whole episode's return G_0; G_t sums the rewards from t on"
+            ): discount * (g[0] - baselines),
+            _(
+                "G_t is discounted from the episode's start (gamma^k r_k) and then by gamma^t again: "
+                "G_t = sum over k >= t of gamma^(k - t) r_k"
+            ): discount * (from_start - baselines),
         },
     )
 
@@ -202,7 +223,7 @@ def check_reinforce_weights(answer: Callable) -> None:
     ]
     outputs = []
     for case in cases:
-        call = f"reinforce_weights(rewards, baselines, gamma) with {case.label}"
+        call = _("reinforce_weights(rewards, baselines, gamma) with {case}").format(case=case.label)
         rewards, baselines = (
             jnp.asarray(case.inputs[k], jnp.float32) for k in ("rewards", "baselines")
         )
@@ -212,19 +233,19 @@ def check_reinforce_weights(answer: Callable) -> None:
             call,
             rewards.shape,
             np.float32,
-            why="one weight per step",
-            dtype_hint="The rewards and baselines are float32",
+            why=_("one weight per step"),
+            dtype_hint=_("The rewards and baselines are float32"),
         )
         outputs.append(got)
     verdict("reinforce_weights", cases, outputs)
-    passed("reinforce_weights gives gamma^t * (G_t - b(s_t))")
+    passed(_("reinforce_weights gives gamma^t * (G_t - b(s_t))"))
 
 
 def _q_fixed_point(target: Callable, legal: np.ndarray) -> np.ndarray:
     """The Q a tabular Q-learning converges to (on legal actions; illegal ones stay 0) when
     its TD target is ``target(q)``, float64 ``(S, 4)``: iterated to a change below 1e-12."""
     q = np.zeros(legal.shape)
-    for _ in range(5_000):
+    for _sweep in range(5_000):
         new = np.where(legal, target(q), 0.0)
         if np.abs(new - q).max() < 1e-12:
             break
@@ -246,33 +267,45 @@ def _q_learning_models(mdp: MazeMDP, gamma: float) -> tuple:
         return _q_fixed_point(target, legal)
 
     return fixed(lambda q: r + gamma * go_on * best(q)), {
-        "the TD target bootstraps past the end of the episode: the move onto the target ends "
-        "it, so multiply the future by (1 - d)": fixed(lambda q: r + gamma * best(q)),
-        "the TD target keeps the future only where the episode ends: multiply it by (1 - d), "
-        "not by d": fixed(lambda q: r + gamma * terminal * best(q)),
-        "these are the random behaviour policy's values. Q-learning's target takes the max "
-        "over the next state's legal actions, not an average over the policy's or the action "
-        "taken next": fixed(lambda q: r + gamma * go_on * np.sum(behaviour[nxt] * q[nxt], -1)),
-        "the values are gamma * Q*: gamma multiplies the whole TD target, the reward too; "
-        "only the future is discounted, r + gamma * (1 - d) * max Q(s')": fixed(
-            lambda q: gamma * (r + go_on * best(q))
-        ),
-        "the future is not discounted: r + gamma * (1 - d) * max Q(s')": fixed(
+        _(
+            "the TD target bootstraps past the end of the episode: the move onto the target ends "
+            "it, so multiply the future by (1 - d)"
+        ): fixed(lambda q: r + gamma * best(q)),
+        _(
+            "the TD target keeps the future only where the episode ends: multiply it by (1 - d), "
+            "not by d"
+        ): fixed(lambda q: r + gamma * terminal * best(q)),
+        _(
+            "these are the random behaviour policy's values. Q-learning's target takes the max "
+            "over the next state's legal actions, not an average over the policy's or the action "
+            "taken next"
+        ): fixed(lambda q: r + gamma * go_on * np.sum(behaviour[nxt] * q[nxt], -1)),
+        _(
+            "the values are gamma * Q*: gamma multiplies the whole TD target, the reward too; "
+            "only the future is discounted, r + gamma * (1 - d) * max Q(s')"
+        ): fixed(lambda q: gamma * (r + go_on * best(q))),
+        _("the future is not discounted: r + gamma * (1 - d) * max Q(s')"): fixed(
             lambda q: r + go_on * best(q)
         ),
-        "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
-        "removes only the future": fixed(lambda q: go_on * (r + gamma * best(q))),
-        "the max runs over every action of the next state, the illegal ones too, whose values "
-        "stay 0 (never taken): where all legal values are below 0 the target uses 0; take "
-        "the max over the legal actions only": fixed(
-            lambda q: r + gamma * go_on * np.max(np.where(legal, q, 0.0)[nxt], axis=-1)
-        ),
-        "the max is over the current state's actions; the target's future is the next state's, "
-        "q[s_tp1]": fixed(
+        _(
+            "(1 - d) multiplies the reward too, so the move onto the target pays nothing: it "
+            "removes only the future"
+        ): fixed(lambda q: go_on * (r + gamma * best(q))),
+        _(
+            "the max runs over every action of the next state, the illegal ones too, whose values "
+            "stay 0 (never taken): where all legal values are below 0 the target uses 0; take "
+            "the max over the legal actions only"
+        ): fixed(lambda q: r + gamma * go_on * np.max(np.where(legal, q, 0.0)[nxt], axis=-1)),
+        _(
+            "the max is over the current state's actions; the target's future is the next state's, "
+            "q[s_tp1]"
+        ): fixed(
             lambda q: r + gamma * go_on * np.max(np.where(legal, q, -np.inf), axis=1, keepdims=True)
         ),
-        "the TD target is capped at 1: a clamp hides the values above 1 but the check's maze "
-        "pays more (2 at the target); the fix is the missing (1 - d)": [
+        _(
+            "the TD target is capped at 1: a clamp hides the values above 1 but the check's maze "
+            "pays more (2 at the target); the fix is the missing (1 - d)"
+        ): [
             fixed(lambda q: np.minimum(1.0, r + gamma * best(q))),
             fixed(lambda q: np.minimum(1.0, r + gamma * go_on * best(q))),
         ],
@@ -305,31 +338,44 @@ def check_q_learning(q_learning: Callable) -> None:
         call,
         mdp.legal.shape,
         np.float32,
-        why="Q, one value per (state, action)",
-        dtype_hint="The tables are float32: start Q from jnp.zeros((num_states, 4))",
+        why=_("Q, one value per (state, action)"),
+        dtype_hint=_("The tables are float32: start Q from jnp.zeros((num_states, 4))"),
     )
     legal = np.asarray(mdp.legal)
-    v_star, _ = value_iteration(mdp, gamma)
+    v_star, _policy = value_iteration(mdp, gamma)
     q_star = np.asarray(action_values(mdp, v_star, gamma))
     error = float(np.abs(np.where(legal, got - q_star, 0.0)).max())
     if error < 1e-3:
-        passed(f"Q-learning reaches Q* (max |Q - Q*| = {error:.1e}, legal actions)")
+        passed(
+            _("Q-learning reaches Q* (max |Q - Q*| = {error}, legal actions)").format(
+                error=f"{error:.1e}"
+            )
+        )
         return
-    _, models = _q_learning_models(mdp, gamma)
+    _q_star, models = _q_learning_models(mdp, gamma)
     on_legal = np.where(legal, got, 0.0)
     for message, values in models.items():
         for model in values if isinstance(values, list) else [values]:
             if close(on_legal, model, rtol=0.0, atol=1e-2):
                 top, best = on_legal[legal].max(), q_star[legal].max()
                 above = (
-                    f"values up to {top:.3g}, above the {best:.3g} that the best path of "
-                    "this maze is worth: "
+                    _(
+                        "values up to {top}, above the {best} that the best path of this maze "
+                        "is worth: "
+                    ).format(top=f"{top:.3g}", best=f"{best:.3g}")
                     if top > best + 1e-2
                     else ""
                 )
-                fail(f"q_learning: {above}{message}")
+                fail(_("q_learning: {above}{mistake}").format(above=above, mistake=message))
     fail(
-        f"q_learning: max |Q - Q*| = {error:.3g} over the legal actions, expected < 1e-3; the "
-        f"largest value is {on_legal[legal].max():.3g}, Q*'s {q_star[legal].max():.3g}, "
-        f"and the smallest {on_legal[legal].min():.3g}, Q*'s {q_star[legal].min():.3g}"
+        _(
+            "q_learning: max |Q - Q*| = {error} over the legal actions, expected < 1e-3; the "
+            "largest value is {top}, Q*'s {best}, and the smallest {low}, Q*'s {worst}"
+        ).format(
+            error=f"{error:.3g}",
+            top=f"{on_legal[legal].max():.3g}",
+            best=f"{q_star[legal].max():.3g}",
+            low=f"{on_legal[legal].min():.3g}",
+            worst=f"{q_star[legal].min():.3g}",
+        )
     )
