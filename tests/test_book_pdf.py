@@ -93,13 +93,16 @@ def _page_pdf(texts: list[str], link: str | None = None) -> bytes:
 
 
 def _site(tmp_path: Path, figures: int = 0) -> Path:
-    """A built site for :data:`TOC`: a page per entry with its title as ``h1``; the first
-    chapter shows ``figures`` PNG figures (and a folded SVG icon, which is no figure)."""
+    """A built site for :data:`TOC`: a page per entry with its title as ``h1``; the landing
+    page links to the PDF, the first chapter shows ``figures`` PNG figures and an SVG icon,
+    which is no figure."""
     site = tmp_path / "html"
     for entry in book_pdf.toc_entries(_toc(tmp_path)):
         page = book_pdf.page_path(site, entry)
         page.parent.mkdir(parents=True, exist_ok=True)
         images = ""
+        if entry.file == "book/intro":
+            images = '<a href="../_downloads/deep-rl-in-jax.pdf">the book as a PDF</a>'
         if entry.file == "notebooks/01_a":
             images = '<img src="../_images/f.png">' * figures + '<img src="../_static/i.svg">'
         title = entry.file.rsplit("/", 1)[-1]
@@ -177,7 +180,8 @@ def _merged(tmp_path: Path, site: Path, blank: bool = False, images: bool = Fals
         title = entry.file.rsplit("/", 1)[-1]
         parts.append((entry, url, title, _page_pdf(texts, link)))
     writer = book_pdf.merge(parts, "Book")
-    out = tmp_path / "book.pdf"
+    out = site / book_pdf.PDF_NAME
+    out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:
         writer.write(f)
     return out
@@ -199,7 +203,12 @@ def test_merged_pages_have_an_outline_and_links_inside_the_pdf(tmp_path):
     dest = annot["/Dest"]  # ... replaced by the page of book/c
     assert reader.get_page_number(dest[0].get_object()) == 6
     problems, summary = book_pdf.check(pdf, site, tmp_path / "_toc.yml")
-    assert problems == [] and summary["pages"] == 8
+    assert problems == [] and summary["pages"] == 8 and summary["linked"]
+    # the landing page's link must lead to the PDF written
+    intro = site / "book" / "intro.html"
+    intro.write_text(intro.read_text().replace("deep-rl-in-jax.pdf", "other.pdf"))
+    problems, _ = book_pdf.check(pdf, site, tmp_path / "_toc.yml")
+    assert problems == [f"{intro}: its link ../_downloads/other.pdf is not the PDF {pdf}"]
 
 
 def test_the_check_finds_an_empty_page_missing_figures_and_too_few_pages(tmp_path):

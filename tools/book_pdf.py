@@ -8,9 +8,10 @@ table of contents, is loaded in one headless Chromium (``tools/measure_pages.py`
 after its fonts, images and MathJax are ready, and printed on A4 with Chromium's
 ``Page.printToPDF`` under a print stylesheet (:data:`PRINT_CSS`): the navigation bars, the
 page's contents, the search, the language switch, the launch buttons and the animations'
-controls are left out, a code line longer than the page wraps with a hanging indent (as on a
-phone), a folded fold that holds a figure is opened, and other folded cells (folded code,
-an exercise's solution) stay out, as they are on the page. pypdf merges the pages into one
+controls are left out, a code line longer than the page wraps at its edge, a table or a
+formula wider than the page is shrunk to fit, a fold that holds a figure is opened, and the
+other folded cells (folded code, an exercise's solution) stay out, as they are folded on
+the page. pypdf merges the pages into one
 file with an outline: a bookmark per part of the table of contents, under it one per page,
 under that the page's headings (Chromium's document outline). A link to another page of the
 book goes to that page in the PDF; a link to a file of the site that is not a printed page
@@ -23,12 +24,13 @@ IPAexGothic from the ``matplotlib-fontja`` package (``requirements.txt``), given
 through a fontconfig file of its own.
 
 ``--check`` (also run after writing) reads each PDF back and fails when it has fewer pages
-than the table of contents, an empty page (no text, no image, and no more than a few
-shapes: a box's background cut across pages; a diagram printed as vector shapes has many), or a
-page of the book whose figures (PNG and JPEG images in its article, an animation's frame)
-are missing from its pages of the PDF: each page must hold at least as many images as the
-built page shows. It prints the page count and the size. Exit status: 0 when every check
-passes, 1 when one fails, 2 when the site or Chromium is missing.
+than the table of contents, an empty page (no text, no image, and no more than a few shapes:
+a box's background cut across pages; a diagram printed as vector shapes has many), or a page
+of the book whose figures (PNG and JPEG images in its article, an animation's frame) are
+missing from its pages of the PDF: each page must hold at least as many images as the built
+page shows. A link to a PDF on the edition's landing page must lead to the PDF written. It
+prints the page count and the size. Exit status: 0 when every check passes, 1 when one
+fails, 2 when the site or Chromium is missing.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import yaml
 
@@ -75,8 +78,8 @@ PRINT_CSS = """
   .bd-page-width, .bd-main .bd-content .bd-article-container, .bd-container__inner,
   .bd-main, .bd-content, .bd-article-container, .bd-article { max-width: 100% !important;
     width: 100% !important; padding: 0 !important; margin: 0 !important; }
-  /* Code wraps at the page's edge with a hanging indent (as on a phone), and a code box
-     breaks across pages line by line. */
+  /* Code wraps at the page's edge, and a code box breaks across pages line by line (the
+     phone's hanging indent, an inline-block per line, would not break). */
   div.highlight pre { white-space: pre-wrap !important; overflow-wrap: anywhere;
     overflow: visible !important; font-size: 11px; line-height: 1.4; }
   div.highlight pre .cl { display: inline !important; padding: 0 !important;
@@ -368,9 +371,9 @@ _FIGURE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 
 
 def html_figures(page: Path) -> int:
-    """The figures a built page shows: the raster images (PNG, JPEG, GIF, as a file or a
-    ``data:`` URL) and animation frames in its article, not inside a folded solution or a
-    fold that holds no figure being left out (the print opens folds that hold figures)."""
+    """How many figures a built page shows in its article: raster images (PNG, JPEG, GIF,
+    a file or a ``data:`` URL) and animations' frames; an icon or badge (SVG) is none. The
+    print opens every fold that holds one."""
     text = page.read_text(errors="replace")
     start = text.find("<article")
     end = text.find("</article>", start)
@@ -409,10 +412,10 @@ def page_is_empty(page) -> bool:
 
 
 def page_images(page) -> int:
-    """How many image XObjects a ``pypdf`` page draws (those in its forms too)."""
+    """How many images a ``pypdf`` page draws."""
     try:
         return len(page.images)
-    except Exception:  # an image pypdf cannot decode still counts as present
+    except Exception:  # an image pypdf cannot read still counts: its XObject is there
         resources = page.get("/Resources")
         xobjects = resources.get_object().get("/XObject") if resources is not None else None
         return len(xobjects or {})
@@ -433,7 +436,7 @@ def check(pdf: Path, site: Path, toc: Path = ROOT / "_toc.yml") -> tuple[list[st
         problems.append(f"{pdf}: {pages} pages, fewer than the {len(entries)} of the toc")
     empty = [i + 1 for i, page in enumerate(reader.pages) if page_is_empty(page)]
     if empty:
-        problems.append(f"{pdf}: empty pages (no text, no image): {empty}")
+        problems.append(f"{pdf}: empty pages (no text, no image, a few shapes at most): {empty}")
     images = [page_images(page) for page in reader.pages]
     try:
         starts = page_starts(reader, entries, site)
@@ -447,13 +450,24 @@ def check(pdf: Path, site: Path, toc: Path = ROOT / "_toc.yml") -> tuple[list[st
                 f"{entry.file}: {have} images on its PDF pages {first + 1}-{following[1]}, "
                 f"fewer than the {want} figures of its built page"
             )
+    landing = page_path(site, entries[0])
+    links = landing_links(landing)
+    for href in links:
+        if (landing.parent / unquote(href)).resolve() != pdf.resolve():
+            problems.append(f"{landing}: its link {href} is not the PDF {pdf}")
     summary = {
+        "linked": bool(links),
         "pages": pages,
         "bytes": pdf.stat().st_size,
         "images": sum(images),
         "figures": sum(html_figures(page_path(site, e)) for e in entries),
     }
     return problems, summary
+
+
+def landing_links(page: Path) -> list[str]:
+    """The addresses of the PDFs that a built page (the landing page) links to."""
+    return re.findall(r'href="([^"#?]*\.pdf)"', page.read_text(errors="replace"))
 
 
 def page_starts(reader, entries: list[Entry], site: Path) -> list[tuple[Entry, int]]:
@@ -520,6 +534,7 @@ def main(argv=None) -> int:
             print(
                 f"{language}: {summary['pages']} pages, {summary['bytes'] / 1e6:.1f} MB, "
                 f"{summary['images']} images for the site's {summary['figures']} figures"
+                + ("; the landing page links to it" if summary.get("linked") else "")
                 + (": OK" if not problems else "")
             )
     return 1 if failed else 0
