@@ -715,12 +715,19 @@ def test_performance_chapter(executed):
         "gymnasium CartPole-v1",
         "DQN: time to solve",
         "PPO on Maze",
+        "| PPO, the chapter's 64 envs |",  # the CPU and the TPU side by side
+        "| CartPole, random actions, 1 env |",
     ):
         assert row in joined, row
+    # the provenance: one line per machine, each naming the benchmarks measured there
+    machines = [line for line in joined.splitlines() if line.startswith("- ") and "JAX" in line]
+    assert len(machines) >= 2 and any("`scaling_tpu` (" in line for line in machines), machines
+    assert sum("`scaling` (" in line for line in machines) == 1, machines
     assert "AMD" in joined or "Intel" in joined or "cores" in joined  # the machine is named
     joined_ja = "\n".join(tables_ja)
     for row in (
-        "| ベンチマーク | マシン | スクリプトの実行時間 |",
+        "`scaling_tpu`（",
+        "| PPO、章の環境 64 個 |",
         "| 方式 | このページ：ステップあたりの µs |",
         "| jit(lax.scan) |",
         "**dqn_envs**",
