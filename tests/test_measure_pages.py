@@ -434,3 +434,48 @@ def test_a_tall_table_scrolls_in_its_own_box_on_a_phone_only(site, tmp_path):
     for whole in (found[1280, "light", ""], found[390, "light", "print"]):
         (short_box, short), (tall_box, tall) = whole["sizes"]
         assert tall <= tall_box <= tall + 17, whole
+
+
+#: The first figure's box and its panels as drawn: the box's width and background, each
+#: panel image's left and right edge and its padding.
+PANELS = """(() => {
+  const box = document.querySelector('.figure-panels');
+  return {width: box.getBoundingClientRect().width,
+          background: getComputedStyle(box).backgroundColor,
+          panels: [...box.querySelectorAll('.figure-panel img')].map(i => {
+            const r = i.getBoundingClientRect();
+            return [r.left, r.right, getComputedStyle(i).paddingLeft];
+          })};
+})()"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_a_figures_panels_join_without_seams_in_the_dark_scheme(site):
+    """The theme frames each output image in the dark scheme (padding on a light background);
+    a figure's panels go without it, edge to edge on one box as wide as the panels, and lie
+    where they lie in the light scheme."""
+    browser = measure_pages.Browser(BROWSER)
+    found = {}
+    try:
+        session = measure_pages.open_tab(browser)
+        for mode in ("light", "dark"):
+            browser.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
+            features = [{"name": "prefers-color-scheme", "value": mode}]
+            browser.send("Emulation.setEmulatedMedia", {"features": features}, session=session)
+            url = (site / "notebooks" / "01_good.html").as_uri()
+            browser.send("Page.navigate", {"url": url}, session=session)
+            assert browser.wait_event("Page.loadEventFired", session, timeout=30)
+            found[mode] = measure_pages.evaluate(browser, session, PANELS)
+    finally:
+        browser.close()
+    dark, light = found["dark"], found["light"]
+    (left, right, padding), (next_left, next_right, _) = dark["panels"]
+    assert padding == "0px" and right == pytest.approx(next_left)  # no frame, no gap
+    assert dark["width"] == pytest.approx(next_right - left)  # the box is the panels' width
+    assert not dark["background"].endswith(", 0)")  # and drawn behind them
+    assert [p[:2] for p in dark["panels"]] == [p[:2] for p in light["panels"]]
