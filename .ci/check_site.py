@@ -191,7 +191,7 @@ BASE = config.get("sphinx", {}).get("config", {}).get("html_baseurl", "")
 OPENGRAPH = ("og:title", "og:type", "og:description", "og:locale")
 for language, edition_root in (("en", site), ("ja", edition)):
     pages = [edition_root / p for p in english_pages] + [
-        edition_root / n for n in ("index.html", "search.html", "genindex.html")
+        edition_root / n for n in ("search.html", "genindex.html")
     ]
     for page in pages:
         if not page.exists():
