@@ -3,7 +3,7 @@ phone sees it, in the light and the dark colour scheme.
 
 Usage: python tools/measure_pages.py [_build/html] [--out report.json] [--widths 1280 390]
        [--modes light dark] [--pages 'notebooks/*.html' ...] [--max-height 18000]
-       [--max-phone-height 32500] [--max-overflow 0] [--max-clipped 0] [--min-contrast 3]
+       [--max-phone-height 33000] [--max-overflow 0] [--max-clipped 0] [--min-contrast 3]
        [--min-font 10] [--screenshots DIR]
 
 One Chromium runs every page (driven through its DevTools protocol on a pipe, so nothing but
