@@ -16,6 +16,7 @@ from pypdf.generic import (
     DictionaryObject,
     FloatObject,
     NameObject,
+    NumberObject,
     TextStringObject,
 )
 
@@ -45,9 +46,14 @@ def _toc(tmp_path: Path) -> Path:
     return toc
 
 
+def _xobjects(name: str, ref) -> DictionaryObject:
+    return DictionaryObject({NameObject("/XObject"): DictionaryObject({NameObject(name): ref})})
+
+
 def _page_pdf(texts: list[str], link: str | None = None) -> bytes:
     """A PDF with one page per text (an empty text: a blank page; ``"shapes:N"``: N filled
-    rectangles and no text), the first page's text linking to ``link`` (a URI) when given."""
+    rectangles and no text; ``"image"``: an image drawn in a form, and no text), the first
+    page's text linking to ``link`` (a URI) when given."""
     writer = PdfWriter()
     for text in texts:
         page = writer.add_blank_page(595, 842)
@@ -55,6 +61,34 @@ def _page_pdf(texts: list[str], link: str | None = None) -> bytes:
             stream = DecodedStreamObject()
             rects = [f"{10 + 5 * i} 10 4 4 re f" for i in range(int(text[7:]))]
             stream.set_data(" ".join(["0 0 1 rg", *rects]).encode())
+            page[NameObject("/Contents")] = writer._add_object(stream)
+            continue
+        if text == "image":  # a 1-pixel grey image, drawn in a form, and no text
+            image = DecodedStreamObject()
+            image.set_data(b"\x80")
+            image.update(
+                {
+                    NameObject("/Type"): NameObject("/XObject"),
+                    NameObject("/Subtype"): NameObject("/Image"),
+                    NameObject("/Width"): NumberObject(1),
+                    NameObject("/Height"): NumberObject(1),
+                    NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+                    NameObject("/BitsPerComponent"): NumberObject(8),
+                }
+            )
+            form = DecodedStreamObject()
+            form.set_data(b"q 100 0 0 100 0 0 cm /Im0 Do Q")
+            form.update(
+                {
+                    NameObject("/Type"): NameObject("/XObject"),
+                    NameObject("/Subtype"): NameObject("/Form"),
+                    NameObject("/BBox"): ArrayObject([NumberObject(v) for v in (0, 0, 595, 842)]),
+                    NameObject("/Resources"): _xobjects("/Im0", writer._add_object(image)),
+                }
+            )
+            page[NameObject("/Resources")] = _xobjects("/Fm0", writer._add_object(form))
+            stream = DecodedStreamObject()
+            stream.set_data(b"/Fm0 Do")
             page[NameObject("/Contents")] = writer._add_object(stream)
             continue
         if not text:
@@ -153,6 +187,9 @@ def test_an_empty_page_is_found():
     # a box's background cut across pages shows nothing; a diagram of vector shapes does
     reader = PdfReader(io.BytesIO(_page_pdf(["shapes:2", "shapes:40"])))
     assert [book_pdf.page_is_empty(p) for p in reader.pages] == [True, False]
+    reader = PdfReader(io.BytesIO(_page_pdf(["image", "Hello"])))
+    assert [book_pdf.page_is_empty(p) for p in reader.pages] == [False, False]
+    assert [book_pdf.page_images(p) for p in reader.pages] == [1, 0]
 
 
 def test_a_doubled_heading_is_given_once():
@@ -176,6 +213,7 @@ def _merged(tmp_path: Path, site: Path, blank: bool = False, images: bool = Fals
     parts = []
     for i, (entry, url) in enumerate(zip(entries, urls)):
         texts = [entry.file, "more"] + ([""] if blank and i == 1 else [])
+        texts += ["image", "image"] if images and i == 1 else []
         link = urls[3] + "#section" if i == 0 else None
         title = entry.file.rsplit("/", 1)[-1]
         parts.append((entry, url, title, _page_pdf(texts, link)))
@@ -217,6 +255,8 @@ def test_the_check_finds_an_empty_page_missing_figures_and_too_few_pages(tmp_pat
     problems, _ = book_pdf.check(pdf, site, tmp_path / "_toc.yml")
     assert any("empty pages" in p and "[5]" in p for p in problems), problems
     assert any(p.startswith("notebooks/01_a: 0 images") for p in problems), problems
+    pdf = _merged(tmp_path, site, images=True)  # its two figures printed
+    assert book_pdf.check(pdf, site, tmp_path / "_toc.yml")[0] == []
     short = tmp_path / "short.pdf"
     short.write_bytes(_page_pdf(["one"]))
     problems, _ = book_pdf.check(short, site, tmp_path / "_toc.yml")

@@ -412,13 +412,22 @@ def page_is_empty(page) -> bool:
 
 
 def page_images(page) -> int:
-    """How many images a ``pypdf`` page draws."""
-    try:
-        return len(page.images)
-    except Exception:  # an image pypdf cannot read still counts: its XObject is there
-        resources = page.get("/Resources")
-        xobjects = resources.get_object().get("/XObject") if resources is not None else None
-        return len(xobjects or {})
+    """How many images a ``pypdf`` page draws: the image XObjects of its resources and of
+    the forms it draws (Chromium lists only what a page uses)."""
+
+    def count(resources, depth=0) -> int:
+        resources = resources.get_object() if resources is not None else None
+        xobjects = resources.get("/XObject") if resources is not None else None
+        found = 0
+        for ref in (xobjects.get_object() if xobjects is not None else {}).values():
+            xobject = ref.get_object()
+            if xobject.get("/Subtype") == "/Image":
+                found += 1
+            elif xobject.get("/Subtype") == "/Form" and depth < 8:
+                found += count(xobject.get("/Resources"), depth + 1)
+        return found
+
+    return count(page.get("/Resources"))
 
 
 def check(pdf: Path, site: Path, toc: Path = ROOT / "_toc.yml") -> tuple[list[str], dict]:
