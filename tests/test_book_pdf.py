@@ -50,10 +50,11 @@ def _xobjects(name: str, ref) -> DictionaryObject:
     return DictionaryObject({NameObject("/XObject"): DictionaryObject({NameObject(name): ref})})
 
 
-def _page_pdf(texts: list[str], link: str | None = None) -> bytes:
+def _page_pdf(texts: list[str], link: str | None = None, anchor: str | None = None) -> bytes:
     """A PDF with one page per text (an empty text: a blank page; ``"shapes:N"``: N filled
     rectangles and no text; ``"image"``: an image drawn in a form, and no text), the first
-    page's text linking to ``link`` (a URI) when given."""
+    page's text linking to ``link`` (a URI) when given, and ``anchor`` the name of a place on
+    the last page."""
     writer = PdfWriter()
     for text in texts:
         page = writer.add_blank_page(595, 842)
@@ -121,6 +122,8 @@ def _page_pdf(texts: list[str], link: str | None = None) -> bytes:
             }
         )
         writer.pages[0][NameObject("/Annots")] = ArrayObject([writer._add_object(annot)])
+    if anchor:  # a named destination on the last page, as Chromium writes for an id
+        writer.add_named_destination(anchor, len(writer.pages) - 1)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
@@ -216,7 +219,8 @@ def _merged(tmp_path: Path, site: Path, blank: bool = False, images: bool = Fals
         texts += ["image", "image"] if images and i == 1 else []
         link = urls[3] + "#section" if i == 0 else None
         title = entry.file.rsplit("/", 1)[-1]
-        parts.append((entry, url, title, _page_pdf(texts, link)))
+        anchor = "section" if i == 3 else None
+        parts.append((entry, url, title, _page_pdf(texts, link, anchor)))
     writer = book_pdf.merge(parts, "Book")
     out = site / book_pdf.PDF_NAME
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -238,8 +242,8 @@ def test_merged_pages_have_an_outline_and_links_inside_the_pdf(tmp_path):
     assert reader.get_destination_page_number(first[1][0]) == 4
     annot = reader.pages[0]["/Annots"][0].get_object()
     assert "/A" not in annot  # the file:// address is gone ...
-    dest = annot["/Dest"]  # ... replaced by the page of book/c
-    assert reader.get_page_number(dest[0].get_object()) == 6
+    dest = annot["/Dest"]  # ... replaced by the place of book/c#section: its second page
+    assert reader.get_page_number(dest[0].get_object()) == 7 and dest[1] == "/XYZ"
     problems, summary = book_pdf.check(pdf, site, tmp_path / "_toc.yml")
     assert problems == [] and summary["pages"] == 8 and summary["linked"]
     # the landing page's link must lead to the PDF written

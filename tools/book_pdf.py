@@ -14,7 +14,7 @@ other folded cells (folded code, an exercise's solution) stay out, as they are f
 the page. pypdf merges the pages into one
 file with an outline: a bookmark per part of the table of contents, under it one per page,
 under that the page's headings (Chromium's document outline). A link to another page of the
-book goes to that page in the PDF; a link to a file of the site that is not a printed page
+book goes to its target's place in the PDF; a link to a file of the site that is not a printed page
 (a notebook's download, its source) is removed, since the PDF leaves the site.
 
 Written to ``<site>/_downloads/deep-rl-in-jax.pdf`` and, for Japanese,
@@ -93,9 +93,10 @@ PRINT_CSS = """
 """
 
 #: Run in each page once it is ready: opens every fold that holds a figure, adds the print
-#: stylesheet, loads lazy images, shrinks a table or formula wider than the page, removes
-#: links to site files that are not printed pages (``printed``: the absolute URLs of the
-#: printed pages), and returns the page's title.
+#: stylesheet, loads lazy images, shrinks a table or formula wider than the page, makes
+#: Chromium mark where each element with an id is, removes links to site files that are not
+#: printed pages (``printed``: the absolute URLs of the printed pages), and returns the
+#: page's title.
 PREPARE = """
 (async function (printed, css) {
   document.querySelectorAll('details').forEach(function (d) {
@@ -117,6 +118,16 @@ PREPARE = """
     var r = e.getBoundingClientRect(), w = Math.max(r.width, e.scrollWidth);
     if (r.left + w > right + 1) e.style.zoom = ((right - r.left) / w).toFixed(3);
   });
+  // Chromium writes a named destination for each element a link of the page points to: a
+  // link to every element with an id, in a box of no size, gives each its place in the PDF.
+  var holder = document.createElement('div');
+  holder.style.cssText = 'position:absolute;left:0;top:0;width:0;height:0;overflow:hidden';
+  document.querySelectorAll('article [id]').forEach(function (e) {
+    var a = document.createElement('a');
+    a.href = '#' + encodeURIComponent(e.id);
+    holder.appendChild(a);
+  });
+  document.body.appendChild(holder);
   document.querySelectorAll('a[href]').forEach(function (a) {
     var url = new URL(a.getAttribute('href'), document.baseURI);
     if (url.protocol !== 'file:') return;
@@ -243,20 +254,25 @@ def merge(
 ):
     """One ``pypdf.PdfWriter`` from the printed pages ``(entry, url, title, pdf)`` in order,
     with a bookmark per part (its caption from ``captions`` when given), per page and (from
-    Chromium's outline) per heading; a link to another printed page goes to that page's
-    first page."""
+    Chromium's outline) per heading; a link to another printed page goes to the place of
+    its target there (Chromium's named destination of that page), or to its first page."""
     from pypdf import PdfReader, PdfWriter
-    from pypdf.generic import ArrayObject, NameObject
+    from pypdf.generic import ArrayObject, FloatObject, NameObject, NullObject
 
     writer = PdfWriter()
     writer.add_metadata({"/Title": title})
     starts: dict[str, int] = {}
+    anchors: dict[tuple[str, str], tuple[int, float | None]] = {}
     parts_marked: dict[str, object] = {}
     chapter = None
     for entry, url, page_title, data in parts:
         reader = PdfReader(io.BytesIO(data))
         first = starts[url] = len(writer.pages)
         writer.append(reader, import_outline=False)
+        for name, dest in reader.named_destinations.items():
+            page = reader.get_destination_page_number(dest)
+            if page is not None:
+                anchors[(url, unquote(name.lstrip("/")))] = (first + page, dest.top)
         parent = None
         if entry.part:
             if entry.part not in parts_marked:
@@ -278,11 +294,17 @@ def merge(
             uri = str(action.get_object().get("/URI", ""))
             if not uri.startswith("file:"):
                 continue
-            target = starts.get(uri.split("#")[0])
+            base, _, fragment = uri.partition("#")
             del annot[NameObject("/A")]
-            if target is not None:
-                ref = writer.pages[target].indirect_reference
+            if base not in starts:
+                continue
+            page, top = anchors.get((base, unquote(fragment)), (starts[base], None))
+            ref = writer.pages[page].indirect_reference
+            if top is None:
                 annot[NameObject("/Dest")] = ArrayObject([ref, NameObject("/Fit")])
+            else:
+                where = [NameObject("/XYZ"), NullObject(), FloatObject(top), NullObject()]
+                annot[NameObject("/Dest")] = ArrayObject([ref, *where])
     return writer
 
 
