@@ -165,7 +165,7 @@ def test_the_pages_follow_the_table_of_contents(tmp_path):
     )
 
 
-def test_the_book_table_of_contents_names_built_pages():
+def test_the_book_table_of_contents_names_its_sources():
     entries = book_pdf.toc_entries(ROOT / "_toc.yml")
     assert entries[0].file == "book/intro"
     for entry in entries:

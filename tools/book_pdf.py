@@ -360,11 +360,11 @@ def build(site: Path, language: str, toc: Path = ROOT / "_toc.yml") -> tuple[Pat
     with tempfile.TemporaryDirectory() as folder:
         previous = os.environ.get("FONTCONFIG_FILE")
         font = japanese_font()
-        if language == "ja":
-            if font is None:
-                raise FileNotFoundError(
-                    "no Japanese font: install matplotlib-fontja (requirements.txt)"
-                )
+        if font is None and language == "ja":
+            raise FileNotFoundError(
+                "no Japanese font: install matplotlib-fontja (requirements.txt)"
+            )
+        if font is not None:  # Japanese words in an English page print too
             os.environ["FONTCONFIG_FILE"] = str(fontconfig_file(font.parent, Path(folder)))
         browser = measure_pages.Browser(executable)
         try:
