@@ -279,3 +279,11 @@ def test_part_captions_come_from_the_editions_navigation_bar(tmp_path):
     assert book_pdf.part_captions(page, entries) == {"First": "最初", "Second": "二番目 & 次"}
     page.write_text('<span class="caption-text">only one</span>')
     assert book_pdf.part_captions(page, entries) == {"First": "First", "Second": "Second"}
+
+
+def test_a_missing_site_is_named(tmp_path, capsys):
+    assert book_pdf.main([str(tmp_path / "nowhere")]) == 2
+    assert "site:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        book_pdf.main([str(tmp_path), "--languages", "fr"])
+    assert "--languages" in capsys.readouterr().err
