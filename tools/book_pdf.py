@@ -9,9 +9,9 @@ after its fonts, images and MathJax are ready, and printed on A4 with Chromium's
 ``Page.printToPDF`` under a print stylesheet (:data:`PRINT_CSS`): the navigation bars, the
 page's contents, the search, the language switch, the launch buttons and the animations'
 controls are left out, a code line longer than the page wraps at its edge, a table or a
-formula wider than the page is shrunk to fit, a fold that holds a figure is opened, and the
-other folded cells (folded code, an exercise's solution) stay out, as they are folded on
-the page. pypdf merges the pages into one
+formula wider than the page is shrunk to fit, a fold that holds a figure and a dropdown
+note of prose are opened, and the other folded cells (folded code, an exercise's solution)
+stay out, as they are folded on the page. pypdf merges the pages into one
 file with an outline: a bookmark per part of the table of contents, under it one per page,
 under that the page's headings (Chromium's document outline). A link to another page of the
 book goes to its target's place in the PDF; a link to a file of the site that is not a printed page
@@ -72,7 +72,7 @@ PRINT_CSS = """
   .bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-header-article,
   nav.edition-switch, .prev-next-footer, .prev-next-area, .bd-footer, .bd-footer-content,
   .bd-footer-article, #pst-back-to-top, a.headerlink, .anim-controls, .pst-js-only,
-  .search-button, details.hide:not([open]), .skip-link, #jb-print-toc
+  .search-button, details.hide:not([open]), .skip-link, #jb-print-toc, .toggle-button
   { display: none !important; }
   html { font-size: 14px; }
   .bd-page-width, .bd-main .bd-content .bd-article-container, .bd-container__inner,
@@ -92,15 +92,19 @@ PRINT_CSS = """
 }
 """
 
-#: Run in each page once it is ready: opens every fold that holds a figure, adds the print
-#: stylesheet, loads lazy images, shrinks a table or formula wider than the page, makes
-#: Chromium mark where each element with an id is, removes links to site files that are not
-#: printed pages (``printed``: the absolute URLs of the printed pages), and returns the
-#: page's title.
+#: Run in each page once it is ready: opens every fold that holds a figure and every
+#: dropdown note, adds the print stylesheet, loads lazy images, shrinks a table or formula
+#: wider than the page, makes Chromium mark where each element with an id is, removes links
+#: to site files that are not printed pages (``printed``: the absolute URLs of the printed
+#: pages), and returns the page's title.
 PREPARE = """
 (async function (printed, css) {
   document.querySelectorAll('details').forEach(function (d) {
     if (d.querySelector(':scope > :not(summary) img, .animation, video')) d.open = true;
+  });
+  // A dropdown of prose (a note the reader may open) is printed open: a PDF cannot open it.
+  document.querySelectorAll('.dropdown.toggle-hidden').forEach(function (d) {
+    d.classList.remove('toggle-hidden');
   });
   var style = document.createElement('style');
   style.textContent = css;
