@@ -73,7 +73,15 @@ def _tables(*tables) -> dict:
 
 
 WRONG |= _tables(
-    foundations_bank.ACTION_VALUES, foundations_bank.REINFORCE, foundations_bank.Q_LEARNING
+    foundations_bank.LEGAL_FRACTION,
+    foundations_bank.UP_FIRST,
+    foundations_bank.CLASSIFY,
+    foundations_bank.COUNT_ENDINGS,
+    foundations_bank.ACTION_VALUES,
+    foundations_bank.REINFORCE,
+    foundations_bank.Q_LEARNING,
+    foundations_bank.SEMI_IMPLICIT,
+    foundations_bank.BALANCING,
 )
 CASES = [
     pytest.param(check, answer, english, id=f"{check[6:]}-{i}")
@@ -92,8 +100,11 @@ def _english_after(monkeypatch):
 
 
 #: Placeholders whose values are Python's or JAX's own words (an error's type and text, a
-#: value's repr, a text the answer returned): never translated, so never parsed.
-OPAQUE = {"error", "message", "value", "text"}
+#: value's repr, a text the answer returned, a line of its code) or data (arrays, shapes,
+#: lists, the arguments of a call): never translated, so never parsed.
+OPAQUE = {"error", "message", "value", "text", "line", "arguments"}
+#: Three English words in a row: prose, which a message in Japanese must not keep.
+_PROSE = re.compile(r"\b[a-z]{2,} [a-z]{2,} [a-z]{2,}\b")
 
 
 @functools.cache
@@ -143,7 +154,8 @@ def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
     """Whether ``japanese`` is the translation of ``english`` (an English message or a
     filled-in value): the entry's translation where ``english`` is an entry; where it fills
     an entry with placeholders, that entry's translation filled with the translations of
-    the same values; else (a name, a shape, a number, an ``opaque`` value) itself."""
+    the same values; else (a name, a shape, a number, an ``opaque`` value) itself, unless
+    it is English prose that an entry's form fits."""
     catalogue = _catalogue()
     if opaque:
         return japanese == english
@@ -157,7 +169,8 @@ def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
             for told in _fills(translated, japanese):
                 if all(_is_translation(fill[f], told[f], f in OPAQUE) for f in fill):
                     return True
-    return not parsed and japanese == english
+    # data (a shape, a list, a number) stays as it is, even where it looks like a template
+    return japanese == english and not (parsed and _PROSE.search(english))
 
 
 def _message(check: str, answer) -> str:

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     Case,
     fail,
@@ -57,25 +58,36 @@ def _euler_case(physics, action) -> Case:
     physics = np.asarray(physics, np.float32)
     force_mag = cartpole.DEFAULT_PARAMS.force_mag
     right = _euler_variants(physics, force_mag if action else -force_mag)
-    push = "pushing right" if action else "pushing left"
+    push = _("pushing right") if action else _("pushing left")
     return Case(
-        f"physics {[round(float(v), 4) for v in physics]}, {push} (action {action})",
+        _("physics {physics}, {push} (action {action})").format(
+            physics=[round(float(v), 4) for v in physics], push=push, action=action
+        ),
         {"physics": physics, "action": action},
         right["semi"],
         {
-            "this is explicit Euler: update the velocities first, then the positions with "
-            "them": right["explicit"],
-            "x moves with the new x_dot but theta with the old theta_dot: move both positions "
-            "with the new velocities": right["old theta_dot"],
-            "theta moves with the new theta_dot but x with the old x_dot: move both positions "
-            "with the new velocities": right["old x_dot"],
-            "the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left": (
+            _(
+                "this is explicit Euler: update the velocities first, then the positions with them"
+            ): right["explicit"],
+            _(
+                "x moves with the new x_dot but theta with the old theta_dot: move both positions "
+                "with the new velocities"
+            ): right["old theta_dot"],
+            _(
+                "theta moves with the new theta_dot but x with the old x_dot: move both positions "
+                "with the new velocities"
+            ): right["old x_dot"],
+            _("the push goes the wrong way: action 1 pushes right (+force_mag), 0 pushes left"): (
                 _euler_variants(physics, -force_mag if action else force_mag)["semi"]
             ),
-            "action 0 gives no force (force = action * force_mag?): 0 pushes left, with "
-            "-force_mag": _euler_variants(physics, force_mag * action)["semi"],
-            "the result is ordered (x, theta, x_dot, theta_dot); the physics is (x, x_dot, theta, "
-            "theta_dot)": right["reordered"],
+            _(
+                "action 0 gives no force (force = action * force_mag?): 0 pushes left, with "
+                "-force_mag"
+            ): _euler_variants(physics, force_mag * action)["semi"],
+            _(
+                "the result is ordered (x, theta, x_dot, theta_dot); the physics is (x, x_dot, theta, "
+                "theta_dot)"
+            ): right["reordered"],
         },
     )
 
@@ -99,19 +111,21 @@ def check_semi_implicit_step(step: Callable) -> None:
     ]
     outputs = []
     for case in cases:
-        call = f"step(physics, action) with {case.label}"
+        call = _("step(physics, action) with {case}").format(case=case.label)
         args = jnp.asarray(case.inputs["physics"]), jnp.int32(case.inputs["action"])
         got = require_array(
             run_answer(step, *args, call=call),
             call,
             (4,),
             np.float32,
-            why="the next (x, x_dot, theta, theta_dot)",
-            dtype_hint="The physics is float32: build the result with jnp.stack of float32 values",
+            why=_("the next (x, x_dot, theta, theta_dot)"),
+            dtype_hint=_(
+                "The physics is float32: build the result with jnp.stack of float32 values"
+            ),
         )
         outputs.append(got)
     verdict("step", cases, outputs)
-    passed("semi-implicit Euler: velocities first, positions with the new velocities")
+    passed(_("semi-implicit Euler: velocities first, positions with the new velocities"))
 
 
 #: The scale of the probe observations: x, x_dot, theta, theta_dot in the ranges an episode
@@ -152,51 +166,59 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     """
     require_function(policy, "policy")
     probes = _probe_observations()
-    action = (
+    action = _(
         "An action is an int32 index: (condition).astype(jnp.int32), or jnp.where(condition, 1, 0)"
     )
-    call = f"policy(obs) with obs = {[round(float(v), 3) for v in probes[0]]}"
+    call = _("policy(obs) with obs = {obs}").format(obs=[round(float(v), 3) for v in probes[0]])
     require_array(
         run_answer(policy, jnp.asarray(probes[0]), call=call),
         call,
         (),
         np.int32,
-        why="one action: 0 pushes left, 1 pushes right",
+        why=_("one action: 0 pushes left, 1 pushes right"),
         dtype_hint=action,
     )
-    call = f"jax.vmap(policy)(obs) for {len(probes)} probe observations"
+    call = _("jax.vmap(policy)(obs) for {count} probe observations").format(count=len(probes))
     acts = require_array(
         run_answer(jax.vmap(policy), jnp.asarray(probes), call=call),
         call,
         (len(probes),),
         np.int32,
-        why="one action per observation",
+        why=_("one action per observation"),
         dtype_hint=action,
     )
     if not np.isin(acts, (0, 1)).all():
         fail(
-            f"the policy returned the action(s) {sorted(set(acts.tolist()) - {0, 1})}; "
-            "CartPole's actions are 0 (push left) and 1 (push right)"
+            _(
+                "the policy returned the action(s) {actions}; CartPole's actions are 0 (push "
+                "left) and 1 (push right)"
+            ).format(actions=sorted(set(acts.tolist()) - {0, 1}))
         )
     grid = acts[:-2].reshape(13, _PROBES)
     base, moved, theta, theta_dot = grid[0], grid[1:5], grid[5:9], grid[9:]
     if (moved != base).any():
         fail(
-            "the policy's action changes when only x or x_dot changes (obs[0], obs[1]): this "
-            "exercise asks for a policy of the pole alone, theta and theta_dot (obs[2], "
-            "obs[3])"
+            _(
+                "the policy's action changes when only x or x_dot changes (obs[0], obs[1]): this "
+                "exercise asks for a policy of the pole alone, theta and theta_dot (obs[2], "
+                "obs[3])"
+            )
         )
     if len(set(acts.tolist())) == 1:
-        side = "left (0)" if acts[0] == 0 else "right (1)"
+        side = _("left (0)") if acts[0] == 0 else _("right (1)")
         fail(
-            f"the policy always pushes {side}, whatever the observation: push towards the side "
-            "the pole falls to"
+            _(
+                "the policy always pushes {side}, whatever the observation: push towards the "
+                "side the pole falls to"
+            ).format(side=side)
         )
     if acts[-2:].tolist() == [0, 1]:
         fail(
-            "the policy pushes away from the side the pole falls to: with the pole falling "
-            "right (theta = 0.1, theta_dot = 0.5) it pushes left (0), and right when it falls "
-            "left; push right (1) when the pole falls right"
+            _(
+                "the policy pushes away from the side the pole falls to: with the pole falling "
+                "right (theta = 0.1, theta_dot = 0.5) it pushes left (0), and right when it falls "
+                "left; push right (1) when the pole falls right"
+            )
         )
     reads_theta, reads_theta_dot = (theta != base).any(), (theta_dot != base).any()
 
@@ -218,7 +240,7 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
         return total, pole, track
 
     keys = jax.random.split(jax.random.key(0), episodes)
-    call = f"policy(obs) in {episodes} episodes of CartPole"
+    call = _("policy(obs) in {episodes} episodes of CartPole").format(episodes=episodes)
     returns, pole, track = (
         np.asarray(x) for x in run_answer(jax.jit(jax.vmap(episode)), keys, call=call, jit=False)
     )
@@ -226,17 +248,29 @@ def check_balancing_policy(policy: Callable, episodes: int = 20) -> None:
     if mean < 475:
         hint = ""
         if not reads_theta_dot:
-            hint = (
+            hint = _(
                 " The policy reads theta alone (its action never changes with theta_dot): "
                 "a term in theta_dot, obs[3], damps the swing."
             )
         elif not reads_theta:
-            hint = (
+            hint = _(
                 " The policy reads theta_dot alone (its action never changes with "
                 "theta): add a term in theta, obs[2]."
             )
         fail(
-            f"mean return {mean:.1f} over {episodes} episodes, below 475: the pole fell in "
-            f"{int(pole.sum())} of them and the cart left the track in {int(track.sum())}." + hint
+            _(
+                "mean return {mean} over {episodes} episodes, below 475: the pole fell in "
+                "{fell} of them and the cart left the track in {left}.{hint}"
+            ).format(
+                mean=f"{mean:.1f}",
+                episodes=episodes,
+                fell=int(pole.sum()),
+                left=int(track.sum()),
+                hint=hint,
+            )
         )
-    passed(f"the policy balances the pole: mean return {mean:.1f} over {episodes} episodes")
+    passed(
+        _("the policy balances the pole: mean return {mean} over {episodes} episodes").format(
+            mean=f"{mean:.1f}", episodes=episodes
+        )
+    )

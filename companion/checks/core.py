@@ -25,6 +25,11 @@ class CheckFailed(AssertionError):
     """An exercise's answer disagrees with the reference; the message says how."""
 
 
+class _Differs(CheckFailed):
+    """:func:`verdict`'s failure when no named mistake fits: the first case that differs (a
+    check may catch it to say more, whatever the language of its message)."""
+
+
 def fail(message: str) -> None:
     """Raise :class:`CheckFailed` with ``message``."""
     raise CheckFailed(message)
@@ -372,7 +377,7 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
         _show(got, _("it gives "), short=True),
         _show(expected, _("expected "), short=True),
     ]
-    fail("\n".join(lines))
+    raise _Differs("\n".join(lines))
 
 
 def _sub_jaxprs(eqn) -> list:

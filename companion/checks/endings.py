@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     Case,
     passed,
@@ -94,29 +95,41 @@ def _count_endings_case(kinds, walled_starts, label: str) -> Case:
         {_KINDS: kinds, "next episode starts walled in": walled_starts},
         right,
         {
-            "a walled-in ending is counted as a truncation, and a time-out followed by a walled-in "
-            "start as a termination: the action mask comes from timestep.observation, which after a "
-            "LAST step is already the next episode's; use timestep.extras['next_obs'].action_mask": counts(
-                target + stale_walled
-            ),
-            "an ending at the target is counted as a truncation: the positions come from "
-            "timestep.observation, which after a LAST step is already the next episode's; read "
-            "them from timestep.extras['next_obs'], or test reward > 0": counts(walled),
-            "every ending but the walled-in starts of the next episodes is counted as a "
-            "truncation: the whole observation is timestep.observation, already the next "
-            "episode's after a LAST step; use timestep.extras['next_obs']": counts(stale_walled),
-            "no walled-in ending is counted as a termination: the test for no legal move is "
-            "missing, or never fires (jnp.any(mask) without axis=-1 reduces all the masks to one "
-            "value)": counts(target),
-            "every ending is counted as a termination (jumanji's discount is 0 at a time-out "
-            "too): a time-out is a truncation": counts(n_last, 0),
-            "the counts come back in the wrong order: return (terminated, truncated)": right[::-1],
-            "truncated counts every step that did not terminate, the steps within an episode "
-            "too: a truncation is a LAST step, last & ~terminated": counts(
-                target + walled, kinds.size - target - walled
-            ),
-            "truncated counts every ending, the terminations too: truncated is last & "
-            "~terminated": counts(target + walled, n_last),
+            _(
+                "a walled-in ending is counted as a truncation, and a time-out followed by a walled-in "
+                "start as a termination: the action mask comes from timestep.observation, which after a "
+                "LAST step is already the next episode's; use timestep.extras['next_obs'].action_mask"
+            ): counts(target + stale_walled),
+            _(
+                "an ending at the target is counted as a truncation: the positions come from "
+                "timestep.observation, which after a LAST step is already the next episode's; read "
+                "them from timestep.extras['next_obs'], or test reward > 0"
+            ): counts(walled),
+            _(
+                "every ending but the walled-in starts of the next episodes is counted as a "
+                "truncation: the whole observation is timestep.observation, already the next "
+                "episode's after a LAST step; use timestep.extras['next_obs']"
+            ): counts(stale_walled),
+            _(
+                "no walled-in ending is counted as a termination: the test for no legal move is "
+                "missing, or never fires (jnp.any(mask) without axis=-1 reduces all the masks to one "
+                "value)"
+            ): counts(target),
+            _(
+                "every ending is counted as a termination (jumanji's discount is 0 at a time-out "
+                "too): a time-out is a truncation"
+            ): counts(n_last, 0),
+            _("the counts come back in the wrong order: return (terminated, truncated)"): right[
+                ::-1
+            ],
+            _(
+                "truncated counts every step that did not terminate, the steps within an episode "
+                "too: a truncation is a LAST step, last & ~terminated"
+            ): counts(target + walled, kinds.size - target - walled),
+            _(
+                "truncated counts every ending, the terminations too: truncated is last & "
+                "~terminated"
+            ): counts(target + walled, n_last),
         },
     )
 
@@ -138,16 +151,21 @@ def _count_endings_cases() -> list:
             _count_endings_case(
                 first,
                 np.zeros_like(first, bool),
-                "8 steps of 3 environments, one of which never ends",
+                _("8 steps of 3 environments, one of which never ends"),
             ),
         ),
-        (6, _count_endings_case(second, np.zeros_like(second, bool), "5 steps of 4 environments")),
+        (
+            6,
+            _count_endings_case(
+                second, np.zeros_like(second, bool), _("5 steps of 4 environments")
+            ),
+        ),
         (
             7,
             _count_endings_case(
                 one_step,
                 walled_starts,
-                "1 step of 5 environments, a time-out followed by a start walled in",
+                _("1 step of 5 environments, a time-out followed by a start walled in"),
             ),
         ),
     ]
@@ -179,28 +197,33 @@ def check_count_endings(count_endings: Callable) -> None:
         timesteps = _maze_timesteps(
             case.inputs[_KINDS], case.inputs["next episode starts walled in"], seed
         )
-        call = f"count_endings(timesteps) for {case.label}"
+        call = _("count_endings(timesteps) for {case}").format(case=case.label)
         got = run_answer(
             count_endings,
             timesteps,
             call=call,
-            hint="timesteps are stacked (T, N); the flags come from reward, "
-            "last() and extras['next_obs'].action_mask",
+            hint=_(
+                "timesteps are stacked (T, N); the flags come from reward, "
+                "last() and extras['next_obs'].action_mask"
+            ),
         )
         require_pair(got, call, "n_terminated, n_truncated")
         pair = [
             require_array(
                 g,
-                f"{name} of {call}",
+                _("{name} of {call}").format(name=name, call=call),
                 (),
                 np.int32,
-                why="one count for the whole rollout, over its steps and environments",
-                dtype_hint="A count is a whole number: jnp.sum of bool flags gives int32",
+                why=_("one count for the whole rollout, over its steps and environments"),
+                dtype_hint=_("A count is a whole number: jnp.sum of bool flags gives int32"),
                 returns=False,
             )
             for g, name in zip(got, ("n_terminated", "n_truncated"))
         ]
         outputs.append(np.array([int(p) for p in pair]))
-    shown = [case._replace(label=f"{case.label}, (n_terminated, n_truncated)") for _, case in cases]
+    shown = [
+        case._replace(label=_("{case}, (n_terminated, n_truncated)").format(case=case.label))
+        for _seed, case in cases
+    ]
     verdict("count_endings", shown, outputs)
-    passed("count_endings counts terminations and truncations from extras['next_obs']")
+    passed(_("count_endings counts terminations and truncations from extras['next_obs']"))

@@ -8,6 +8,7 @@ checks in :mod:`companion.checks.cartpole`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     Case,
-    CheckFailed,
+    _Differs,
     close,
     fail,
     passed,
@@ -36,19 +38,21 @@ def _legal_fraction_case(masks: np.ndarray) -> Case:
     expected = masks.mean(axis=0)
     n = masks.shape[0]
     return Case(
-        f"{n} masks",
+        _("{count} masks").format(count=n),
         {"action_masks": masks},
         expected,
         {
-            "legal_fraction averages over the actions (axis 1); average over the masks (axis 0)": masks.mean(
-                axis=1
-            ),
-            "legal_fraction counts the masks; divide by their number for a fraction": (
+            _(
+                "legal_fraction averages over the actions (axis 1); average over the masks (axis 0)"
+            ): masks.mean(axis=1),
+            _("legal_fraction counts the masks; divide by their number for a fraction"): (
                 masks.sum(axis=0)
             ),
-            "legal_fraction divides with //, which rounds down to a whole number; / gives the "
-            "fraction": masks.sum(axis=0) // n,
-            "legal_fraction gives the fraction of masks in which each action is ILLEGAL": (
+            _(
+                "legal_fraction divides with //, which rounds down to a whole number; / gives the "
+                "fraction"
+            ): masks.sum(axis=0) // n,
+            _("legal_fraction gives the fraction of masks in which each action is ILLEGAL"): (
                 1.0 - expected
             ),
         },
@@ -73,20 +77,20 @@ def _legal_fraction_hint(got: Any, case: Case) -> str:
     masks = case.inputs["action_masks"]
     shape = np.shape(got)
     if shape == masks.shape[:1] and close(got, masks.mean(axis=1)):
-        return (
+        return _(
             "It averages over the actions (axis 1), one number per mask; average over the "
             "masks (axis 0)"
         )
     if shape == (1, 4) and close(np.asarray(got)[0], case.expected):
-        return "keepdims=True keeps the averaged axis; leave it out for shape (4,)"
+        return _("keepdims=True keeps the averaged axis; leave it out for shape (4,)")
     if shape == (4,) and jnp.issubdtype(got.dtype, jnp.integer):
-        return (
+        return _(
             "A fraction is a float: a count of the masks, or a division with //, which "
             "rounds down, gives integers. jnp.mean of the bool masks gives float32"
         )
     if shape == (4,):
-        return "jnp.mean of the bool masks gives float32"
-    return "Average over the masks (axis 0)"
+        return _("jnp.mean of the bool masks gives float32")
+    return _("Average over the masks (axis 0)")
 
 
 @self_check
@@ -103,19 +107,19 @@ def check_legal_fraction(legal_fraction: Callable) -> None:
     outputs = []
     for case in cases:
         masks = case.inputs["action_masks"]
-        call = f"legal_fraction(masks) for {case.label}"
+        call = _("legal_fraction(masks) for {case}").format(case=case.label)
         got = run_answer(legal_fraction, jnp.asarray(masks), call=call)
         arr = require_array(
             got,
             call,
             (4,),
             np.float32,
-            why="one fraction per action",
+            why=_("one fraction per action"),
             hint=lambda got, case=case: _legal_fraction_hint(got, case),
         )
         outputs.append(arr)
     verdict("legal_fraction", cases, outputs)
-    passed("legal_fraction gives the fraction of masks in which each action is legal")
+    passed(_("legal_fraction gives the fraction of masks in which each action is legal"))
 
 
 #: (mask, seed) with up legal: the policy must go up. Then masks with up blocked.
@@ -141,18 +145,18 @@ def check_up_first_policy(policy: Callable) -> None:
             or one action for every key) or that is not uniform.
     """
     require_function(policy, "policy")
-    action = (
+    action = _(
         "An action is an int32 index (jax.random.categorical and jax.random.choice give "
         "int32; jnp.where(mask[0], 0, action) keeps it)"
     )
     mask, seed = _UP_BLOCKED[0]
-    call = f"policy(key, mask) with mask {mask}"
+    call = _("policy(key, mask) with mask {mask}").format(mask=mask)
     require_array(
         run_answer(policy, jax.random.key(seed), jnp.asarray(mask), call=call),
         call,
         (),
         np.int32,
-        why="one action",
+        why=_("one action"),
         dtype_hint=action,
     )
 
@@ -162,47 +166,65 @@ def check_up_first_policy(policy: Callable) -> None:
         run = jax.vmap(policy, in_axes=(0, None))
         actions = run_answer(run, keys, jnp.asarray(mask), call=call)
         actions = require_array(
-            actions, call, (_DRAWS,), np.int32, why="one action per key", dtype_hint=action
+            actions, call, (_DRAWS,), np.int32, why=_("one action per key"), dtype_hint=action
         )
         illegal = sorted(set(actions.tolist()) - set(np.flatnonzero(mask).tolist()))
         if illegal:
-            fail(f"with mask {mask} the policy chose illegal action(s) {illegal}")
+            fail(
+                _("with mask {mask} the policy chose illegal action(s) {illegal}").format(
+                    mask=mask, illegal=illegal
+                )
+            )
         return actions
 
     for mask, seed in _UP_LEGAL:
         actions = draw(seed, mask)
         if not np.all(actions == 0):
             fail(
-                f"with mask {mask} up is legal and the policy should always go up (0); it "
-                f"chose {sorted(set(actions.tolist()))}"
+                _(
+                    "with mask {mask} up is legal and the policy should always go up (0); it "
+                    "chose {actions}"
+                ).format(mask=mask, actions=sorted(set(actions.tolist())))
             )
     blocked = [(mask, draw(seed, mask)) for mask, seed in _UP_BLOCKED]
     constant = [(mask, acts) for mask, acts in blocked if len(set(acts.tolist())) == 1]
     if len(constant) == len(blocked):
         first = all(int(acts[0]) == int(np.argmax(mask)) for mask, acts in constant)
-        fail(
-            "the fallback is not random: when up is blocked the policy takes the same action "
-            f"for all {_DRAWS} keys ("
-            + (
-                "the first legal action of every mask, what jnp.argmax(mask) gives"
-                if first
-                else ", ".join(f"{int(a[0])} with mask {m}" for m, a in constant)
+        which = (
+            _("the first legal action of every mask, what jnp.argmax(mask) gives")
+            if first
+            else functools.reduce(
+                lambda items, item: _("{items}, {item}").format(items=items, item=item),
+                (
+                    _("{action} with mask {mask}").format(action=int(a[0]), mask=m)
+                    for m, a in constant
+                ),
             )
-            + "). An argmax of the mask, or a draw with a key of its own (such as "
-            "jax.random.key(0)) instead of the one passed in, gives the same action every "
-            "time: draw with the key, for example jax.random.choice(key, 4, p=mask / "
-            "mask.sum())"
+        )
+        fail(
+            _(
+                "the fallback is not random: when up is blocked the policy takes the same "
+                "action for all {draws} keys ({which}). An argmax of the mask, or a draw with "
+                "a key of its own (such as jax.random.key(0)) instead of the one passed in, "
+                "gives the same action every time: draw with the key, for example "
+                "jax.random.choice(key, 4, p=mask / mask.sum())"
+            ).format(draws=_DRAWS, which=which)
         )
     for mask, actions in blocked:
         legal = np.flatnonzero(mask)
         shares = np.array([np.mean(actions == a) for a in legal])
         if np.abs(shares - 1 / len(legal)).max() > 0.08:
             fail(
-                f"when up is blocked the legal actions should be equally likely; with mask "
-                f"{mask} the legal actions {legal.tolist()} were chosen "
-                f"{', '.join(f'{x:.0%}' for x in shares)} of the time"
+                _(
+                    "when up is blocked the legal actions should be equally likely; with mask "
+                    "{mask} the legal actions {legal} were chosen {shares} of the time"
+                ).format(
+                    mask=mask,
+                    legal=legal.tolist(),
+                    shares=", ".join(f"{x:.0%}" for x in shares),
+                )
             )
-    passed("the policy goes up when it can and otherwise picks a legal action uniformly")
+    passed(_("the policy goes up when it can and otherwise picks a legal action uniformly"))
 
 
 # --- chapter 4 ----------------------------------------------------------------------------
@@ -226,27 +248,40 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
     ]
     precedence = (l & (r > 0)) | no_move
     return right, {
-        "every LAST step is called a termination; the time limit is a truncation": pair(
+        _("every LAST step is called a termination; the time limit is a truncation"): pair(
             l, np.zeros_like(l)
         ),
-        "no step is called a termination, though some end at the target or walled in (are "
-        "the two conditions joined with & instead of |?)": pair(np.zeros_like(l)),
-        "truncated is True at every LAST step, terminations included: truncated is "
-        "last & ~terminated": pair(term, l),
-        "truncated is True at steps within an episode: a truncation is a LAST step that did "
-        "not terminate, last & ~terminated": pair(term, ~term),
-        "the pair comes back in the wrong order: return (terminated, truncated)": right[::-1],
-        "a walled-in agent (no legal move in next_mask) is not called a termination: the test "
-        "for no legal move is missing, or never fires (jnp.any(next_mask) without axis=-1 "
-        "reduces all the masks to one value)": [pair(l & (r > 0)), pair(l & ((r > 0) | ~m.any()))],
-        "reaching the target (reward 1) is not called a termination; only a walled-in agent "
-        "is": pair(l & no_move),
-        "a LAST step with walls next to the agent is called a termination: the agent is walled "
-        "in only when no action is legal, ~jnp.any(next_mask, axis=-1), not when some action "
-        "is illegal (~jnp.all)": pair(l & ((r > 0) | ~m.all(-1))),
-        "a flag is one step late: it belongs to the step whose timestep is LAST": late,
-        "`last & a | b` reads as `(last & a) | b`, so a walled-in mask flags steps that are "
-        "not LAST: put the | in parentheses, last & ((reward > 0) | no_move)": [
+        _(
+            "no step is called a termination, though some end at the target or walled in (are "
+            "the two conditions joined with & instead of |?)"
+        ): pair(np.zeros_like(l)),
+        _(
+            "truncated is True at every LAST step, terminations included: truncated is "
+            "last & ~terminated"
+        ): pair(term, l),
+        _(
+            "truncated is True at steps within an episode: a truncation is a LAST step that did "
+            "not terminate, last & ~terminated"
+        ): pair(term, ~term),
+        _("the pair comes back in the wrong order: return (terminated, truncated)"): right[::-1],
+        _(
+            "a walled-in agent (no legal move in next_mask) is not called a termination: the test "
+            "for no legal move is missing, or never fires (jnp.any(next_mask) without axis=-1 "
+            "reduces all the masks to one value)"
+        ): [pair(l & (r > 0)), pair(l & ((r > 0) | ~m.any()))],
+        _(
+            "reaching the target (reward 1) is not called a termination; only a walled-in agent is"
+        ): pair(l & no_move),
+        _(
+            "a LAST step with walls next to the agent is called a termination: the agent is walled "
+            "in only when no action is legal, ~jnp.any(next_mask, axis=-1), not when some action "
+            "is illegal (~jnp.all)"
+        ): pair(l & ((r > 0) | ~m.all(-1))),
+        _("a flag is one step late: it belongs to the step whose timestep is LAST"): late,
+        _(
+            "`last & a | b` reads as `(last & a) | b`, so a walled-in mask flags steps that are "
+            "not LAST: put the | in parentheses, last & ((reward > 0) | no_move)"
+        ): [
             pair(precedence),
             pair(precedence, l & ~precedence),
         ],
@@ -282,7 +317,7 @@ def _classify_cases() -> list:
     cases = []
     for r, l, m in ((reward, last, next_mask), (reward_b, last_b, mask_b)):
         right, mistakes = _classify_models(r, l, m)
-        label = f"{r.shape[0]} steps of {r.shape[1]} environments"
+        label = _("{steps} steps of {envs} environments").format(steps=r.shape[0], envs=r.shape[1])
         shown = {"reward": r, "last": l, "any(next_mask, axis=-1)": m.any(-1)}
         cases.append(((r, l, m), Case(label, shown, right, mistakes)))
     return cases
@@ -307,63 +342,75 @@ def check_termination_and_truncation(classify: Callable) -> None:
     cases = _classify_cases()
     outputs = []
     for (r, l, m), case in cases:
-        call = f"classify(reward, last, next_mask) for {case.label}"
+        call = _("classify(reward, last, next_mask) for {case}").format(case=case.label)
         got = run_answer(
             classify,
             *map(jnp.asarray, (r, l, m)),
             call=call,
-            hint="reward and last are (T, N), next_mask (T, N, 4): a reduction "
-            "of next_mask over its last axis (the actions) gives (T, N)",
+            hint=_(
+                "reward and last are (T, N), next_mask (T, N, 4): a reduction "
+                "of next_mask over its last axis (the actions) gives (T, N)"
+            ),
         )
         require_pair(got, call, "terminated, truncated")
         flags = [
             require_array(
                 g,
-                f"{name} of {call}",
+                _("{name} of {call}").format(name=name, call=call),
                 r.shape,
                 bool,
-                why="one flag per step and environment",
-                dtype_hint="Flags are bool: compare, or combine with & | ~",
+                why=_("one flag per step and environment"),
+                dtype_hint=_("Flags are bool: compare, or combine with & | ~"),
                 returns=False,
             )
             for g, name in zip(got, ("terminated", "truncated"))
         ]
         outputs.append(np.stack(flags).astype(np.int32))
     shown = [
-        case._replace(label=f"{case.label}, (terminated, truncated) stacked") for _, case in cases
+        case._replace(label=_("{case}, (terminated, truncated) stacked").format(case=case.label))
+        for _inputs, case in cases
     ]
     try:
         verdict("classify", shown, outputs)
-    except CheckFailed as failure:
-        if "differs from the reference" not in str(failure):
-            raise
+    except _Differs:
         for ((_reward, last, _mask), case), out in zip(cases, outputs):
             flagged = np.argwhere(out.any(axis=0) & ~last)
             if len(flagged):
                 t, n = (int(i) for i in flagged[0])
                 name = "terminated" if out[0, t, n] else "truncated"
                 fail(
-                    f"classify: a step that is not LAST is flagged: {name} is True at step "
-                    f"{t} of environment {n} ({case.label}); only a LAST step ends an "
-                    "episode, so combine the conditions with last & (...)"
+                    _(
+                        "classify: a step that is not LAST is flagged: {name} is True at step "
+                        "{step} of environment {env} ({case}); only a LAST step ends an "
+                        "episode, so combine the conditions with last & (...)"
+                    ).format(name=name, step=t, env=n, case=case.label)
                 )
         i = next(
             i
-            for i, ((_, case), out) in enumerate(zip(cases, outputs))
+            for i, ((_inputs, case), out) in enumerate(zip(cases, outputs))
             if not close(out, case.expected)
         )
         ((reward, last, mask), case), out = cases[i], outputs[i]
         flag, t, n = (int(i) for i in np.argwhere(out != case.expected)[0])
         if reward[t, n] > 0:
-            kind = "the target (LAST, reward 1)"
+            kind = _("the target (LAST, reward 1)")
         elif not mask[t, n].any():
-            kind = "a walled-in agent (LAST, reward 0, no legal move in next_mask)"
+            kind = _("a walled-in agent (LAST, reward 0, no legal move in next_mask)")
         else:
-            kind = "a time limit (LAST, reward 0, a legal move left in next_mask)"
+            kind = _("a time limit (LAST, reward 0, a legal move left in next_mask)")
         name = ("terminated", "truncated")[flag]
         fail(
-            f"classify differs from the reference on {case.label}: at step {t} of "
-            f"environment {n}, {kind}, {name} is {bool(out[flag, t, n])}, expected "
-            f"{bool(case.expected[flag, t, n])}"
+            _(
+                "classify differs from the reference on {case}: at step {step} of environment "
+                "{env}, {kind}, {name} is {got}, expected {expected}"
+            ).format(
+                case=case.label,
+                step=t,
+                env=n,
+                kind=kind,
+                name=name,
+                got=bool(out[flag, t, n]),
+                expected=bool(case.expected[flag, t, n]),
+            )
         )
-    passed("terminations (target, no legal move) and truncations (time limit) are told apart")
+    passed(_("terminations (target, no legal move) and truncations (time limit) are told apart"))
