@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     passed,
@@ -37,25 +38,31 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
         },
         reward + keep * chosen,
         {
-            "this is the plain DQN target: choose the action with the ONLINE network's "
-            "argmax": reward + keep * q_target.max(-1),
-            "the chosen action is evaluated with the online network; evaluate it with the "
-            "target network": reward + keep * q_online.max(-1),
-            "the roles are swapped: the target network chooses and the online network "
-            "evaluates": reward + keep * _gather(q_online, q_target.argmax(-1)),
-            "termination is ignored: after it the target is the reward alone": reward
+            _(
+                "this is the plain DQN target: choose the action with the ONLINE network's argmax"
+            ): reward + keep * q_target.max(-1),
+            _(
+                "the chosen action is evaluated with the online network; evaluate it with the "
+                "target network"
+            ): reward + keep * q_online.max(-1),
+            _(
+                "the roles are swapped: the target network chooses and the online network evaluates"
+            ): reward + keep * _gather(q_online, q_target.argmax(-1)),
+            _("termination is ignored: after it the target is the reward alone"): reward
             + gamma * chosen,
-            "the target network's values are masked by a one-hot product and then maxed: "
-            "with negative values the 0 of the other actions wins. Gather the chosen "
-            "action's value (jnp.take_along_axis) or sum the product": reward
-            + keep * (q_target * one_hot).max(-1),
-            "gamma multiplies the whole target, the reward too: the target is r + gamma * "
-            "(1 - terminated) * Q_target(s', a*), with r undiscounted": gamma
-            * (reward + (1.0 - np.asarray(terminated)) * chosen),
-            "the reward is dropped at a termination: (1 - terminated) multiplies only the "
-            "bootstrap, the target after a termination is the reward": (
-                (1.0 - np.asarray(terminated)) * (reward + gamma * chosen)
-            ),
+            _(
+                "the target network's values are masked by a one-hot product and then maxed: "
+                "with negative values the 0 of the other actions wins. Gather the chosen "
+                "action's value (jnp.take_along_axis) or sum the product"
+            ): reward + keep * (q_target * one_hot).max(-1),
+            _(
+                "gamma multiplies the whole target, the reward too: the target is r + gamma * "
+                "(1 - terminated) * Q_target(s', a*), with r undiscounted"
+            ): gamma * (reward + (1.0 - np.asarray(terminated)) * chosen),
+            _(
+                "the reward is dropped at a termination: (1 - terminated) multiplies only the "
+                "bootstrap, the target after a termination is the reward"
+            ): ((1.0 - np.asarray(terminated)) * (reward + gamma * chosen)),
         },
     )
 
@@ -82,7 +89,9 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
             [[1.0, 2.0], [5.0, 3.0], [0.0, 9.0]],
             [[4.0, 3.0], [2.0, 6.0], [7.0, 8.0]],
             0.5,
-            "a batch of 3 with 2 actions, gamma 0.5",
+            _("a batch of {size} with {actions} actions, gamma {gamma}").format(
+                size=3, actions=2, gamma=0.5
+            ),
         ),
         _double_dqn_case(
             [0.0, -1.0, 1.0, 0.5],
@@ -90,7 +99,7 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
             [[-1.0, -3.0, -2.0], [2.0, 2.0, 0.0], [0.5, -0.5, 1.5], [1.0, 0.0, 0.0]],
             [[-4.0, -0.5, -1.0], [-2.0, 3.0, 1.0], [-3.0, -2.0, -6.0], [2.0, 5.0, 1.0]],
             0.99,
-            "a batch of 4 with 3 actions, negative values and a tie, gamma 0.99",
+            _("a batch of 4 with 3 actions, negative values and a tie, gamma 0.99"),
         ),
         _double_dqn_case(
             [-1.0, 2.0],
@@ -98,7 +107,7 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
             [[-300.0, -450.0], [-820.0, -610.0]],
             [[-520.0, -130.0], [-240.0, -990.0]],
             0.9,
-            "large negative values, gamma 0.9",
+            _("large negative values, gamma {gamma}").format(gamma=0.9),
         ),
     ]
     outputs = []
@@ -107,15 +116,19 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
             jnp.asarray(case.inputs[k], jnp.float32 if k != "terminated" else bool)
             for k in ("reward", "terminated", "q_next_online", "q_next_target")
         ]
-        call = f"double_dqn_target(...) for {case.label}"
+        call = _("double_dqn_target(...) for {case}").format(case=case.label)
         got = run_answer(double_dqn_target, *args, case.inputs["gamma"], call=call)
         outputs.append(
             require_array(
-                got, call, args[0].shape, np.float32, why="one target per transition, like reward"
+                got,
+                call,
+                args[0].shape,
+                np.float32,
+                why=_("one target per transition, like reward"),
             )
         )
     verdict("double_dqn_target", cases, outputs)
-    passed("double_dqn_target: the online network chooses, the target network evaluates")
+    passed(_("double_dqn_target: the online network chooses, the target network evaluates"))
 
 
 def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=()):
@@ -150,38 +163,58 @@ def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=())
 
 
 _N_STEP_MISTAKES = {
-    ("through_termination", "through_truncation"): "the n-step target runs through every "
-    "episode end: stop the sum at the first termination or truncation of the window",
-    ("through_termination",): "the n-step target does not stop at a termination: the rewards "
-    "after it belong to the next episode, and nothing is bootstrapped",
-    ("boot_termination",): "after a termination the target bootstraps: it must be the "
-    "discounted rewards up to the termination alone",
-    ("truncation_as_termination",): "a truncation is treated as a termination: a truncated "
-    "episode still has a future, bootstrap from q_next_target of the truncated step",
-    ("through_truncation",): "the sum runs through a truncation into the next episode: stop "
-    "at the truncated step and bootstrap from its true next observation",
-    ("last_step",): "the bootstrap always comes from the window's last step; take it from "
-    "the step where the episode ended (q_next_target[:, m])",
-    ("last_step", "gamma_n"): "the bootstrap is gamma ** n times the last step's value even "
-    "when the window stops early at step m: take q_next_target[:, m] with gamma ** (m + 1)",
-    ("gamma_n",): "the bootstrap is discounted by gamma ** n even when the window stops "
-    "early; a stop at step m gives gamma ** (m + 1)",
-    ("gamma_m",): "the bootstrap's discount is one power short: after the rewards r_0..r_m "
-    "it is gamma ** (m + 1), not gamma ** m",
-    ("undiscounted",): "the rewards are not discounted: the sum is r_0 + gamma * r_1 + "
-    "gamma**2 * r_2 and so on",
-    ("rewards_shift",): "the rewards are discounted one power too far: r_k gets gamma ** k "
-    "(r_0 undiscounted), not gamma ** (k + 1); only the bootstrap gets gamma ** (m + 1)",
-    ("gamma_outside",): "gamma multiplies the whole target, r_0 included: r_0 is not "
-    "discounted, only the later rewards and the bootstrap are",
-    ("any_terminated",): "the bootstrap is dropped whenever the window holds a termination "
-    "anywhere (terminated read with any): a window that stops at an earlier truncation still "
-    "bootstraps. Read the flag at the step m where the window stops, terminated[:, m]",
-    ("last_flag",): "the bootstrap's termination flag is read at the window's last step; read "
-    "it at the step m where the window stops, terminated[:, m]",
-    ("argmax_no_end",): "a window with no episode end stops at step 0: argmax of an all-False "
-    "row is 0. Where no step ends the episode, m = n - 1",
+    ("through_termination", "through_truncation"): N_(
+        "the n-step target runs through every episode end: stop the sum at the first termination or truncation of the window"
+    ),
+    ("through_termination",): N_(
+        "the n-step target does not stop at a termination: the rewards after it belong to the next episode, and nothing is bootstrapped"
+    ),
+    ("boot_termination",): N_(
+        "after a termination the target bootstraps: it must be the discounted rewards up to the termination alone"
+    ),
+    ("truncation_as_termination",): N_(
+        "a truncation is treated as a termination: a truncated episode still has a future, bootstrap from q_next_target of the truncated step"
+    ),
+    ("through_truncation",): N_(
+        "the sum runs through a truncation into the next episode: stop at the truncated step and bootstrap from its true next observation"
+    ),
+    ("last_step",): N_(
+        "the bootstrap always comes from the window's last step; take it from the step where the episode ended (q_next_target[:, m])"
+    ),
+    ("last_step", "gamma_n"): N_(
+        "the bootstrap is gamma ** n times the last step's value even when the window stops early at step m: take q_next_target[:, m] with gamma ** (m + 1)"
+    ),
+    ("gamma_n",): N_(
+        "the bootstrap is discounted by gamma ** n even when the window stops early; a stop at step m gives gamma ** (m + 1)"
+    ),
+    ("gamma_m",): N_(
+        "the bootstrap's discount is one power short: after the rewards r_0..r_m it is gamma ** (m + 1), not gamma ** m"
+    ),
+    ("undiscounted",): N_(
+        "the rewards are not discounted: the sum is r_0 + gamma * r_1 + gamma**2 * r_2 and so on"
+    ),
+    ("rewards_shift",): N_(
+        "the rewards are discounted one power too far: r_k gets gamma ** k (r_0 undiscounted), not gamma ** (k + 1); only the bootstrap gets gamma ** (m + 1)"
+    ),
+    ("gamma_outside",): N_(
+        "gamma multiplies the whole target, r_0 included: r_0 is not discounted, only the later rewards and the bootstrap are"
+    ),
+    ("any_terminated",): N_(
+        "the bootstrap is dropped whenever the window holds a termination anywhere (terminated read with any): a window that stops at an earlier truncation still bootstraps. Read the flag at the step m where the window stops, terminated[:, m]"
+    ),
+    ("last_flag",): N_(
+        "the bootstrap's termination flag is read at the window's last step; read it at the step m where the window stops, terminated[:, m]"
+    ),
+    ("argmax_no_end",): N_(
+        "a window with no episode end stops at step 0: argmax of an all-False row is 0. Where no step ends the episode, m = n - 1"
+    ),
 }
+
+
+def _windows_label(windows: int, steps: int, gamma: float) -> str:
+    return _("{windows} windows of {steps} steps, gamma {gamma}").format(
+        windows=windows, steps=steps, gamma=gamma
+    )
 
 
 def _n_step_case(terminated, truncated, gamma, seed, label) -> Case:
@@ -191,11 +224,11 @@ def _n_step_case(terminated, truncated, gamma, seed, label) -> Case:
     q_next = rng.uniform(-5.0, 15.0, terminated.shape + (2,)).astype(np.float32)
     args = (reward, terminated, truncated, q_next, gamma)
     mistakes = {
-        message: _n_step_reference(*args, names) for names, message in _N_STEP_MISTAKES.items()
+        _(message): _n_step_reference(*args, names) for names, message in _N_STEP_MISTAKES.items()
     }
-    mistakes["this is the one-step target: sum the rewards of all n steps of the window"] = reward[
-        :, 0
-    ] + gamma * (1 - terminated[:, 0]) * q_next[:, 0].max(-1)
+    mistakes[_("this is the one-step target: sum the rewards of all n steps of the window")] = (
+        reward[:, 0] + gamma * (1 - terminated[:, 0]) * q_next[:, 0].max(-1)
+    )
     inputs = dict(zip(("reward", "terminated", "truncated", "q_next_target", "gamma"), args))
     return Case(label, inputs, _n_step_reference(*args), mistakes)
 
@@ -229,13 +262,13 @@ def check_n_step_target(n_step_target: Callable) -> None:
     term_b[[0, 2, 4], [1, 3, 2]] = True
     trunc_b[[0, 1], [3, 0]] = True
     cases = [
-        _n_step_case(term_a, trunc_a, 0.9, 6, "7 windows of 3 steps, gamma 0.9"),
-        _n_step_case(term_b, trunc_b, 0.5, 7, "5 windows of 4 steps, gamma 0.5"),
+        _n_step_case(term_a, trunc_a, 0.9, 6, _windows_label(7, 3, 0.9)),
+        _n_step_case(term_b, trunc_b, 0.5, 7, _windows_label(5, 4, 0.5)),
     ]
     outputs = []
     for case in cases:
         reward, terminated, truncated, q_next, gamma = case.inputs.values()
-        call = f"n_step_target(...) for {case.label}"
+        call = _("n_step_target(...) for {case}").format(case=case.label)
         got = run_answer(
             n_step_target,
             *map(jnp.asarray, (reward, terminated, truncated, q_next)),
@@ -248,16 +281,19 @@ def check_n_step_target(n_step_target: Callable) -> None:
                 call,
                 reward.shape[:1],
                 np.float32,
-                why="one target per window",
+                why=_("one target per window"),
                 hint=lambda got, batch=reward.shape[:1]: (
-                    "Take the max over the action axis (the last one), not over the window's steps"
+                    _(
+                        "Take the max over the action axis (the last one), not over the "
+                        "window's steps"
+                    )
                     if np.ndim(got) == 2 and np.shape(got)[0] == batch[0]
                     else ""
                 ),
             )
         )
     verdict("n_step_target", cases, outputs, rtol=1e-4, atol=1e-5)
-    passed("n_step_target stops at terminations and truncations and bootstraps correctly")
+    passed(_("n_step_target stops at terminations and truncations and bootstraps correctly"))
 
 
 def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) -> Case:
@@ -277,33 +313,48 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
     quarter, q64 = slice(start, None), q.astype(np.float64)
     learned = np.where(q64 != 0, q64, np.nan)
     return Case(
-        f"{num_seeds} seeds of {iterations} iterations of {num_envs} steps, gamma {gamma}",
+        _("{seeds} seeds of {iterations} iterations of {steps} steps, gamma {gamma}").format(
+            seeds=num_seeds, iterations=iterations, steps=num_envs, gamma=gamma
+        ),
         {"q_mean": q, "env_steps": env_steps, "gamma": gamma},
         q64[:, quarter].mean(1) - bound,
         {
-            "this is the mean over the whole run, the warm-up's zeros included: average "
-            "over the last quarter of training only": q64.mean(1) - bound,
-            "this is the mean over all of training after the warm-up, not over its last "
-            "quarter": np.nanmean(learned, 1) - bound,
-            "this is the mean over the first quarter of training; the question is about "
-            "its last quarter": q64[:, : iterations // 4].mean(1) - bound,
-            "this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)": (
+            _(
+                "this is the mean over the whole run, the warm-up's zeros included: average "
+                "over the last quarter of training only"
+            ): q64.mean(1) - bound,
+            _(
+                "this is the mean over all of training after the warm-up, not over its last quarter"
+            ): np.nanmean(learned, 1) - bound,
+            _(
+                "this is the mean over the first quarter of training; the question is about "
+                "its last quarter"
+            ): q64[:, : iterations // 4].mean(1) - bound,
+            _("this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)"): (
                 q64[:, quarter].mean(1)
             ),
-            "the difference is reversed: the overshoot is Q minus the bound 1 / (1 - gamma), "
-            "positive above it": bound - q64[:, quarter].mean(1),
-            "the bound is 1 / (1 - gamma), the discounted sum of a reward of 1 from now on, "
-            "not gamma / (1 - gamma)": q64[:, quarter].mean(1) - gamma * bound,
-            "the overshoot is clipped at 0: report the signed difference, negative where "
-            "the values stay below the bound": np.maximum(q64[:, quarter].mean(1) - bound, 0),
-            "this is the largest value of the last quarter; average it": (
+            _(
+                "the difference is reversed: the overshoot is Q minus the bound 1 / (1 - gamma), "
+                "positive above it"
+            ): bound - q64[:, quarter].mean(1),
+            _(
+                "the bound is 1 / (1 - gamma), the discounted sum of a reward of 1 from now on, "
+                "not gamma / (1 - gamma)"
+            ): q64[:, quarter].mean(1) - gamma * bound,
+            _(
+                "the overshoot is clipped at 0: report the signed difference, negative where "
+                "the values stay below the bound"
+            ): np.maximum(q64[:, quarter].mean(1) - bound, 0),
+            _("this is the largest value of the last quarter; average it"): (
                 q64[:, quarter].max(1) - bound
             ),
-            "this is the last iteration's value alone; average the last quarter": (
+            _("this is the last iteration's value alone; average the last quarter"): (
                 q64[:, -1] - bound
             ),
-            "the bound is the number 100, which is 1 / (1 - gamma) for gamma 0.99 only: "
-            "compute it from gamma": q64[:, quarter].mean(1) - 100.0,
+            _(
+                "the bound is the number 100, which is 1 / (1 - gamma) for gamma 0.99 only: "
+                "compute it from gamma"
+            ): q64[:, quarter].mean(1) - 100.0,
         },
     )
 
@@ -332,7 +383,9 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
     outputs = []
     for case in cases:
         q, steps, gamma = case.inputs.values()
-        call = f"q_overshoot(q_mean, env_steps, {gamma}) for {case.label}"
+        call = _("q_overshoot(q_mean, env_steps, {gamma}) for {case}").format(
+            gamma=gamma, case=case.label
+        )
         got = run_answer(
             q_overshoot,
             q.copy(),
@@ -340,7 +393,9 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
             gamma,
             call=call,
             jit=False,
-            hint=f"q_mean float32 and env_steps int32 {q.shape}, NumPy arrays; gamma a float",
+            hint=_(
+                "q_mean float32 and env_steps int32 {shape}, NumPy arrays; gamma a float"
+            ).format(shape=q.shape),
         )
         outputs.append(
             require_array(
@@ -348,13 +403,13 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
                 call,
                 q.shape[:1],
                 "float",
-                why="one value per seed",
+                why=_("one value per seed"),
                 hint=lambda got, shape=q.shape: (
-                    "Average over the iterations (axis 1), not over the seeds"
+                    _("Average over the iterations (axis 1), not over the seeds")
                     if np.shape(got) in ((), shape[1:])
                     else ""
                 ),
             )
         )
     verdict("q_overshoot", cases, outputs, rtol=1e-4, atol=1e-4)
-    passed("q_overshoot: each seed's last-quarter mean Q, minus 1 / (1 - gamma)")
+    passed(_("q_overshoot: each seed's last-quarter mean Q, minus 1 / (1 - gamma)"))

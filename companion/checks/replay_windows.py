@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import describe, require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     fail,
     passed,
@@ -52,22 +53,28 @@ def check_sample_windows(sample_windows: Callable) -> None:
         buffer = _time_buffer(added, 10)
         call = f"sample_windows(buffer, key, {batch_size}, {n})"
         got = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
-        where = f"{call} on a buffer holding steps {max(1, added - 9)}..{added}"
+        where = _("{call} on a buffer holding steps {first}..{last}").format(
+            call=call, first=max(1, added - 9), last=added
+        )
         if not isinstance(got, dict) or set(got) != {"t", "obs"}:
             fail(
-                f"{where} should return a transition like the stored ones (here a dict with "
-                "'t' and 'obs'), each leaf with leading axes (batch_size, n); it returned "
-                f"{describe(got)}"
+                _(
+                    "{where} should return a transition like the stored ones (here a dict with "
+                    "'t' and 'obs'), each leaf with leading axes (batch_size, n); it returned "
+                    "{got}"
+                ).format(where=where, got=describe(got))
             )
         leaves = {
             name: require_array(
                 got[name],
-                f"{where}: [{name!r}]",
+                _("{where}: [{name}]").format(where=where, name=repr(name)),
                 (batch_size, n) + stored.shape[1:],
                 stored.dtype,
-                why=f"one row per window, its steps along axis 1, {stored.dtype} as stored",
+                why=_("one row per window, its steps along axis 1, {dtype} as stored").format(
+                    dtype=stored.dtype
+                ),
                 hint=lambda leaf, stored=stored: (
-                    "Index the stored arrays, which keeps their dtypes"
+                    _("Index the stored arrays, which keeps their dtypes")
                     if leaf.dtype != stored.dtype
                     else ""
                 ),
@@ -78,13 +85,17 @@ def check_sample_windows(sample_windows: Callable) -> None:
         steps = leaves["t"]
         if np.any(steps == 0):
             fail(
-                f"{where}, some windows reach into empty slots; a window must "
-                "lie in the buffer.size filled slots"
+                _(
+                    "{where}, some windows reach into empty slots; a window must lie in the "
+                    "buffer.size filled slots"
+                ).format(where=where)
             )
         if not np.array_equal(np.asarray(got["obs"])[..., 0], steps):
             fail(
-                "sample_windows takes the fields of a transition from different slots: index "
-                "every leaf with the same (batch_size, n) indices"
+                _(
+                    "sample_windows takes the fields of a transition from different slots: index "
+                    "every leaf with the same (batch_size, n) indices"
+                )
             )
         diffs = np.diff(steps, axis=1)
         if np.any(diffs == 0):
@@ -93,47 +104,64 @@ def check_sample_windows(sample_windows: Callable) -> None:
             repeated = steps[:, 1:][diffs == 0]
             if np.all(repeated == in_last_slot):  # the step of the last slot, and only it
                 fail(
-                    f"{where}, some windows repeat a step (for example {example}): the step "
-                    f"in the last slot, {in_last_slot}, which is what an index past the last "
-                    "slot gives (JAX clamps it). Wrap the slot indices round the ring with "
-                    "% capacity"
+                    _(
+                        "{where}, some windows repeat a step (for example {example}): the step "
+                        "in the last slot, {step}, which is what an index past the last slot "
+                        "gives (JAX clamps it). Wrap the slot indices round the ring with "
+                        "% capacity"
+                    ).format(where=where, example=example, step=in_last_slot)
                 )
             fail(
-                f"{where}, some windows repeat a step (for example {example}): the n slots "
-                "of a window are start, start + 1, ..., start + n - 1 (jnp.arange(n) along "
-                "the window's axis)"
+                _(
+                    "{where}, some windows repeat a step (for example {example}): the n slots "
+                    "of a window are start, start + 1, ..., start + n - 1 (jnp.arange(n) along "
+                    "the window's axis)"
+                ).format(where=where, example=example)
             )
         if np.all(diffs == -1):
-            fail("sample_windows returns the steps of each window in reverse time order")
+            fail(_("sample_windows returns the steps of each window in reverse time order"))
         if not np.all(diffs == 1):
             fail(
-                f"{where}, some windows are not consecutive steps "
-                f"(for example {steps[np.argmax(np.any(diffs != 1, axis=1))].tolist()}): a "
-                "window must not cross the write position, where the newest transition is "
-                "followed by the oldest. Count starts from the oldest slot, "
-                "(position - size) % capacity"
+                _(
+                    "{where}, some windows are not consecutive steps (for example {example}): "
+                    "a window must not cross the write position, where the newest transition "
+                    "is followed by the oldest. Count starts from the oldest slot, "
+                    "(position - size) % capacity"
+                ).format(where=where, example=steps[np.argmax(np.any(diffs != 1, axis=1))].tolist())
             )
         counts = np.bincount(steps[:, 0] - first, minlength=last - first + 1)
         if counts.size > last - first + 1:
-            fail(f"{where}, a window starts after step {last}")
+            fail(_("{where}, a window starts after step {step}").format(where=where, step=last))
         if counts[-1] == 0:
             fail(
-                f"sample_windows never draws the last window (steps {last}..{last + n - 1}): "
-                "there are size - n + 1 windows, and randint's maxval is excluded"
+                _(
+                    "sample_windows never draws the last window (steps {first}..{last}): there "
+                    "are size - n + 1 windows, and randint's maxval is excluded"
+                ).format(first=last, last=last + n - 1)
             )
         if counts.min() == 0:
             missing = first + int(np.argmin(counts))
-            fail(f"sample_windows never draws the window that starts at step {missing}")
+            fail(
+                _("sample_windows never draws the window that starts at step {step}").format(
+                    step=missing
+                )
+            )
         expected = batch_size / counts.size
         if np.max(np.abs(counts - expected)) > 0.25 * expected:
-            fail(f"sample_windows is not uniform over the windows: counts {counts.tolist()}")
+            fail(
+                _("sample_windows is not uniform over the windows: counts {counts}").format(
+                    counts=counts.tolist()
+                )
+            )
     again = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
     if not np.array_equal(np.asarray(again["t"]), steps):
         fail(
-            "sample_windows is not a pure function of its key: the same key must give the "
-            "same batch"
+            _(
+                "sample_windows is not a pure function of its key: the same key must give the "
+                "same batch"
+            )
         )
     other = run_answer(sample_windows, buffer, jax.random.key(1), batch_size, n, call=call)
     if np.array_equal(np.asarray(other["t"]), steps):
-        fail("sample_windows ignores its key: different keys should give different batches")
-    passed("sample_windows draws n consecutive steps uniformly, never across the write position")
+        fail(_("sample_windows ignores its key: different keys should give different batches"))
+    passed(_("sample_windows draws n consecutive steps uniformly, never across the write position"))
