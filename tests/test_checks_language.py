@@ -24,6 +24,7 @@ import test_check_bank_agents as agents_bank
 import test_check_bank_basics as bank
 import test_check_bank_foundations as foundations_bank
 import test_checks_chapters as planted
+import test_checks_ppo as ppo_tests
 from babel.messages.pofile import read_po
 
 import companion
@@ -87,7 +88,12 @@ WRONG |= _tables(
     agents_bank.SAMPLE_WINDOWS,
     agents_bank.DOUBLE_DQN,
     agents_bank.Q_OVERSHOOT,
+    agents_bank.GAE,
+    agents_bank.DUAL_CLIP,
+    agents_bank.EPSILON,
+    agents_bank.LATE_SUCCESS,
 )
+WRONG["check_fill_one_loss"] = (_rows(ppo_tests.WRONG_FILL_ONE), ppo_tests.fill_loss)
 CASES = [
     pytest.param(check, answer, english, id=f"{check[6:]}-{i}")
     for check, (rows, _right) in WRONG.items()

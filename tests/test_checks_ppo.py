@@ -261,20 +261,22 @@ def test_fill_one_loss_reference_passes(capsys):
     assert capsys.readouterr().out.count("check passed") == 2
 
 
-@pytest.mark.parametrize(
-    "wrong, message",
-    [
-        (ppo.ppo_loss, "this is the correct loss"),
-        (lambda m, b, **k: fill_loss(m, b, **k, fill=0.0), "illegal logits get 0.0"),
-        (lambda m, b, **k: fill_loss(m, b, **k, normalise=True), "normalise_advantages is ign"),
-        (lambda m, b, **k: fill_loss(m, b, **k, coefs=(0.2, 0.5, 0.01)), "are ignored: use"),
-        (lambda m, b, **k: fill_loss(m, b, **k)[0], r"should return \(loss, metrics\)"),
-        (lambda m, b, **k: (fill_loss(m, b, **k)[0], {"x": jnp.zeros(3)}), r"metrics\['x'\]"),
-        (lambda m, b, **k: (fill_loss(m, b, **k)[0] * 2, {}), "expected"),
-        (lambda m, b: 0.0, "raised TypeError"),
-        (lambda m, b, eps, vf, ent, norm: fill_loss(m, b, eps, vf, ent, norm), "raised TypeError"),
-    ],
-)
+#: Planted mistakes of the fill-one loss, (wrong answer, message): the messages' Japanese is
+#: tested on them too (test_checks_language.py).
+WRONG_FILL_ONE = [
+    (ppo.ppo_loss, "this is the correct loss"),
+    (lambda m, b, **k: fill_loss(m, b, **k, fill=0.0), "illegal logits get 0.0"),
+    (lambda m, b, **k: fill_loss(m, b, **k, normalise=True), "normalise_advantages is ign"),
+    (lambda m, b, **k: fill_loss(m, b, **k, coefs=(0.2, 0.5, 0.01)), "are ignored: use"),
+    (lambda m, b, **k: fill_loss(m, b, **k)[0], r"should return \(loss, metrics\)"),
+    (lambda m, b, **k: (fill_loss(m, b, **k)[0], {"x": jnp.zeros(3)}), r"metrics\['x'\]"),
+    (lambda m, b, **k: (fill_loss(m, b, **k)[0] * 2, {}), "expected"),
+    (lambda m, b: 0.0, "raised TypeError"),
+    (lambda m, b, eps, vf, ent, norm: fill_loss(m, b, eps, vf, ent, norm), "raised TypeError"),
+]
+
+
+@pytest.mark.parametrize("wrong, message", WRONG_FILL_ONE)
 def test_fill_one_loss_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
         check_fill_one_loss(wrong)

@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     Case,
-    CheckFailed,
+    _Differs,
     close,
     fail,
     passed,
@@ -38,39 +39,41 @@ def _dual_clip_case(ratio, adv, eps, c) -> Case:
     ratio, adv = np.asarray(ratio, np.float32), np.asarray(adv, np.float32)
     expected = _dual_clip_reference(ratio, adv, eps, c)
     return Case(
-        f"ratio and advantage of shape {ratio.shape}",
+        _("ratio and advantage of shape {shape}").format(shape=ratio.shape),
         {"ratio": ratio, "advantage": adv, "clip_eps": eps, "dual_clip": c},
         expected,
         {
-            "the sign is flipped: return the objective to maximise, not the loss (-objective)": (
+            _("the sign is flipped: return the objective to maximise, not the loss (-objective)"): (
                 -expected
             ),
-            "the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]": (
+            _("the ratio is clipped to [eps, 1 + eps]; the range is [1 - eps, 1 + eps]"): (
                 _dual_clip_reference(ratio, adv, eps, c, low=eps)
             ),
-            "it takes the max of ratio * A and the clipped term; PPO takes the min": (
+            _("it takes the max of ratio * A and the clipped term; PPO takes the min"): (
                 _dual_clip_reference(ratio, adv, eps, c, pick=max)
             ),
-            "this is PPO's clipped objective without the dual clip: where A < 0, take "
-            "max(objective, dual_clip * A)": _dual_clip_reference(ratio, adv, eps, np.inf),
-            "the dual clip is applied to positive advantages too; it bounds only A < 0": (
+            _(
+                "this is PPO's clipped objective without the dual clip: where A < 0, take "
+                "max(objective, dual_clip * A)"
+            ): _dual_clip_reference(ratio, adv, eps, np.inf),
+            _("the dual clip is applied to positive advantages too; it bounds only A < 0"): (
                 _dual_clip_reference(ratio, adv, eps, c, negative_only=False)
             ),
-            "the dual clip takes the min with dual_clip * A; it is a floor: the max": (
+            _("the dual clip takes the min with dual_clip * A; it is a floor: the max"): (
                 _dual_clip_reference(ratio, adv, eps, c, dual="min")
             ),
-            "the dual clip's floor has the wrong sign: where A < 0 it is dual_clip * A, a "
-            "negative number, not -dual_clip * A (or dual_clip * |A|)": (
-                _dual_clip_reference(ratio, adv, eps, c, floor_sign=-1.0)
-            ),
-            "nothing is clipped: clip the ratio to [1 - eps, 1 + eps]": (
+            _(
+                "the dual clip's floor has the wrong sign: where A < 0 it is dual_clip * A, a "
+                "negative number, not -dual_clip * A (or dual_clip * |A|)"
+            ): (_dual_clip_reference(ratio, adv, eps, c, floor_sign=-1.0)),
+            _("nothing is clipped: clip the ratio to [1 - eps, 1 + eps]"): (
                 _dual_clip_reference(ratio, adv, np.inf, c)
             ),
-            "nothing is clipped, and no dual clip either: this is ratio * A": ratio * adv,
-            "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
-            "not min(ratio, dual_clip) * A": np.minimum(
-                np.minimum(ratio, c) * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv
-            ),
+            _("nothing is clipped, and no dual clip either: this is ratio * A"): ratio * adv,
+            _(
+                "the dual clip bounds the ratio, not the objective: the floor is dual_clip * A, "
+                "not min(ratio, dual_clip) * A"
+            ): np.minimum(np.minimum(ratio, c) * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv),
         },
     )
 
@@ -106,7 +109,9 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     outputs = []
     for case in cases:
         shape = case.inputs["ratio"].shape
-        call = f"dual_clip_objective(ratio, advantage, clip_eps, dual_clip) for {case.label}"
+        call = _("dual_clip_objective(ratio, advantage, clip_eps, dual_clip) for {case}").format(
+            case=case.label
+        )
         got = run_answer(
             dual_clip_objective,
             jnp.asarray(case.inputs["ratio"]),
@@ -114,13 +119,17 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
             case.inputs["clip_eps"],
             case.inputs["dual_clip"],
             call=call,
-            hint=f"ratio and advantage are float32 {shape}; the answer is elementwise",
+            hint=_("ratio and advantage are float32 {shape}; the answer is elementwise").format(
+                shape=shape
+            ),
         )
         outputs.append(
-            require_array(got, call, shape, np.float32, why="elementwise, like ratio and advantage")
+            require_array(
+                got, call, shape, np.float32, why=_("elementwise, like ratio and advantage")
+            )
         )
     verdict("dual_clip_objective", cases, outputs)
-    passed("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0")
+    passed(_("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0"))
 
 
 def _softmax(x, axis):
@@ -138,35 +147,41 @@ def _epsilon_case(logits, mask, eps) -> Case:
         return (1 - eps) * p + eps * (mask / count if spread is None else spread)
 
     mistakes = {
-        "illegal actions get logit 1.0, so they keep probability (the misplaced "
-        "parenthesis bug): use -inf": mix(_softmax(np.where(mask, logits, 1.0), -1)),
-        "illegal actions get logit 0.0, which still has probability exp(0) / Z: use -inf": mix(
+        _(
+            "illegal actions get logit 1.0, so they keep probability (the misplaced "
+            "parenthesis bug): use -inf"
+        ): mix(_softmax(np.where(mask, logits, 1.0), -1)),
+        _("illegal actions get logit 0.0, which still has probability exp(0) / Z: use -inf"): mix(
             _softmax(np.where(mask, logits, 0.0), -1)
         ),
-        "epsilon is spread over all actions, illegal ones too: spread it over the "
-        "legal actions of each row only": mix(_softmax(masked, -1), 1 / 4),
-        "epsilon is divided by the number of actions; divide it by the number of "
-        "legal actions in each row (mask.sum(axis=-1, keepdims=True))": mix(
-            _softmax(masked, -1), mask / 4
-        ),
-        "the legal actions are counted over the whole batch; count them per row "
-        "(mask.sum(axis=-1, keepdims=True))": mix(_softmax(masked, -1), mask / mask.sum()),
-        "epsilon is ignored: mix in epsilon, spread uniformly over the legal actions": (
+        _(
+            "epsilon is spread over all actions, illegal ones too: spread it over the "
+            "legal actions of each row only"
+        ): mix(_softmax(masked, -1), 1 / 4),
+        _(
+            "epsilon is divided by the number of actions; divide it by the number of "
+            "legal actions in each row (mask.sum(axis=-1, keepdims=True))"
+        ): mix(_softmax(masked, -1), mask / 4),
+        _(
+            "the legal actions are counted over the whole batch; count them per row "
+            "(mask.sum(axis=-1, keepdims=True))"
+        ): mix(_softmax(masked, -1), mask / mask.sum()),
+        _("epsilon is ignored: mix in epsilon, spread uniformly over the legal actions"): (
             _softmax(masked, -1)
         ),
-        "epsilon and 1 - epsilon are swapped: the softmax gets weight 1 - epsilon": (
+        _("epsilon and 1 - epsilon are swapped: the softmax gets weight 1 - epsilon"): (
             eps * _softmax(masked, -1) + (1 - eps) * mask / count
         ),
-        "the probabilities are multiplied by the mask but not renormalised": mix(
+        _("the probabilities are multiplied by the mask but not renormalised"): mix(
             _softmax(logits, -1) * mask
         ),
     }
     if logits.ndim > 1:
-        mistakes["the softmax runs over axis 0, not over the actions: normalise over axis=-1"] = (
-            mix(_softmax(masked, 0))
-        )
+        mistakes[
+            _("the softmax runs over axis 0, not over the actions: normalise over axis=-1")
+        ] = mix(_softmax(masked, 0))
     return Case(
-        f"logits of shape {logits.shape} and epsilon {eps}",
+        _("logits of shape {shape} and epsilon {epsilon}").format(shape=logits.shape, epsilon=eps),
         {"logits": logits, "mask": mask, "epsilon": eps},
         mix(_softmax(masked, -1)),
         mistakes,
@@ -177,20 +192,22 @@ def _epsilon_verdict(cases: list, outputs: list) -> None:
     """verdict, and for an unnamed difference the illegal mass or the row sums."""
     try:
         verdict("epsilon_masked_probs", cases, outputs)
-    except CheckFailed as failure:
-        if not str(failure).startswith("epsilon_masked_probs differs"):
-            raise
+    except _Differs:
         for case, got in zip(cases, outputs):
             if np.any(got[~case.inputs["mask"]] != 0):
                 fail(
-                    "epsilon_masked_probs gives illegal actions probability > 0; they must "
-                    "get exactly 0"
+                    _(
+                        "epsilon_masked_probs gives illegal actions probability > 0; they must "
+                        "get exactly 0"
+                    )
                 )
             if not np.allclose(got.sum(-1), 1, atol=1e-5):
                 fail(
-                    f"epsilon_masked_probs: for {case.label} the rows (last axis) sum to "
-                    f"{np.round(got.sum(-1), 4).tolist()}, not 1; the softmax and the count "
-                    "of legal actions run over the last axis"
+                    _(
+                        "epsilon_masked_probs: for {case} the rows (last axis) sum to {sums}, "
+                        "not 1; the softmax and the count of legal actions run over the last "
+                        "axis"
+                    ).format(case=case.label, sums=np.round(got.sum(-1), 4).tolist())
                 )
         raise
 
@@ -224,29 +241,35 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     outputs = []
     for case in cases:
         logits, mask, eps = case.inputs.values()
-        call = f"epsilon_masked_probs(logits, mask, epsilon) for {case.label}"
+        call = _("epsilon_masked_probs(logits, mask, epsilon) for {case}").format(case=case.label)
         got = run_answer(
             epsilon_masked_probs,
             jnp.asarray(logits),
             jnp.asarray(mask),
             eps,
             call=call,
-            hint="logits float32 (..., 4), mask bool (..., 4): actions last",
+            hint=_("logits float32 (..., 4), mask bool (..., 4): actions last"),
         )
         outputs.append(
             require_array(
-                got, call, logits.shape, np.float32, why="one probability per action, like logits"
+                got,
+                call,
+                logits.shape,
+                np.float32,
+                why=_("one probability per action, like logits"),
             )
         )
         if np.any(outputs[-1][~mask] != 0) and close(outputs[-1], case.expected):
             fail(
-                f"epsilon_masked_probs gives illegal actions probabilities of up to "
-                f"{outputs[-1][~mask].max():.1e}, not exactly 0: a finite fill leaves "
-                "exp(fill) / Z. Use -inf, or set them to 0 with jnp.where(mask, p, 0.0)"
+                _(
+                    "epsilon_masked_probs gives illegal actions probabilities of up to {top}, "
+                    "not exactly 0: a finite fill leaves exp(fill) / Z. Use -inf, or set them "
+                    "to 0 with jnp.where(mask, p, 0.0)"
+                ).format(top=f"{outputs[-1][~mask].max():.1e}")
             )
         if len(outputs) == 2:  # the batched cases first, then a single row
             _epsilon_verdict(cases[:2], outputs)
-    verdict("epsilon_masked_probs on one row", cases[2:], outputs[2:])
+    verdict(_("epsilon_masked_probs on one row"), cases[2:], outputs[2:])
     logits, mask, eps = cases[0].inputs.values()
     first_legal = jnp.asarray(np.argmax(mask, -1)[..., None])
 
@@ -258,7 +281,7 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
         count = jnp.sum(mask, axis=-1, keepdims=True)
         return (1 - eps) * jax.nn.softmax(jnp.where(mask, x, -jnp.inf)) + eps * mask / count
 
-    call = "jax.grad of log epsilon_masked_probs(logits, mask, 0.1)[first legal action]"
+    call = _("jax.grad of log epsilon_masked_probs(logits, mask, 0.1)[first legal action]")
     grad = run_answer(
         jax.grad(functools.partial(log_p_first_legal, epsilon_masked_probs)),
         jnp.asarray(logits),
@@ -266,17 +289,21 @@ def check_epsilon_masked_probs(epsilon_masked_probs: Callable) -> None:
     )
     if not np.all(np.isfinite(np.asarray(grad))):
         fail(
-            "epsilon_masked_probs: the gradient of log p(a legal action) is not finite; mask "
-            "the logits with jnp.where before the softmax, not after"
+            _(
+                "epsilon_masked_probs: the gradient of log p(a legal action) is not finite; mask "
+                "the logits with jnp.where before the softmax, not after"
+            )
         )
     expected = jax.grad(functools.partial(log_p_first_legal, reference))(jnp.asarray(logits))
     if not close(grad, expected, rtol=1e-4, atol=1e-5):
         fail(
-            "epsilon_masked_probs has the right values but the wrong gradient with respect to "
-            "the logits: something holds the probabilities constant (a stop_gradient, or "
-            "NumPy instead of jax.numpy), so the policy could not learn through them"
+            _(
+                "epsilon_masked_probs has the right values but the wrong gradient with respect to "
+                "the logits: something holds the probabilities constant (a stop_gradient, or "
+                "NumPy instead of jax.numpy), so the policy could not learn through them"
+            )
         )
-    passed("epsilon_masked_probs: illegal actions 0, epsilon over the legal ones, per row")
+    passed(_("epsilon_masked_probs: illegal actions 0, epsilon over the legal ones, per row"))
 
 
 def _last_measured(rows, k, skip_from_end=0):
@@ -298,23 +325,30 @@ def _late_success_case(rows, k, label) -> Case:
     ]
     with np.errstate(all="ignore"):
         mistakes = {
-            "this averages the last k updates, skipping their nan: the last updates are nan "
-            "(their episodes were still running when training stopped), so fewer than k "
-            "values are left. Take the last k values that are not nan": np.nanmean(
-                x64[:, -k:], axis=1
-            ),
-            "this averages every measured update of the run; take the last k measured "
-            "values": np.nanmean(x64, axis=1),
-            "this stops at the first nan, but a nan also marks an update in which no episode "
-            "started, in the middle of the run: skip each nan, and take the last k values "
-            "left": np.asarray([row[-k:].mean() for row in before_first_nan]),
-            "nan is counted as a failure (0): a nan is an update with no measurement, not "
-            "one with no success; skip it": np.nan_to_num(x64[:, -k:]).mean(axis=1),
-            "the last measured value is left out: take the last k values that are not nan, "
-            "the very last one included": _last_measured(x64, k, skip_from_end=1),
-            "this averages k + 1 values: take the last k": _last_measured(x64, k + 1),
-            "this averages k - 1 values: take the last k": _last_measured(x64, k - 1),
-            "this is the last measured value alone; average the last k": _last_measured(x64, 1),
+            _(
+                "this averages the last k updates, skipping their nan: the last updates are nan "
+                "(their episodes were still running when training stopped), so fewer than k "
+                "values are left. Take the last k values that are not nan"
+            ): np.nanmean(x64[:, -k:], axis=1),
+            _(
+                "this averages every measured update of the run; take the last k measured values"
+            ): np.nanmean(x64, axis=1),
+            _(
+                "this stops at the first nan, but a nan also marks an update in which no episode "
+                "started, in the middle of the run: skip each nan, and take the last k values "
+                "left"
+            ): np.asarray([row[-k:].mean() for row in before_first_nan]),
+            _(
+                "nan is counted as a failure (0): a nan is an update with no measurement, not "
+                "one with no success; skip it"
+            ): np.nan_to_num(x64[:, -k:]).mean(axis=1),
+            _(
+                "the last measured value is left out: take the last k values that are not nan, "
+                "the very last one included"
+            ): _last_measured(x64, k, skip_from_end=1),
+            _("this averages k + 1 values: take the last k"): _last_measured(x64, k + 1),
+            _("this averages k - 1 values: take the last k"): _last_measured(x64, k - 1),
+            _("this is the last measured value alone; average the last k"): _last_measured(x64, 1),
         }
     return Case(label, {"success_by_start": x, "k": k}, _last_measured(x64, k), mistakes)
 
@@ -344,7 +378,7 @@ def check_late_success(late_success: Callable) -> None:
                 [0.1, 0.0, 0.2, 0.4, 0.6, 0.9, 1.0, 1.0, 0.8, 1.0, nan, 0.7, 0.9, nan],
             ],
             4,
-            "3 seeds of 14 updates, k = 4",
+            _("{seeds} seeds of {updates} updates, k = {k}").format(seeds=3, updates=14, k=4),
         ),
         _late_success_case(
             [
@@ -352,38 +386,42 @@ def check_late_success(late_success: Callable) -> None:
                 [0.0, 0.0, nan, 0.0, 0.25, 0.0, nan, 0.5, nan],
             ],
             3,
-            "2 seeds of 9 updates, k = 3",
+            _("{seeds} seeds of {updates} updates, k = {k}").format(seeds=2, updates=9, k=3),
         ),
     ]
     outputs = []
     for case in cases:
         rows, k = case.inputs.values()
-        call = f"late_success(success_by_start, {k}) for {case.label}"
+        call = _("late_success(success_by_start, {k}) for {case}").format(k=k, case=case.label)
         got = run_answer(
             late_success,
             rows.copy(),
             k,
             call=call,
             jit=False,
-            hint=f"success_by_start: a NumPy float32 array {rows.shape} with nan; k an int",
+            hint=_("success_by_start: a NumPy float32 array {shape} with nan; k an int").format(
+                shape=rows.shape
+            ),
         )
         values = require_array(
             got,
             call,
             rows.shape[:1],
             "float",
-            why="one value per seed: a row is a seed, its columns the updates",
+            why=_("one value per seed: a row is a seed, its columns the updates"),
             finite=False,
         )
         if np.isnan(values).any():
             fail(
-                f"{call} gives nan for seeds {np.flatnonzero(np.isnan(values)).tolist()}: "
-                "success_by_start is nan where nothing was measured (the last updates, whose "
-                "episodes were still running, and any update in which no episode started). "
-                "Skip the nan values (np.isnan) and average the last k of the others"
+                _(
+                    "{call} gives nan for seeds {seeds}: success_by_start is nan where nothing "
+                    "was measured (the last updates, whose episodes were still running, and any "
+                    "update in which no episode started). Skip the nan values (np.isnan) and "
+                    "average the last k of the others"
+                ).format(call=call, seeds=np.flatnonzero(np.isnan(values)).tolist())
             )
         if not np.isfinite(values).all():
-            fail(f"{call} contains inf values")
+            fail(_("{call} contains inf values").format(call=call))
         outputs.append(values)
     verdict("late_success", cases, outputs, rtol=1e-5, atol=1e-6)
-    passed("late_success: the mean of each seed's last k measured values, nan skipped")
+    passed(_("late_success: the mean of each seed's last k measured values, nan skipped"))

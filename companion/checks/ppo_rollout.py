@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import describe, require_array
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     close,
@@ -55,34 +56,45 @@ def _gae_from_values_reference(
 
 
 _GAE_MISTAKES = {
-    ("cut_terminated", "through_truncation"): "truncations are ignored: a truncated step "
-    "bootstraps from value_final[t], not from value[t + 1] of the next episode, and the "
-    "recursion is cut there too (done = terminated | truncated)",
-    ("no_cut", "termination_bootstraps", "through_truncation"): "the episode ends are "
-    "ignored: the recursion runs across them and every step bootstraps from value[t + 1]",
-    ("cut_terminated",): "the recursion is cut with `terminated` instead of `done`: a "
-    "truncation ends the episode too, so multiply gamma * lam * A_{t+1} by "
-    "(1 - done_t), done = terminated | truncated",
-    ("no_cut",): "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} "
-    "by (1 - done_t)",
-    ("through_truncation",): "a truncated step bootstraps from value[t + 1], the first "
-    "observation of the next episode; use value_final[t], its true final observation",
-    ("truncation_as_termination",): "a truncation is treated as a termination: a "
-    "truncated step still bootstraps, from value_final[t]",
-    ("termination_bootstraps",): "a terminated step bootstraps: after a termination "
-    "V(s_{t+1}) is 0",
-    ("roll",): "V(s_{t+1}) is jnp.roll(value, -1, axis=0), which wraps round: the last "
-    "step bootstraps from value[0]; it should use value_last",
-    ("last_zero",): "the last step does not bootstrap: the rollout's end is not an "
-    "episode's end, use value_last for V(s_T)",
-    ("lam_one",): "lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}",
-    ("lam_zero",): "with lam = 0 you get the one-step TD error; lam must weight the later terms",
-    ("no_gamma",): "gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}",
-    ("forwards",): "the advantages accumulate forwards in time; run the recursion backwards",
-    ("plus_value",): "this is advantage + value, the critic's targets (the lambda-returns): "
-    "return the advantages alone",
-    ("no_gamma_delta",): "gamma is missing from the TD error: delta_t = r_t + gamma * "
-    "(1 - terminated_t) * V(s_{t+1}) - V(s_t)",
+    ("cut_terminated", "through_truncation"): N_(
+        "truncations are ignored: a truncated step bootstraps from value_final[t], not from value[t + 1] of the next episode, and the recursion is cut there too (done = terminated | truncated)"
+    ),
+    ("no_cut", "termination_bootstraps", "through_truncation"): N_(
+        "the episode ends are ignored: the recursion runs across them and every step bootstraps from value[t + 1]"
+    ),
+    ("cut_terminated",): N_(
+        "the recursion is cut with `terminated` instead of `done`: a truncation ends the episode too, so multiply gamma * lam * A_{t+1} by (1 - done_t), done = terminated | truncated"
+    ),
+    ("no_cut",): N_(
+        "the sum runs across episode boundaries: multiply gamma * lam * A_{t+1} by (1 - done_t)"
+    ),
+    ("through_truncation",): N_(
+        "a truncated step bootstraps from value[t + 1], the first observation of the next episode; use value_final[t], its true final observation"
+    ),
+    ("truncation_as_termination",): N_(
+        "a truncation is treated as a termination: a truncated step still bootstraps, from value_final[t]"
+    ),
+    ("termination_bootstraps",): N_(
+        "a terminated step bootstraps: after a termination V(s_{t+1}) is 0"
+    ),
+    ("roll",): N_(
+        "V(s_{t+1}) is jnp.roll(value, -1, axis=0), which wraps round: the last step bootstraps from value[0]; it should use value_last"
+    ),
+    ("last_zero",): N_(
+        "the last step does not bootstrap: the rollout's end is not an episode's end, use value_last for V(s_T)"
+    ),
+    ("lam_one",): N_("lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}"),
+    ("lam_zero",): N_(
+        "with lam = 0 you get the one-step TD error; lam must weight the later terms"
+    ),
+    ("no_gamma",): N_("gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}"),
+    ("forwards",): N_("the advantages accumulate forwards in time; run the recursion backwards"),
+    ("plus_value",): N_(
+        "this is advantage + value, the critic's targets (the lambda-returns): return the advantages alone"
+    ),
+    ("no_gamma_delta",): N_(
+        "gamma is missing from the TD error: delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)"
+    ),
 }
 
 _GAE_NAMES = ("reward", "value", "value_last", "value_final", "terminated", "truncated")
@@ -101,11 +113,13 @@ def _gae_case(T, N, ends, gamma, lam, seed) -> Case:
     value_final = np.where(truncated, rng.uniform(-0.9, 0.9, (T, N)), 0.0).astype(np.float32)
     arrays = (reward, value, value_last, value_final, terminated, truncated)
     mistakes = {
-        message: _gae_from_values_reference(*arrays, gamma, lam, names)
+        _(message): _gae_from_values_reference(*arrays, gamma, lam, names)
         for names, message in _GAE_MISTAKES.items()
     }
     return Case(
-        f"{T} steps of {N} environments, gamma {gamma}, lam {lam}",
+        _("{steps} steps of {envs} environments, gamma {gamma}, lam {lam}").format(
+            steps=T, envs=N, gamma=gamma, lam=lam
+        ),
         {**dict(zip(_GAE_NAMES, arrays)), "gamma": gamma, "lam": lam},
         _gae_from_values_reference(*arrays, gamma, lam),
         mistakes,
@@ -161,7 +175,7 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
     outputs = []
     for case in cases:
         arrays = [jnp.asarray(case.inputs[k]) for k in _GAE_NAMES]
-        call = f"gae_from_values(...) for {case.label}"
+        call = _("gae_from_values(...) for {case}").format(case=case.label)
         got = run_answer(
             gae_from_values,
             *arrays,
@@ -175,11 +189,11 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
                 call,
                 arrays[0].shape,
                 np.float32,
-                why="one advantage per step and environment, time first, like reward",
+                why=_("one advantage per step and environment, time first, like reward"),
             )
         )
     verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
-    passed("gae_from_values cuts at every episode end and bootstraps truncations correctly")
+    passed(_("gae_from_values cuts at every episode end and bootstraps truncations correctly"))
 
 
 class _LinearActorCritic(eqx.Module):
@@ -270,25 +284,30 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
             model,
             batch,
             call=call,
-            hint="ppo.default_loss(config, loss_fn) binds ppo_loss's keyword "
-            "arguments clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then "
-            "calls it inside jit",
+            hint=_(
+                "ppo.default_loss(config, loss_fn) binds ppo_loss's keyword "
+                "arguments clip_eps, vf_coef, ent_coef and normalise_advantages; make_train then "
+                "calls it inside jit"
+            ),
         )
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
             fail(
-                f"{call} should return (loss, metrics), a float32 scalar and a dict of float32 "
-                "scalars, like ppo.ppo_loss: make_train needs the metrics dict too (return {} "
-                f"if you have none); it returned {describe(out)}"
+                _(
+                    "{call} should return (loss, metrics), a float32 scalar and a dict of "
+                    "float32 scalars, like ppo.ppo_loss: make_train needs the metrics dict too "
+                    "(return {{}} if you have none); it returned {got}"
+                ).format(call=call, got=describe(out))
             )
         loss, metrics = out
-        loss = float(require_array(loss, f"the loss of {call}", (), np.float32, returns=False))
+        what = _("the loss of {call}").format(call=call)
+        loss = float(require_array(loss, what, (), np.float32, returns=False))
         for name, value in metrics.items():
             require_array(
                 value,
-                f"metrics[{name!r}] of {call}",
+                _("metrics[{name}] of {call}").format(name=repr(name), call=call),
                 (),
                 np.float32,
-                why="make_train averages scalars",
+                why=_("make_train averages scalars"),
                 returns=False,
             )
         refs = [
@@ -302,25 +321,29 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
                 kwargs,
                 expected,
                 {
-                    "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
-                    "them with 1.0": float(ppo.ppo_loss(model, batch, *coefs, normalise)[0]),
-                    "illegal logits get 0.0; the bug to reproduce fills them with 1.0": float(
+                    _(
+                        "this is the correct loss (illegal logits -inf); the bug to reproduce fills "
+                        "them with 1.0"
+                    ): float(ppo.ppo_loss(model, batch, *coefs, normalise)[0]),
+                    _("illegal logits get 0.0; the bug to reproduce fills them with 1.0"): float(
                         _loss_with_fill(model, batch, coefs, normalise, 0.0)
                     ),
-                    "normalise_advantages is ignored: the advantages are always standardised; do "
-                    "it only when it is True (the fixed-maze configuration sets it False)": float(
-                        _loss_with_fill(model, batch, coefs, True, 1.0)
-                    ),
-                    "normalise_advantages is ignored: the advantages are never standardised; do it "
-                    "when it is True": float(_loss_with_fill(model, batch, coefs, False, 1.0)),
-                    "normalise_advantages works the wrong way round: standardise the advantages "
-                    "when it is True": float(
-                        _loss_with_fill(model, batch, coefs, not normalise, 1.0)
-                    ),
-                    "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
-                    "make_train passes": float(
-                        _loss_with_fill(model, batch, (0.2, 0.5, 0.01), normalise, 1.0)
-                    ),
+                    _(
+                        "normalise_advantages is ignored: the advantages are always standardised; do "
+                        "it only when it is True (the fixed-maze configuration sets it False)"
+                    ): float(_loss_with_fill(model, batch, coefs, True, 1.0)),
+                    _(
+                        "normalise_advantages is ignored: the advantages are never standardised; do it "
+                        "when it is True"
+                    ): float(_loss_with_fill(model, batch, coefs, False, 1.0)),
+                    _(
+                        "normalise_advantages works the wrong way round: standardise the advantages "
+                        "when it is True"
+                    ): float(_loss_with_fill(model, batch, coefs, not normalise, 1.0)),
+                    _(
+                        "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
+                        "make_train passes"
+                    ): float(_loss_with_fill(model, batch, (0.2, 0.5, 0.01), normalise, 1.0)),
                 },
             )
         )
@@ -330,18 +353,20 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
     got = run_answer(
         lambda m: _flat_grad(lambda m: loss_fn(m, batch, **kwargs)[0], m),
         model,
-        call="jax.grad of loss_fn(model, batch, ...)[0]",
+        call=_("jax.grad of loss_fn(model, batch, ...)[0]"),
         jit=False,
     )
     if not np.all(np.isfinite(got)):
-        fail("loss_fn: its gradient with respect to the model is not finite")
+        fail(_("loss_fn: its gradient with respect to the model is not finite"))
     coefs = (0.2, 0.5, 0.01)
     refs = [
         _flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e), model)
         for e in (False, True)
     ]
     if any(close(got, ref, 1e-4, 1e-6) for ref in refs):
-        passed("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
+        passed(
+            _("loss_fn is ppo_loss with the 1.0 fill, ready for ppo.default_loss(config, loss_fn)")
+        )
         return
     cut = [
         _flat_grad(lambda m, e=e: _loss_with_fill(m, batch, coefs, True, 1.0, e, True), model)
@@ -349,12 +374,16 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
     ]
     if any(close(got, ref, 1e-4, 1e-6) for ref in cut):
         fail(
-            "loss_fn has the right value, but no policy gradient flows through the ratio: a "
-            "jax.lax.stop_gradient (or log-probabilities computed outside the loss) cuts it. "
-            "Only batch.log_prob, the old policy's, is a constant"
+            _(
+                "loss_fn has the right value, but no policy gradient flows through the ratio: a "
+                "jax.lax.stop_gradient (or log-probabilities computed outside the loss) cuts it. "
+                "Only batch.log_prob, the old policy's, is a constant"
+            )
         )
     fail(
-        "loss_fn has the right value but the wrong gradient with respect to the model "
-        f"(largest difference {np.abs(got - refs[0]).max():.3g}): something in the loss is "
-        "held constant or computed from the wrong logits"
+        _(
+            "loss_fn has the right value but the wrong gradient with respect to the model "
+            "(largest difference {difference}): something in the loss is held constant or "
+            "computed from the wrong logits"
+        ).format(difference=f"{np.abs(got - refs[0]).max():.3g}")
     )
