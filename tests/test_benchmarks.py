@@ -219,6 +219,34 @@ def test_dispatch_quick_mode_writes_json(run_quick):
         assert a["with_block_until_ready"]["median_s"] >= a["without_block_until_ready"]["min_s"]
 
 
+def test_scaling_measures_the_chosen_sections_and_keeps_each_point_as_it_goes(
+    tmp_path, monkeypatch
+):
+    """``--sections`` measures only those; the file is rewritten after every point, so a run
+    stopped part-way (a time-limited machine) keeps the points it measured."""
+    import scaling
+
+    calls = []
+
+    def fake_point(config, num_seeds, repeats):
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # stopped during the second point
+        calls.append(config.num_envs)
+        return {"steps_per_s": 1.0, "median_s": 2.0, "compile_s": 3.0, "memory": {"total_bytes": 4}}
+
+    monkeypatch.setattr(scaling, "dqn_point", fake_point)
+    monkeypatch.setattr(scaling, "ppo_point", fake_point)
+    out = tmp_path / "part.json"
+    with pytest.raises(KeyboardInterrupt):
+        scaling.main(["--quick", "--sections", "ppo_envs", "--out", str(out)])
+    kept = json.loads(out.read_text())
+    assert kept["sections"] == ["ppo_envs"]
+    assert list(kept["ppo_envs"]) == ["1"] and kept["ppo_envs"]["1"]["steps_per_s"] == 1.0
+    assert kept["dqn_envs"] == {} and kept["dqn_seeds"] == {} and "wall_s" not in kept
+    with pytest.raises(SystemExit):
+        scaling.main(["--quick", "--sections", "dqn_env", "--out", str(out)])  # no such section
+
+
 def test_scaling_quick_mode_writes_json(run_quick):
     result = run_quick("scaling.py")
     assert result["quick"] is True and result["hardware"]["jax"]
