@@ -59,6 +59,7 @@ WRONG = {
         _rows(bank.WRONG_NOISY, planted.PLANTED_NOISY),
         planted.good_noisy_batch,
     ),
+    "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
 }
 
 
@@ -92,6 +93,7 @@ WRONG |= _tables(
     agents_bank.DUAL_CLIP,
     agents_bank.EPSILON,
     agents_bank.LATE_SUCCESS,
+    agents_bank.ROLLOUT_KEYS,
 )
 WRONG["check_fill_one_loss"] = (_rows(ppo_tests.WRONG_FILL_ONE), ppo_tests.fill_loss)
 CASES = [

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     close,
     fail,
@@ -80,7 +81,7 @@ def check_checkpointed_propagation(network_class: type) -> None:
     from companion.agents import ppo
 
     if isinstance(network_class, eqx.Module):
-        fail("check_checkpointed_propagation: pass the class itself, not a model built from it")
+        fail(_("check_checkpointed_propagation: pass the class itself, not a model built from it"))
     require_function(network_class, "network_class")
     sizes = dict(width=4, hidden_sizes=(8,), iterations=6)
     call = "network_class(key, width=4, hidden_sizes=(8,), iterations=6)"
@@ -100,10 +101,12 @@ def check_checkpointed_propagation(network_class: type) -> None:
     copy_shapes = [leaf.shape for leaf in jax.tree.leaves(eqx.filter(copy, traced))]
     if copy_shapes != shapes:
         fail(
-            f"{call} holds other arrays than ppo.PropagationActorCritic of the same sizes "
-            f"(shapes {copy_shapes}, expected {shapes}): keep its fields and __init__ "
-            "(subclass it and override __call__ only, or copy the class unchanged but for the "
-            "scan's body)"
+            _(
+                "{call} holds other arrays than ppo.PropagationActorCritic of the same sizes "
+                "(shapes {shapes}, expected {expected}): keep its fields and __init__ "
+                "(subclass it and override __call__ only, or copy the class unchanged but for "
+                "the scan's body)"
+            ).format(call=call, shapes=copy_shapes, expected=shapes)
         )
     keys = jax.random.split(jax.random.key(4), len(shapes))
     leaves = [0.5 * jax.random.normal(k, shape) for k, shape in zip(keys, shapes)]
@@ -111,30 +114,33 @@ def check_checkpointed_propagation(network_class: type) -> None:
     arrays, static = eqx.partition(copy, traced)
     model = eqx.combine(jax.tree.unflatten(jax.tree.structure(arrays), leaves), static)
     images = _maze_images()
-    call = "model(image) for one 5 × 6 maze"
+    call = _("model(image) for one 5 × 6 maze")
     out = run_answer(
         lambda model, image: jax.eval_shape(model, image), model, images[0], call=call, jit=False
     )
-    require_pair(out, call, "logits, value, as ppo.PropagationActorCritic's")
-    for part, shape, why in (("logits", (4,), "one per action"), ("value", (), "one number")):
-        require_array(
-            out[part == "value"], f"the {part} of {call}", shape, np.float32, why=why, returns=False
-        )
+    require_pair(out, call, _("logits, value, as ppo.PropagationActorCritic's"))
+    for part, shape, why in (
+        ("logits", (4,), _("one per action")),
+        ("value", (), _("one number")),
+    ):
+        what = _("the {part} of {call}").format(part=part, call=call)
+        require_array(out[part == "value"], what, shape, np.float32, why=why, returns=False)
 
     def outputs_and_grads(m, x):
         def loss(m):
             logits, value = jax.vmap(m)(x)
             return jnp.sum(logits) + jnp.sum(value), (logits, value)
 
-        (_, out), grads = eqx.filter_value_and_grad(loss, has_aux=True)(m)
+        (_total, out), grads = eqx.filter_value_and_grad(loss, has_aux=True)(m)
         return out, jax.tree.leaves(grads)
 
     got = run_answer(
         outputs_and_grads,
         model,
         images,
-        call="the copy's outputs for three "
-        "5 × 6 mazes (jax.vmap(model)(images)) and their gradient",
+        call=_(
+            "the copy's outputs for three 5 × 6 mazes (jax.vmap(model)(images)) and their gradient"
+        ),
     )
     if not _CHECKPOINT_REFERENCE:  # the same for every answer: computed once
         _CHECKPOINT_REFERENCE.append(eqx.filter_jit(outputs_and_grads)(reference, images))
@@ -145,34 +151,44 @@ def check_checkpointed_propagation(network_class: type) -> None:
         and all(close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))
     ):
         fail(
-            "the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
-            "images with the same weights: jax.checkpoint changes what is stored for the "
-            "backward pass, never the outputs; change nothing else in the call"
+            _(
+                "the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "
+                "images with the same weights: jax.checkpoint changes what is stored for the "
+                "backward pass, never the outputs; change nothing else in the call"
+            )
         )
     if not all(close(a, b, 1e-4, 1e-5) for a, b in zip(got[1], want[1])):
         fail(
-            "the copy's gradients differ from the original's with the same weights: "
-            "jax.checkpoint recomputes the forward pass, the gradients stay the same"
+            _(
+                "the copy's gradients differ from the original's with the same weights: "
+                "jax.checkpoint recomputes the forward pass, the gradients stay the same"
+            )
         )
     program = run_answer(jax.make_jaxpr(model), images[0], call=call, jit=False)
     inside, outside = _checkpoints(program)
     if not inside and not outside:
         fail(
-            "there is no jax.checkpoint in the copy's program: wrap the scan's body, "
-            "propagate, in jax.checkpoint (jax.lax.scan(jax.checkpoint(propagate), ...)), so "
-            "that the backward pass recomputes each iteration's activations instead of storing "
-            "them"
+            _(
+                "there is no jax.checkpoint in the copy's program: wrap the scan's body, "
+                "propagate, in jax.checkpoint (jax.lax.scan(jax.checkpoint(propagate), ...)), so "
+                "that the backward pass recomputes each iteration's activations instead of storing "
+                "them"
+            )
         )
     if not inside:
         fail(
-            "jax.checkpoint wraps the whole scan (or the whole call), not the scan's body: the "
-            "backward pass then recomputes the scan and stores its iterations all the same. "
-            "Wrap propagate, the body passed to jax.lax.scan"
+            _(
+                "jax.checkpoint wraps the whole scan (or the whole call), not the scan's body: the "
+                "backward pass then recomputes the scan and stores its iterations all the same. "
+                "Wrap propagate, the body passed to jax.lax.scan"
+            )
         )
     policies = {eqn.params.get("policy") for eqn in inside}
     if policies == {jax.checkpoint_policies.everything_saveable}:
         fail(
-            "jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
-            "nothing. Leave the policy out, so that only the body's inputs are saved"
+            _(
+                "jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
+                "nothing. Leave the policy out, so that only the body's inputs are saved"
+            )
         )
-    passed("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body")
+    passed(_("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body"))

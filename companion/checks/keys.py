@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import describe, require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     _sub_jaxprs,
     close,
@@ -105,12 +106,14 @@ def _require_transitions(answer, args: tuple, call: str):
     has the dtype and shape of :func:`companion.agents.ppo.rollout`'s on the same arguments."""
     from companion.agents import ppo
 
-    require_pair(answer, call, "env_state, timestep, transitions, as rollout_in_view's", size=3)
+    require_pair(answer, call, _("env_state, timestep, transitions, as rollout_in_view's"), size=3)
     transitions = answer[2]
     if not isinstance(transitions, ppo.Transition):
         fail(
-            f"the third result of {call} should be the transitions, a ppo.Transition (as "
-            f"rollout_in_view's); it is {describe(transitions)}"
+            _(
+                "the third result of {call} should be the transitions, a ppo.Transition (as "
+                "rollout_in_view's); it is {got}"
+            ).format(call=call, got=describe(transitions))
         )
     model, env, pool, env_state, timestep, key, num_steps = args
     reference = jax.eval_shape(
@@ -125,10 +128,10 @@ def _require_transitions(answer, args: tuple, call: str):
         want = getattr(reference, name)
         require_array(
             getattr(transitions, name),
-            f"transitions.{name} of {call}",
+            _("transitions.{name} of {call}").format(name=name, call=call),
             want.shape,
             want.dtype,
-            why="as ppo.rollout's: (num_steps, num_envs, ...)",
+            why=_("as ppo.rollout's: (num_steps, num_envs, ...)"),
             returns=False,
         )
     return transitions
@@ -171,17 +174,21 @@ def check_rollout_keys(rollout: Callable) -> None:
         program = run_answer(make_program, *args, call=call, jit=False)
     if _sampled_and_carried(program):  # the commonest reuse: named whichever JAX reports it
         fail(
-            "rollout samples an action with a key and carries that same key to the next step, "
-            "where it is split or sampled again: a key used twice, so the steps share their "
-            "random noise. Split, sample with one half, carry the other"
+            _(
+                "rollout samples an action with a key and carries that same key to the next step, "
+                "where it is split or sampled again: a key used twice, so the steps share their "
+                "random noise. Split, sample with one half, carry the other"
+            )
         )
     if reused is not None:
         fail(
-            "rollout: JAX's key-reuse checker finds a key used twice ("
-            f"{str(reused).splitlines()[0].rstrip(':')}): every step of the scan consumes "
-            "the same key again, one carried unchanged from step to step or one made before "
-            "the scan and used inside it, and draws the same noise. Give every step a fresh "
-            "key: split the carried key, sample with one half and carry the other"
+            _(
+                "rollout: JAX's key-reuse checker finds a key used twice ({error}): every "
+                "step of the scan consumes the same key again, one carried unchanged from step "
+                "to step or one made before the scan and used inside it, and draws the same "
+                "noise. Give every step a fresh key: split the carried key, sample with one "
+                "half and carry the other"
+            ).format(error=str(reused).splitlines()[0].rstrip(":"))
         )
     action = np.asarray(transitions.action)
     mask = np.asarray(transitions.action_mask)
@@ -190,16 +197,18 @@ def check_rollout_keys(rollout: Callable) -> None:
     logits = ppo.masked_logits(logits, transitions.action_mask)
     probs = np.asarray(jax.nn.softmax(logits), np.float64)  # (T, N, 4)
     if not np.take_along_axis(mask, action[..., None].astype(int), -1).all():
-        fail("rollout: some actions are illegal under the action mask they were chosen with")
+        fail(_("rollout: some actions are illegal under the action mask they were chosen with"))
     expected_log_prob = np.asarray(ppo.log_prob(logits, jnp.asarray(action, jnp.int32)))
     if not close(transitions.log_prob, expected_log_prob, rtol=1e-4, atol=1e-5):
-        fail("rollout: log_prob is not the log-probability of the action under the policy")
+        fail(_("rollout: log_prob is not the log-probability of the action under the policy"))
 
     if np.array_equal(action, np.argmax(probs, -1)):
         fail(
-            "rollout: every action is the policy's most probable one (an argmax): the agent "
-            "does not explore, and its log_prob is not that of a sample. Draw each action "
-            "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
+            _(
+                "rollout: every action is the policy's most probable one (an argmax): the agent "
+                "does not explore, and its log_prob is not that of a sample. Draw each action "
+                "with jax.random.categorical(key_t, logits_t), a fresh key_t at every step"
+            )
         )
     with jax.debug_key_reuse(False):
         other = run_answer(
@@ -211,19 +220,21 @@ def check_rollout_keys(rollout: Callable) -> None:
             call=call.replace("key, 32", "another key, 32"),
         )[2]
     if np.array_equal(np.asarray(other.action), action):
-        fail("rollout ignores its key: another key gave the same actions")
+        fail(_("rollout ignores its key: another key gave the same actions"))
     # environments side by side: independent samples agree as often as sum_a p_i(a) p_j(a)
     p_same = np.sum(probs[:, :-1] * probs[:, 1:], axis=-1)
     same = action[:, :-1] == action[:, 1:]
     same_z = _z_score(same.sum(), p_same.sum(), (p_same * (1 - p_same)).sum())
     if same_z > 5:
         fail(
-            f"rollout: neighbouring environments take the same action in {same.mean():.0%} of "
-            f"steps, where independent samples would in {p_same.mean():.0%}: they share "
-            "their random noise, drawing with the same key (as a jax.vmap of categorical "
-            "with one key over the environments does, or keys made from something the "
-            "environments share, such as the step count). jax.random.categorical(key_t, "
-            "logits_t) on the whole batch draws each row apart"
+            _(
+                "rollout: neighbouring environments take the same action in {share} of steps, "
+                "where independent samples would in {independent}: they share their random "
+                "noise, drawing with the same key (as a jax.vmap of categorical with one key "
+                "over the environments does, or keys made from something the environments "
+                "share, such as the step count). jax.random.categorical(key_t, logits_t) on "
+                "the whole batch draws each row apart"
+            ).format(share=f"{same.mean():.0%}", independent=f"{p_same.mean():.0%}")
         )
     # how probable the taken actions were: samples of the policy average sum_a p(a)^2
     p_taken = np.take_along_axis(probs, action[..., None].astype(int), -1)[..., 0]
@@ -231,11 +242,17 @@ def check_rollout_keys(rollout: Callable) -> None:
     taken_z = _z_score(p_taken.sum(), second.sum(), (third - second**2).sum())
     if abs(taken_z) > 5:
         fail(
-            f"rollout: the actions are not samples of the policy: the probability the policy "
-            f"gave the action taken averages {p_taken.mean():.3f}, where samples of it would "
-            f"average {second.mean():.3f} ({abs(taken_z):.0f} standard deviations apart). "
-            "Sample from the logits the log_prob is computed from (no temperature, noise or "
-            "argmax), with jax.random.categorical"
+            _(
+                "rollout: the actions are not samples of the policy: the probability the "
+                "policy gave the action taken averages {taken}, where samples of it would "
+                "average {expected} ({z} standard deviations apart). Sample from the logits "
+                "the log_prob is computed from (no temperature, noise or argmax), with "
+                "jax.random.categorical"
+            ).format(
+                taken=f"{p_taken.mean():.3f}",
+                expected=f"{second.mean():.3f}",
+                z=f"{abs(taken_z):.0f}",
+            )
         )
     taken = np.eye(4)[action.astype(int)]  # (T, N, 4) one-hot
     counts_z = [
@@ -250,10 +267,16 @@ def check_rollout_keys(rollout: Callable) -> None:
     repeat_z = _z_score(repeats.sum(), p_repeat.sum(), (p_repeat * (1 - p_repeat)).sum())
     if abs(repeat_z) > 5:
         fail(
-            f"rollout: an environment takes its previous action again in {repeats.mean():.0%} "
-            f"of steps, where independent samples from the same policy would in "
-            f"{p_repeat.mean():.0%} ({abs(repeat_z):.0f} standard deviations apart): the "
-            "steps' random choices are not independent. Does every step get a fresh key?"
+            _(
+                "rollout: an environment takes its previous action again in {share} of steps, "
+                "where independent samples from the same policy would in {independent} ({z} "
+                "standard deviations apart): the steps' random choices are not independent. "
+                "Does every step get a fresh key?"
+            ).format(
+                share=f"{repeats.mean():.0%}",
+                independent=f"{p_repeat.mean():.0%}",
+                z=f"{abs(repeat_z):.0f}",
+            )
         )
     # the clock: an environment in the same state at the same step count of two of its
     # episodes (the count restarts at every reset, often from the same start) draws two
@@ -274,21 +297,33 @@ def check_rollout_keys(rollout: Callable) -> None:
         clock_z = _z_score(matches.sum(), p_match.sum(), (p_match * (1 - p_match)).sum())
         if clock_z > 5:
             fail(
-                f"rollout: an environment back in the same state at the same step count of "
-                f"another episode takes the same action again in {matches.mean():.0%} of "
-                f"{len(pairs)} cases, where independent samples would in "
-                f"{p_match.mean():.0%} ({clock_z:.0f} standard deviations apart): its keys "
-                "repeat from episode to episode, as keys made from the step count do (it "
-                "restarts at every reset). Give every step of the rollout its own key, from "
-                "the key you carry"
+                _(
+                    "rollout: an environment back in the same state at the same step count of "
+                    "another episode takes the same action again in {share} of {cases} cases, "
+                    "where independent samples would in {independent} ({z} standard deviations "
+                    "apart): its keys repeat from episode to episode, as keys made from the "
+                    "step count do (it restarts at every reset). Give every step of the "
+                    "rollout its own key, from the key you carry"
+                ).format(
+                    share=f"{matches.mean():.0%}",
+                    cases=len(pairs),
+                    independent=f"{p_match.mean():.0%}",
+                    z=f"{clock_z:.0f}",
+                )
             )
     if max(map(abs, counts_z)) > 5:
         fail(
-            "rollout: the actions are not samples of the policy: action counts "
-            f"{taken.sum(axis=(0, 1)).astype(int).tolist()} where the policy expects "
-            f"{np.round(probs.sum(axis=(0, 1))).astype(int).tolist()}"
+            _(
+                "rollout: the actions are not samples of the policy: action counts {counts} "
+                "where the policy expects {expected}"
+            ).format(
+                counts=taken.sum(axis=(0, 1)).astype(int).tolist(),
+                expected=np.round(probs.sum(axis=(0, 1))).astype(int).tolist(),
+            )
         )
     passed(
-        f"rollout: fresh, independent actions in {num_steps} steps of {num_envs} environments, "
-        "no key reused"
+        _(
+            "rollout: fresh, independent actions in {steps} steps of {envs} environments, no "
+            "key reused"
+        ).format(steps=num_steps, envs=num_envs)
     )
