@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array, require_number
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     _program_lacks,
@@ -43,37 +44,45 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
             n,
             call=call,
             jit=False,
-            hint="num_params and num_devices are ints",
+            hint=_("num_params and num_devices are ints"),
         )
         outputs.append(
-            float(require_number(got, call, "number", why="the bytes each device sends"))
+            float(require_number(got, call, "number", why=_("the bytes each device sends")))
         )
         cases.append(
             Case(
-                f"num_params {params} and num_devices {n}",
+                _("num_params {params} and num_devices {devices}").format(params=params, devices=n),
                 {"num_params": params, "num_devices": n},
                 right,
                 {
-                    "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
-                    "all-gather, each sending (n - 1) / n of the gradients": right / 2,
-                    "counts parameters, not bytes: a float32 is 4 bytes": right / 4,
-                    "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
-                    "gradients per phase": [8.0 * params, right],
-                    "multiplies by n - 1 instead of (n - 1) / n, which is also what all n devices "
-                    "send together: each device sends chunks of 1/n of the gradients, not whole "
-                    "copies, and the question is what each device sends": 8.0 * params * (n - 1),
-                    "counts bits: a float32 is 4 bytes (32 bits)": 8 * right,
+                    _(
+                        "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
+                        "all-gather, each sending (n - 1) / n of the gradients"
+                    ): right / 2,
+                    _("counts parameters, not bytes: a float32 is 4 bytes"): right / 4,
+                    _(
+                        "leaves out (n - 1) / n: each device sends n - 1 chunks of 1/n of the "
+                        "gradients per phase"
+                    ): [8.0 * params, right],
+                    _(
+                        "multiplies by n - 1 instead of (n - 1) / n, which is also what all n devices "
+                        "send together: each device sends chunks of 1/n of the gradients, not whole "
+                        "copies, and the question is what each device sends"
+                    ): 8.0 * params * (n - 1),
+                    _("counts bits: a float32 is 4 bytes (32 bits)"): 8 * right,
                 },
             )
         )
     right = [abs(out - case.expected) <= 0.5 for case, out in zip(cases, outputs)]
     if right == [True, True, True, False]:
         fail(
-            f"allreduce_bytes(10, 1) = {outputs[-1]!r}: one device has nothing to exchange; "
-            "(n - 1) / n is 0"
+            _(
+                "allreduce_bytes(10, 1) = {value}: one device has nothing to exchange; "
+                "(n - 1) / n is 0"
+            ).format(value=repr(outputs[-1]))
         )
     verdict("allreduce_bytes", cases, outputs, rtol=1e-6, atol=0.5)
-    passed("allreduce_bytes gives a ring all-reduce's bytes per device")
+    passed(_("allreduce_bytes gives a ring all-reduce's bytes per device"))
 
 
 def _mse_grad(w, x, y):
@@ -105,17 +114,19 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     args = (w, x, y, make_mesh(sizes[-1]))
     if _program_lacks(mean_gradient, args, "shard_map", static_argnums=3):
         fail(
-            "mean_gradient never splits the batch over the mesh (no shard_map in its "
-            "program): the exercise asks for each device to differentiate its rows, with "
-            "shard_map and jax.lax.pmean"
+            _(
+                "mean_gradient never splits the batch over the mesh (no shard_map in its "
+                "program): the exercise asks for each device to differentiate its rows, with "
+                "shard_map and jax.lax.pmean"
+            )
         )
-    stacked = (
+    stacked = _(
         "The devices' gradients are stacked (out_specs P(axis)); after pmean every device "
         "holds the same gradient, so out_specs is P(), replicated"
     )
     cases, outputs = [], []
     for d in sizes:
-        call = f"mean_gradient(w, x, y, mesh of {d})"
+        call = _("mean_gradient(w, x, y, mesh of {devices})").format(devices=d)
         got = run_answer(
             mean_gradient,
             w,
@@ -123,8 +134,10 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
             y,
             make_mesh(d),
             call=call,
-            hint="w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
-            "(P(), P(axis), P(axis))",
+            hint=_(
+                "w (3,), x (16, 3), y (16,); use shard_map over mesh with in_specs "
+                "(P(), P(axis), P(axis))"
+            ),
         )
         outputs.append(
             require_array(
@@ -132,31 +145,39 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
                 call,
                 (3,),
                 np.float32,
-                why="the gradient, like w",
+                why=_("the gradient, like w"),
                 hint=lambda got, d=d: stacked if d > 1 and np.shape(got) == (3 * d,) else "",
             )
         )
         cases.append(
             Case(
-                f"a mesh of {d} devices",
+                _("a mesh of {devices} devices").format(devices=d),
                 {"w": w, "x": x, "y": y},
                 right,
                 {
-                    "the parts' gradients are summed, not averaged: the result is (number of devices) "
-                    "times the gradient (psum instead of pmean; or shard_map's check_vma is on, under "
-                    "which jax.grad of a replicated w already sums over the devices: pass "
-                    "check_vma=False)": d * right,
-                    "the gradient of the first device's rows only: the devices' gradients never "
-                    "meet; average them with jax.lax.pmean(grads, axis)": _mse_grad(
-                        w, x[: 16 // d], y[: 16 // d]
-                    ),
-                    "each device's loss is a sum over its rows, not a mean: the result is the rows "
-                    "per device times the gradient": (16 // d) * right,
+                    _(
+                        "the parts' gradients are summed, not averaged: the result is (number of devices) "
+                        "times the gradient (psum instead of pmean; or shard_map's check_vma is on, under "
+                        "which jax.grad of a replicated w already sums over the devices: pass "
+                        "check_vma=False)"
+                    ): d * right,
+                    _(
+                        "the gradient of the first device's rows only: the devices' gradients never "
+                        "meet; average them with jax.lax.pmean(grads, axis)"
+                    ): _mse_grad(w, x[: 16 // d], y[: 16 // d]),
+                    _(
+                        "each device's loss is a sum over its rows, not a mean: the result is the rows "
+                        "per device times the gradient"
+                    ): (16 // d) * right,
                 },
             )
         )
     verdict("mean_gradient", cases, outputs, rtol=1e-5, atol=1e-5)
-    passed(f"mean_gradient equals the whole batch's gradient on meshes of {sizes} devices")
+    passed(
+        _("mean_gradient equals the whole batch's gradient on meshes of {sizes} devices").format(
+            sizes=sizes
+        )
+    )
 
 
 # --- exercise 3: from how many environments data parallelism pays ---------------------------
@@ -182,30 +203,30 @@ def _pays_reference(ratios: dict, above: float, mode: str = "") -> int | None:
 #: by number of environments, given out of order; ``above``.
 _PAYS_CASES = (
     (
-        "ratios that rise past 1",
+        N_("ratios that rise past 1"),
         {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
         [1024, 64, 16384, 256, 4096],
         1.0,
     ),
     (
-        "ratios that pass 1 once, fall back, then stay above it",
+        N_("ratios that pass 1 once, fall back, then stay above it"),
         {64: 0.8, 128: 1.05, 256: 0.97, 512: 1.3, 1024: 1.6},
         [512, 64, 1024, 128, 256],
         1.0,
     ),
     (
-        "ratios with one exactly 1.0",
+        N_("ratios with one exactly 1.0"),
         {32: 0.6, 64: 1.0, 128: 1.2, 256: 1.5},
         [256, 32, 128, 64],
         1.0,
     ),
     (
-        "the first ratios with above = 1.2",
+        N_("the first ratios with above = 1.2"),
         {64: 0.39, 256: 0.71, 1024: 1.08, 4096: 1.9, 16384: 3.1},
         [64, 256, 1024, 4096, 16384],
         1.2,
     ),
-    ("ratios that never pass 1", {64: 0.4, 256: 0.6, 1024: 0.9}, [256, 1024, 64], 1.0),
+    (N_("ratios that never pass 1"), {64: 0.4, 256: 0.6, 1024: 0.9}, [256, 1024, 64], 1.0),
 )
 
 
@@ -229,20 +250,24 @@ def check_pays_from(pays_from: Callable) -> None:
     require_function(pays_from, "pays_from")
     cases, outputs = [], []
     for label, ratios, order, above in _PAYS_CASES:
-        ratios = {n: ratios[n] for n in order}
-        call = f"pays_from(ratios, above={above}) on {label}"
+        ratios, label = {n: ratios[n] for n in order}, _(label)
+        call = _("pays_from(ratios, above={above}) on {case}").format(above=above, case=label)
         got = run_answer(pays_from, dict(ratios), above, call=call, jit=False)
         expected = _pays_reference(ratios, above)
         if expected is None and isinstance(got, int) and got in (0, -1):
-            fail(f"{call} = {got!r}, where no num_envs pays: return None")
+            fail(
+                _("{call} = {value}, where no num_envs pays: return None").format(
+                    call=call, value=repr(got)
+                )
+            )
         got = require_number(
             got,
             call,
             "int",
-            why="a num_envs, one of the keys of ratios",
+            why=_("a num_envs, one of the keys of ratios"),
             none=True,
             hint=lambda got, ratios=ratios: (
-                "That is a ratio, not the number of environments it belongs to"
+                _("That is a ratio, not the number of environments it belongs to")
                 if got in ratios.values()
                 else ""
             ),
@@ -252,20 +277,24 @@ def check_pays_from(pays_from: Callable) -> None:
             return -1.0 if value is None else float(value)
 
         mistakes = {
-            "it returns the first num_envs whose ratio exceeds above, though a larger one "
-            "falls back: data parallelism pays from a size on only if every larger one pays "
-            "too": _pays_reference(ratios, above, "first"),
-            "it returns the largest num_envs that pays: the question is the smallest from "
-            "which every larger one pays": _pays_reference(ratios, above, "last"),
-            "the sizes are taken in the dict's order, not sorted: sorted(ratios)": _pays_reference(
-                ratios, above, "unsorted"
-            ),
-            "a ratio equal to above counts as paying: it pays only when faster, ratio > above": _pays_reference(
-                ratios, above, "at_least"
-            ),
-            "above is ignored (1.0 throughout): compare with the above passed in": _pays_reference(
-                ratios, 1.0
-            ),
+            _(
+                "it returns the first num_envs whose ratio exceeds above, though a larger one "
+                "falls back: data parallelism pays from a size on only if every larger one pays "
+                "too"
+            ): _pays_reference(ratios, above, "first"),
+            _(
+                "it returns the largest num_envs that pays: the question is the smallest from "
+                "which every larger one pays"
+            ): _pays_reference(ratios, above, "last"),
+            _(
+                "the sizes are taken in the dict's order, not sorted: sorted(ratios)"
+            ): _pays_reference(ratios, above, "unsorted"),
+            _(
+                "a ratio equal to above counts as paying: it pays only when faster, ratio > above"
+            ): _pays_reference(ratios, above, "at_least"),
+            _(
+                "above is ignored (1.0 throughout): compare with the above passed in"
+            ): _pays_reference(ratios, 1.0),
         }
         inputs = {
             "num_envs": sorted(ratios),
@@ -276,4 +305,4 @@ def check_pays_from(pays_from: Callable) -> None:
         cases.append(Case(label, inputs, code(expected), {m: code(v) for m, v in mistakes.items()}))
         outputs.append(code(got))
     verdict("pays_from", cases, outputs, rtol=0, atol=1e-9)
-    passed("pays_from finds the smallest num_envs from which data parallelism pays")
+    passed(_("pays_from finds the smallest num_envs from which data parallelism pays"))
