@@ -60,6 +60,8 @@ WRONG = {
         planted.good_noisy_batch,
     ),
     "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
+    "check_settle": (_rows(bank.WRONG_SETTLE), bank.RIGHT_SETTLE[0]),
+    "check_success_by_reach": (_rows(bank.WRONG_REACH), bank.RIGHT_REACH[0]),
     "check_allreduce_bytes": (_rows(bank.WRONG_ALLREDUCE), bank.ring),
     "check_pays_from": (_rows(bank.WRONG_PAYS), bank.RIGHT_PAYS[0]),
 }

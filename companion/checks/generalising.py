@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     _program_lacks,
@@ -44,14 +45,14 @@ def _maze(rows: list[str]) -> tuple[np.ndarray, tuple[int, int]]:
 #: whose farthest cell is many more moves away than the grid is wide, a target walled in (no
 #: backup changes anything) and a 4 x 6 grid without walls.
 _MAZES = {
-    "a 5 x 7 maze with a pocket cut off from the target": [
+    N_("a 5 x 7 maze with a pocket cut off from the target"): [
         ".....#.",
         ".###.#.",
         ".#T..##",
         ".####..",
         ".......",
     ],
-    "a 7 x 7 winding corridor": [
+    N_("a 7 x 7 winding corridor"): [
         "T......",
         "######.",
         ".......",
@@ -60,12 +61,12 @@ _MAZES = {
         "######.",
         ".......",
     ],
-    "a 3 x 4 maze whose target is walled in": [
+    N_("a 3 x 4 maze whose target is walled in"): [
         "..#.",
         ".#T#",
         "..#.",
     ],
-    "a 4 x 6 grid without walls": [
+    N_("a 4 x 6 grid without walls"): [
         "......",
         "......",
         "...T..",
@@ -135,26 +136,26 @@ def _settle_model(
 
 
 #: What the check says for each mistake it models.
-_COUNT_LAST = (
+_COUNT_LAST = N_(
     "the count includes the last backup, which changed nothing: count only the "
     "backups that changed something (n + changed)"
 )
-_STOPS_EARLY = (
+_STOPS_EARLY = N_(
     "the loop stops after one backup while cells are still changing: its condition "
     "turns False too early (jnp.all where jnp.any belongs; or a difference of two "
     "-inf cells, -inf - (-inf) = nan, where v_next != v belongs)"
 )
-_NO_COST = "the backup subtracts 1, not cost: a move costs cost, v(s') - cost"
-_NO_MASK = (
+_NO_COST = N_("the backup subtracts 1, not cost: a move costs cost, v(s') - cost")
+_NO_MASK = N_(
     "moves go through walls and off the grid: mask each direction with can_move[d] "
     "(jnp.where(can_move[d], shifted, -jnp.inf))"
 )
-_OPPOSITE = (
+_OPPOSITE = N_(
     "each direction's mask is paired with the neighbour in the opposite direction: "
     "can_move[d] allows the move to ppo.neighbour(v, d) (jnp.roll(v, 1, axis=0) is "
     "the neighbour above, direction 0)"
 )
-_NO_KEEP = (
+_NO_KEEP = N_(
     "the backup forgets what a cell already has, so the values never settle (the check "
     "stopped the loop): v_{i+1} = max(v_i, max over moves of v_i(s') - cost) keeps v_i, "
     "and the target stays at 0"
@@ -173,12 +174,12 @@ def _settle_case(label: str, rows: list[str], cost: float):
     bound = 2 * walls.size + 4
     model = lambda **kw: _settle_model(v_0, can_move, cost, bound, **kw)  # noqa: E731
     mistakes = {
-        _COUNT_LAST: [(expected_v, count + 1)],
-        _STOPS_EARLY: [(model(until="all")[0], n) for n in (0, 1)],
-        _NO_COST: [(np.where(dist >= 0, -1.0 * dist, -np.inf), count)],
-        _NO_MASK: [model(mask=False)],
-        _OPPOSITE: [model(opposite=True), model(opposite=True, wrap=True)],
-        _NO_KEEP: [model(keep=False)],
+        _(_COUNT_LAST): [(expected_v, count + 1)],
+        _(_STOPS_EARLY): [(model(until="all")[0], n) for n in (0, 1)],
+        _(_NO_COST): [(np.where(dist >= 0, -1.0 * dist, -np.inf), count)],
+        _(_NO_MASK): [model(mask=False)],
+        _(_OPPOSITE): [model(opposite=True), model(opposite=True, wrap=True)],
+        _(_NO_KEEP): [model(keep=False)],
     }
     inputs = {"walls": walls.astype(int), "cost": cost}
     case = Case(label, inputs, (expected_v, count), mistakes)
@@ -237,17 +238,19 @@ def check_settle(settle: Callable) -> None:
     """
     require_function(settle, "settle")
     entries = [
-        _settle_case(label, rows, cost) for (label, rows), cost in zip(_MAZES.items(), _COSTS)
+        _settle_case(_(label), rows, cost) for (label, rows), cost in zip(_MAZES.items(), _COSTS)
     ]
     if _program_lacks(settle, entries[0][1], "while"):
         fail(
-            "settle runs a fixed number of backups (there is no while_loop in its program; a "
-            "scan or a fori_loop with fixed bounds runs them all): repeat the backup in "
-            "jax.lax.while_loop, whose condition reads whether the last backup changed something"
+            _(
+                "settle runs a fixed number of backups (there is no while_loop in its program; a "
+                "scan or a fori_loop with fixed bounds runs them all): repeat the backup in "
+                "jax.lax.while_loop, whose condition reads whether the last backup changed something"
+            )
         )
     cases, outputs = [], []
     for case, args, bound in entries:
-        call = f"settle(v_0, can_move, cost) on {case.label}"
+        call = _("settle(v_0, can_move, cost) on {case}").format(case=case.label)
         iterations: list = []
         with _bounded_while_loops(bound, iterations):
             got = run_answer(  # a new function each time: traced here, in the bounded loop
@@ -256,30 +259,32 @@ def check_settle(settle: Callable) -> None:
                 call=call,
             )
             jax.effects_barrier()
-        require_pair(got, call, "values, count")
+        require_pair(got, call, _("values, count"))
         values, count = got
         values = require_array(
             values,
-            f"the values of {call}",
+            _("the values of {call}").format(call=call),
             args[0].shape,
             np.float32,
-            why="the grid's, as v_0",
+            why=_("the grid's, as v_0"),
             returns=False,
             finite=False,
         )
         count = require_array(
             count,
-            f"the count of {call}",
+            _("the count of {call}").format(call=call),
             (),
             np.int32,
-            why="the number of backups that changed something",
-            dtype_hint="jnp.int32(0) as the initial count, changed.astype(jnp.int32) added",
+            why=_("the number of backups that changed something"),
+            dtype_hint=_("jnp.int32(0) as the initial count, changed.astype(jnp.int32) added"),
             returns=False,
         )
         if np.any(np.isnan(values)) or np.any(values == np.inf):
             fail(
-                f"the values of {call} contain nan or +inf: a cell's value is -inf until the "
-                "target is in reach, and -inf - cost is -inf"
+                _(
+                    "the values of {call} contain nan or +inf: a cell's value is -inf until the "
+                    "target is in reach, and -inf - cost is -inf"
+                ).format(call=call)
             )
         cases.append(
             case._replace(
@@ -292,44 +297,62 @@ def check_settle(settle: Callable) -> None:
             ran, settled = case.inputs["ran"], case.expected[1]
             if ran is not None and ran > settled + 1:
                 fail(
-                    f"settle's values and count are right, but on {case.label} it ran {ran} "
-                    f"backups, where the values settle after {settled} and one more shows it: "
-                    "stop as soon as a backup changes nothing (the loop's condition reads "
-                    "whether the last backup changed something, not a number of backups)"
+                    _(
+                        "settle's values and count are right, but on {case} it ran {ran} "
+                        "backups, where the values settle after {settled} and one more shows "
+                        "it: stop as soon as a backup changes nothing (the loop's condition "
+                        "reads whether the last backup changed something, not a number of "
+                        "backups)"
+                    ).format(case=case.label, ran=ran, settled=settled)
                 )
-        passed("settle gives -cost x the BFS distance and counts the changing backups, on 4 mazes")
+        passed(
+            _("settle gives -cost x the BFS distance and counts the changing backups, on 4 mazes")
+        )
         return
     for message in dict.fromkeys(m for case in cases for m in case.mistakes):
         if all(
             any(_pair_close(out, alt) for alt in case.mistakes.get(message, [case.expected]))
             for case, out in zip(cases, outputs)
         ):
-            fail(f"settle: {message}.")
+            fail(_("{name}: {mistake}.").format(name="settle", mistake=message))
     for case, (values, count) in zip(cases, outputs):
         expected_v, expected_n = case.expected
         if case.inputs["ran"] is not None and case.inputs["ran"] >= case.inputs["bound"]:
             fail(
-                f"settle never settles on {case.label}: the check stopped its loop after "
-                f"{case.inputs['bound']} backups, where {expected_n + 1} settle the values "
-                "and show it"
+                _(
+                    "settle never settles on {case}: the check stopped its loop after {bound} "
+                    "backups, where {needed} settle the values and show it"
+                ).format(case=case.label, bound=case.inputs["bound"], needed=expected_n + 1)
             )
         if not close(values, expected_v):
             walls = case.inputs["walls"].astype(bool)
             wrong = np.argwhere(~np.isclose(values, expected_v))[0]
             cell = tuple(int(i) for i in wrong)
-            where = "a wall" if walls[cell] else "a free cell"
+            where = _("a wall") if walls[cell] else _("a free cell")
             fail(
-                f"settle's values differ on {case.label} (cost {case.inputs['cost']}): at "
-                f"{where}, row {cell[0]} and column {cell[1]}, it gives {values[cell]:.4g}, "
-                f"expected {expected_v[cell]:.4g} (-cost x the moves to the target, -inf where "
-                "it cannot be reached). The maze, 1 for a wall:\n"
+                _(
+                    "settle's values differ on {case} (cost {cost}): at {where}, row {row} and "
+                    "column {column}, it gives {got}, expected {expected} (-cost x the moves to "
+                    "the target, -inf where it cannot be reached). The maze, 1 for a wall:"
+                ).format(
+                    case=case.label,
+                    cost=case.inputs["cost"],
+                    where=where,
+                    row=cell[0],
+                    column=cell[1],
+                    got=f"{values[cell]:.4g}",
+                    expected=f"{expected_v[cell]:.4g}",
+                )
+                + "\n"
                 + "\n".join("  " + " ".join(str(x) for x in row) for row in case.inputs["walls"])
             )
         if count != expected_n:
             fail(
-                f"settle's values are right on {case.label} but the count is {count}, expected "
-                f"{expected_n}: the backups that changed something, as many as the farthest "
-                "reachable cell is moves away"
+                _(
+                    "settle's values are right on {case} but the count is {count}, expected "
+                    "{expected}: the backups that changed something, as many as the farthest "
+                    "reachable cell is moves away"
+                ).format(case=case.label, count=count, expected=expected_n)
             )
 
 
@@ -348,18 +371,18 @@ def _reach_case(success, shortest, iterations, label) -> Case:
     success, shortest = np.asarray(success, bool), np.asarray(shortest, np.int32)
     expected = _reach_rates(success, shortest, iterations + 1)
     mistakes = {
-        "the split is at K = iterations moves: the policy also reads the agent's neighbours, "
-        "so a target iterations + 1 moves away is within reach": _reach_rates(
-            success, shortest, iterations
-        ),
-        "the reach is fixed at 9 moves (8 backups + 1); it is iterations + 1": _reach_rates(
+        _(
+            "the split is at K = iterations moves: the policy also reads the agent's neighbours, "
+            "so a target iterations + 1 moves away is within reach"
+        ): _reach_rates(success, shortest, iterations),
+        _("the reach is fixed at 9 moves (8 backups + 1); it is iterations + 1"): _reach_rates(
             success, shortest, 9
         ),
-        "the two rates are swapped: the rate within reach comes first": expected[::-1],
-        "each part's successes are divided by all the episodes, not by the part's own": _reach_rates(
-            success, shortest, iterations + 1, divide_by_all=True
-        ),
-        "these are failure rates: return the share of episodes that succeeded": 1 - expected,
+        _("the two rates are swapped: the rate within reach comes first"): expected[::-1],
+        _(
+            "each part's successes are divided by all the episodes, not by the part's own"
+        ): _reach_rates(success, shortest, iterations + 1, divide_by_all=True),
+        _("these are failure rates: return the share of episodes that succeeded"): 1 - expected,
     }
     inputs = {"success": success, "shortest": shortest, "iterations": iterations}
     return Case(label, inputs, expected, mistakes)
@@ -387,13 +410,17 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
             [1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0],
             [3, 8, 9, 9, 10, 10, 11, 15, 7, 2, 9, 12],
             8,
-            "12 episodes and 8 backups (reach 9 moves)",
+            _("{episodes} episodes and {backups} backups (reach {reach} moves)").format(
+                episodes=12, backups=8, reach=9
+            ),
         ),
         _reach_case(
             [1, 1, 0, 1, 0, 1, 0, 0, 1, 1],
             [2, 3, 4, 4, 5, 6, 9, 4, 1, 12],
             3,
-            "10 episodes and 3 backups (reach 4 moves)",
+            _("{episodes} episodes and {backups} backups (reach {reach} moves)").format(
+                episodes=10, backups=3, reach=4
+            ),
         ),
     ]
     outputs = []
@@ -411,9 +438,9 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
             call,
             (2,),
             np.float32,
-            why="two success rates: within reach, then beyond",
-            dtype_hint="The mean of a bool array is float32",
+            why=_("two success rates: within reach, then beyond"),
+            dtype_hint=_("The mean of a bool array is float32"),
         )
         outputs.append(got)
     verdict("success_by_reach", cases, outputs)
-    passed("success_by_reach splits at iterations + 1 moves, each part's success rate")
+    passed(_("success_by_reach splits at iterations + 1 moves, each part's success rate"))
