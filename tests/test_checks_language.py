@@ -23,6 +23,7 @@ import pytest
 import test_check_bank_agents as agents_bank
 import test_check_bank_basics as bank
 import test_check_bank_foundations as foundations_bank
+import test_check_bank_silent_bugs as silent_bank
 import test_checks_chapters as planted
 import test_checks_ppo as ppo_tests
 from babel.messages.pofile import read_po
@@ -62,6 +63,7 @@ WRONG = {
     "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
     "check_settle": (_rows(bank.WRONG_SETTLE), bank.RIGHT_SETTLE[0]),
     "check_success_by_reach": (_rows(bank.WRONG_REACH), bank.RIGHT_REACH[0]),
+    "check_cross_talk": (_rows(silent_bank.WRONG_CROSS_TALK), silent_bank.RIGHT_CROSS_TALK[0]),
     "check_allreduce_bytes": (_rows(bank.WRONG_ALLREDUCE), bank.ring),
     "check_pays_from": (_rows(bank.WRONG_PAYS), bank.RIGHT_PAYS[0]),
 }

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_number
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     fail,
@@ -55,94 +56,98 @@ def _f32(values) -> jax.Array:
 #: (label, loss, values, targets): a per-sample loss gives no cross-talk, whatever the shapes.
 _CROSS_TALK_CASES = [
     (
-        "a per-sample loss, jnp.mean(0.5 * (v - t) ** 2), values (5,)",
+        N_("a per-sample loss, jnp.mean(0.5 * (v - t) ** 2), values (5,)"),
         _mse,
         _f32([0.5, -1.0, 2.0, 0.0, 1.5]),
         _f32([1.0, 0.5, -0.5, 2.0, 1.0]),
     ),
     (
-        "the broadcast loss: the same with values (5, 1) against targets (5,)",
+        N_("the broadcast loss: the same with values (5, 1) against targets (5,)"),
         _mse,
         _f32([[0.5], [-1.0], [2.0], [0.0], [1.5]]),
         _f32([1.0, 0.5, -0.5, 2.0, 1.0]),
     ),
     (
-        "a per-sample loss that reshapes (4, 1) values, "
-        "jnp.mean(0.5 * (v.reshape(t.shape) - t) ** 2)",
+        N_(
+            "a per-sample loss that reshapes (4, 1) values, "
+            "jnp.mean(0.5 * (v.reshape(t.shape) - t) ** 2)"
+        ),
         _reshaped_mse,
         _f32([[0.0], [1.0], [2.0], [3.0]]),
         _f32([1.0, 2.0, 3.0, 4.0]),
     ),
     (
-        "a per-sample loss plus a penalty on the values' spread, "
-        "jnp.mean(0.5 * (v - t) ** 2) + 0.5 * jnp.var(v)",
+        N_(
+            "a per-sample loss plus a penalty on the values' spread, "
+            "jnp.mean(0.5 * (v - t) ** 2) + 0.5 * jnp.var(v)"
+        ),
         _mse_with_spread_penalty,
         _f32([0.0, 1.0, 2.0, 3.0]),
         _f32([1.0, 2.0, 3.0, 4.0]),
     ),
     (
-        "targets centred within groups of three samples (cross-talk inside a group only)",
+        N_("targets centred within groups of three samples (cross-talk inside a group only)"),
         _mse_targets_centred_in_threes,
         _f32([0.0, 1.0, -1.0, 2.0, 0.5, 1.5]),
         _f32([1.0, 3.0, 2.0, 0.0, -1.0, 4.0]),
     ),
     (
-        "a loss weighted by jax.nn.softmax(t), computed from the targets without stop_gradient",
+        N_("a loss weighted by jax.nn.softmax(t), computed from the targets without stop_gradient"),
         _softmax_weighted_mse,
         _f32([-1.0, 3.0, 0.5, 1.0]),
         _f32([0.0, 1.0, 0.5, 2.0]),
     ),
 ]
 
-_INCLUDES_DIAGONAL = (
+_INCLUDES_DIAGONAL = N_(
     "it includes the diagonal i = j, where a per-sample loss is not 0 either "
     "(∂²L/∂v_i∂t_i = -1/B for the mean squared error), so every loss seems to have "
     "cross-talk: take the largest |entry| off the diagonal only"
 )
-_DIAGONAL_OF_COLUMNS = (
+_DIAGONAL_OF_COLUMNS = N_(
     "with values of shape (B, 1) it includes the diagonal i = j (the per-sample loss that "
     "reshapes its (4, 1) values gives 0.25, its |∂²L/∂v_i∂t_i|): the Jacobian has shape "
     "(B, 1, B) there; reshape it to (values.size, targets.size) before leaving out the diagonal"
 )
-_NEVER_FIRES = (
+_NEVER_FIRES = N_(
     "it returns 0 for every loss, also for the broadcast one (values (5, 1) against targets "
     "(5,)), whose ∂L/∂v_i depends on every target: ∂²L/∂v_i∂t_j = -1/25 for every pair. "
     "Differentiate jax.grad(loss), the gradient with respect to the values, once more with "
     "respect to the targets (argnums=1)"
 )
-_VALUES_TWICE = (
+_VALUES_TWICE = N_(
     "it measures ∂²L/∂v_i∂v_j, the values against each other (jax.hessian(loss) "
     "differentiates twice with respect to the first argument): it finds cross-talk in the "
     "per-sample loss with a penalty on the values' spread, and none in the broadcast loss. "
     "Differentiate the gradient with respect to the targets (argnums=1)"
 )
-_TARGETS_TWICE = (
+_TARGETS_TWICE = N_(
     "it measures ∂²L/∂t_i∂t_j, the targets against each other (jax.hessian(loss, "
     "argnums=1)): it finds none in the broadcast loss, whose ∂L/∂v_i depends on every target. "
     "Differentiate the gradient with respect to the values (argnums=0) once more with respect "
     "to the targets (argnums=1)"
 )
-_SIGNED = (
+_SIGNED = N_(
     "it returns the largest signed entry, not the largest absolute value: the broadcast "
     "loss's cross-talk is negative, -1/25 for every pair; take the maximum of the absolute "
     "values"
 )
-_ABS_AFTER_MAX = (
+_ABS_AFTER_MAX = N_(
     "it takes the absolute value after the maximum: in the softmax-weighted loss the largest "
     "cross-talk is a negative entry, which |max| misses; take the maximum of the absolute "
     "values"
 )
-_FIRST_ORDER = (
+_FIRST_ORDER = N_(
     "it returns a first derivative, the largest |∂L/∂v_i| or |∂L/∂t_j|, which a per-sample "
     "loss has too (it is not 0 while a value differs from its target). Cross-talk is the "
     "mixed second derivative ∂²L/∂v_i∂t_j of i ≠ j: "
     "jax.jacfwd(jax.grad(loss), argnums=1)(values, targets)"
 )
-_MEAN = (
+_MEAN = N_(
     "it averages the |entries| off the diagonal instead of taking the largest: cross-talk "
     "inside groups of three samples is diluted by the many pairs without it"
 )
-_SUMMED = (
+_SUMMED = N_(
     "it adds entries of ∂²L/∂v_i∂t_j together (over every pair, or over j for each i, as a "
     "jvp that moves all targets at once does), where the largest single |entry| off the "
     "diagonal is asked for"
@@ -193,18 +198,22 @@ _cross_talk_cases: list = []  # the Cases of _CROSS_TALK_CASES, computed at the 
 def _cross_talk_reference() -> list:
     if not _cross_talk_cases:
         _cross_talk_cases.extend(_cross_talk_case(*case) for case in _CROSS_TALK_CASES)
-    return _cross_talk_cases
+    # kept in English, told in the reader's language
+    return [
+        case._replace(label=_(case.label), mistakes={_(m): v for m, v in case.mistakes.items()})
+        for case in _cross_talk_cases
+    ]
 
 
 def _cross_talk_hint(got: Any) -> str:
     """What a result that is not one float did wrong, where it shows."""
     if isinstance(got, (bool, np.bool_)) or getattr(got, "dtype", None) == np.dtype(bool):
-        return (
+        return _(
             "Return the largest |∂²L/∂v_i∂t_j| itself, a float, so that it says how much "
             "cross-talk there is"
         )
     if np.ndim(got) > 0:
-        return "Return one float, the largest over all pairs i != j"
+        return _("Return one float, the largest over all pairs i != j")
     return ""
 
 
@@ -231,13 +240,14 @@ def check_cross_talk(cross_talk: Callable) -> None:
     require_function(cross_talk, "cross_talk")
     outputs = []
     for _label, loss, values, targets in _CROSS_TALK_CASES:
-        call = (
-            f"cross_talk({loss.__name__.lstrip('_')}, values {tuple(values.shape)}, "
-            f"targets {tuple(targets.shape)})"
+        call = _("cross_talk({loss}, values {values}, targets {targets})").format(
+            loss=loss.__name__.lstrip("_"),
+            values=tuple(values.shape),
+            targets=tuple(targets.shape),
         )
         columns = values.ndim == 2
         hint = (
-            (
+            _(
                 "Here values have shape (B, 1) against targets (B,): the Jacobian d/dt (dL/dv) "
                 "then has shape (B, 1, B)"
             )
@@ -249,11 +259,17 @@ def check_cross_talk(cross_talk: Callable) -> None:
             got,
             call,
             "float",
-            why="the largest |∂²L/∂v_i∂t_j| over the pairs i != j",
+            why=_("the largest |∂²L/∂v_i∂t_j| over the pairs i != j"),
             hint=_cross_talk_hint,
         )
         if not np.isfinite(value):
-            fail(f"{call} returned {value}, where the largest entry is a finite float")
+            fail(
+                _("{call} returned {value}, where the largest entry is a finite float").format(
+                    call=call, value=value
+                )
+            )
         outputs.append(value)
     verdict("cross_talk", _cross_talk_reference(), outputs, rtol=1e-4, atol=1e-6)
-    passed("cross_talk gives 0 for three per-sample losses and the largest entry for three others")
+    passed(
+        _("cross_talk gives 0 for three per-sample losses and the largest entry for three others")
+    )
