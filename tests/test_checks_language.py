@@ -63,6 +63,10 @@ WRONG = {
     "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
     "check_settle": (_rows(bank.WRONG_SETTLE), bank.RIGHT_SETTLE[0]),
     "check_success_by_reach": (_rows(bank.WRONG_REACH), bank.RIGHT_REACH[0]),
+    "check_decayed_training": (
+        [(make(), message) for _what, make, message in bank.WRONG_DECAYED],
+        bank.RIGHT_DECAYED[0](),
+    ),
     "check_cross_talk": (_rows(silent_bank.WRONG_CROSS_TALK), silent_bank.RIGHT_CROSS_TALK[0]),
     "check_allreduce_bytes": (_rows(bank.WRONG_ALLREDUCE), bank.ring),
     "check_pays_from": (_rows(bank.WRONG_PAYS), bank.RIGHT_PAYS[0]),
@@ -100,6 +104,7 @@ WRONG |= _tables(
     agents_bank.EPSILON,
     agents_bank.LATE_SUCCESS,
     agents_bank.ROLLOUT_KEYS,
+    agents_bank.COLLECTOR,
 )
 WRONG["check_fill_one_loss"] = (_rows(ppo_tests.WRONG_FILL_ONE), ppo_tests.fill_loss)
 CASES = [

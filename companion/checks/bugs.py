@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import _is_array, describe, require_array
+from companion.checks._messages import _
 from companion.checks.core import (
     close,
     fail,
@@ -91,8 +92,10 @@ def _require_losses(answer: tuple, num_steps: int) -> np.ndarray:
     model, losses = answer
     if not isinstance(model, eqx.Module):
         fail(
-            f"the first result of {call} should be the trained model, an equinox module; it "
-            f"is {describe(model)}"
+            _(
+                "the first result of {call} should be the trained model, an equinox module; it "
+                "is {got}"
+            ).format(call=call, got=describe(model))
         )
 
     def is_float(value) -> bool:
@@ -107,9 +110,10 @@ def _require_losses(answer: tuple, num_steps: int) -> np.ndarray:
         right = right and losses.shape == (num_steps,)
     if not right:
         fail(
-            f"the losses of {call} should be {num_steps} float losses, one per step (a list "
-            f"of floats, or a float array of shape ({num_steps},)); they are "
-            f"{describe(losses)}"
+            _(
+                "the losses of {call} should be {steps} float losses, one per step (a list of "
+                "floats, or a float array of shape ({steps},)); they are {got}"
+            ).format(call=call, steps=num_steps, got=describe(losses))
         )
     return np.asarray([float(v) for v in losses], np.float32)
 
@@ -142,58 +146,80 @@ def check_decayed_training(train_decayed: Callable) -> None:
         x,
         y,
         num_steps,
-        call="train_decayed(model, x, y, 8)",
+        call=_("train_decayed(model, x, y, 8)"),
         jit=False,
     )
     traces = _model_calls[0]
-    require_pair(answer, "train_decayed(model, x, y, 8)", "model, losses")
+    require_pair(answer, _("train_decayed(model, x, y, 8)"), _("model, losses"))
     losses = _require_losses(answer, num_steps)
     if not close(losses, expected, rtol=1e-4, atol=1e-6):
         if close(losses, _sgd_losses(mlp, x, y, num_steps, 1.0), rtol=1e-4, atol=1e-6):
             fail(
-                "train_decayed: the learning rate does not decay; keep the schedule "
-                f"{LEARNING_RATE} * {DECAY}**step and change only how it reaches the step"
+                _(
+                    "train_decayed: the learning rate does not decay; keep the schedule "
+                    "{rate} * {decay}**step and change only how it reaches the step"
+                ).format(rate=LEARNING_RATE, decay=DECAY)
             )
         if close(losses, _sgd_losses(mlp, x, y, num_steps, DECAY, start=1), rtol=1e-4, atol=1e-6):
             fail(
-                f"train_decayed: the schedule is one step late, {LEARNING_RATE} * "
-                f"{DECAY}**(step + 1); the first step's rate is {LEARNING_RATE} * {DECAY}**0"
+                _(
+                    "train_decayed: the schedule is one step late, {rate} * {decay}**(step + "
+                    "1); the first step's rate is {rate} * {decay}**0"
+                ).format(rate=LEARNING_RATE, decay=DECAY)
             )
         fail(
-            f"train_decayed: losses {np.round(losses, 5)}, expected {np.round(expected, 5)} "
-            f"(plain SGD on the mean squared error, learning rate {LEARNING_RATE} * "
-            f"{DECAY}**step)"
+            _(
+                "train_decayed: losses {losses}, expected {expected} (plain SGD on the mean "
+                "squared error, learning rate {rate} * {decay}**step)"
+            ).format(
+                losses=np.round(losses, 5),
+                expected=np.round(expected, 5),
+                rate=LEARNING_RATE,
+                decay=DECAY,
+            )
         )
     if traces >= num_steps and not any(_under_jit) and None not in _under_jit:
         fail(
-            f"train_decayed: the step runs without jit: the model's Python code ran at each "
-            f"of the {num_steps} steps, operation by operation. Compile the step once with "
-            "eqx.filter_jit (as sgd_step is), with the learning rate passed as an array"
+            _(
+                "train_decayed: the step runs without jit: the model's Python code ran at each "
+                "of the {steps} steps, operation by operation. Compile the step once with "
+                "eqx.filter_jit (as sgd_step is), with the learning rate passed as an array"
+            ).format(steps=num_steps)
         )
     if traces >= num_steps and None in _under_jit:  # this JAX cannot tell jit from eager
         fail(
-            f"train_decayed: the model's Python code ran {traces} times in {num_steps} steps: "
-            "every step was traced anew (a Python float learning rate is static under "
-            "eqx.filter_jit: pass it as an array, jnp.asarray), or the step is not compiled "
-            "at all (compile it once with eqx.filter_jit)"
+            _(
+                "train_decayed: the model's Python code ran {traces} times in {steps} steps: "
+                "every step was traced anew (a Python float learning rate is static under "
+                "eqx.filter_jit: pass it as an array, jnp.asarray), or the step is not "
+                "compiled at all (compile it once with eqx.filter_jit)"
+            ).format(traces=traces, steps=num_steps)
         )
     if traces >= num_steps:
         fail(
-            f"train_decayed: the model's Python code ran {traces} times in {num_steps} steps, "
-            "under jit: the step was traced anew at every step. eqx.filter_jit treats an "
-            "argument that is not an array (a Python float) as static, and every new "
-            "learning rate is a new static value: pass it as an array (jnp.asarray); a "
-            "function jitted anew inside the loop (a new lambda or closure each step) is "
-            "traced anew too"
+            _(
+                "train_decayed: the model's Python code ran {traces} times in {steps} steps, "
+                "under jit: the step was traced anew at every step. eqx.filter_jit treats an "
+                "argument that is not an array (a Python float) as static, and every new "
+                "learning rate is a new static value: pass it as an array (jnp.asarray); a "
+                "function jitted anew inside the loop (a new lambda or closure each step) is "
+                "traced anew too"
+            ).format(traces=traces, steps=num_steps)
         )
     if traces > 2:
         fail(
-            f"train_decayed: the step was traced {traces} times in {num_steps} steps, where "
-            "one trace serves every step: some argument changes its type, dtype or a static "
-            "value between steps (a learning rate that is an array in some steps and a "
-            "Python float in others, say)"
+            _(
+                "train_decayed: the step was traced {traces} times in {steps} steps, where one "
+                "trace serves every step: some argument changes its type, dtype or a static "
+                "value between steps (a learning rate that is an array in some steps and a "
+                "Python float in others, say)"
+            ).format(traces=traces, steps=num_steps)
         )
-    passed(f"train_decayed follows the schedule and traced its step {traces} time(s)")
+    passed(
+        _("train_decayed follows the schedule and traced its step {traces} time(s)").format(
+            traces=traces
+        )
+    )
 
 
 def _fallen(next_obs: np.ndarray, params: Any = cartpole.DEFAULT_PARAMS) -> np.ndarray:
@@ -267,16 +293,20 @@ def check_collector(collect: Callable) -> None:
         )
     if not traces:
         fail(
-            "collect never calls cartpole.step_autoreset (or it was compiled before this "
-            "check ran): step the environment with cartpole.step_autoreset, as the chapter's "
-            "collector does, and pass the function itself, not a jitted copy"
+            _(
+                "collect never calls cartpole.step_autoreset (or it was compiled before this "
+                "check ran): step the environment with cartpole.step_autoreset, as the chapter's "
+                "collector does, and pass the function itself, not a jitted copy"
+            )
         )
     limit = _COLLECTOR_MAX_STEPS
     fields = ("obs", "action", "reward", "next_obs", "terminated")
     if not all(hasattr(answer, f) for f in fields):
         fail(
-            f"{call} should return a dqn.Transition (fields {', '.join(fields)}), time "
-            f"first; it returned {describe(answer)}"
+            _(
+                "{call} should return a dqn.Transition (fields {fields}), time first; it "
+                "returned {got}"
+            ).format(call=call, fields=", ".join(fields), got=describe(answer))
         )
     contract = {
         "obs": ((num_steps, 4), np.float32),
@@ -288,34 +318,40 @@ def check_collector(collect: Callable) -> None:
     obs, action, reward, next_obs, terminated = (
         require_array(
             getattr(answer, f),
-            f"transitions.{f} of {call}",
+            _("transitions.{name} of {call}").format(name=f, call=call),
             *contract[f],
-            why="one per step, time first",
+            why=_("one per step, time first"),
             returns=False,
         )
         for f in fields
     )
     if not np.isin(action, (0, 1)).all() or not (reward == 1.0).all():
-        fail("every action should be 0 or 1 and every reward 1.0")
+        fail(_("every action should be 0 or 1 and every reward 1.0"))
     ones = float(action.mean())
     repeats = float(np.mean(action[1:] == action[:-1]))
     independent = ones**2 + (1 - ones) ** 2  # repeats of independent draws with these odds
     if ones in (0.0, 1.0):
         fail(
-            f"collect takes action {int(ones)} at every step: the steps share one key, or "
-            "the action ignores its key. Draw each step's action with its own key"
+            _(
+                "collect takes action {action} at every step: the steps share one key, or the "
+                "action ignores its key. Draw each step's action with its own key"
+            ).format(action=int(ones))
         )
     if abs(repeats - independent) > 0.15:
         fail(
-            f"collect's actions are not independent from step to step: {repeats:.0%} repeat "
-            f"the previous one, where independent draws with {ones:.0%} of 1s would repeat "
-            f"in {independent:.0%}. Draw each step's action with its own key"
+            _(
+                "collect's actions are not independent from step to step: {repeats} repeat the "
+                "previous one, where independent draws with {ones} of 1s would repeat in "
+                "{independent}. Draw each step's action with its own key"
+            ).format(repeats=f"{repeats:.0%}", ones=f"{ones:.0%}", independent=f"{independent:.0%}")
         )
     if abs(ones - 0.5) > 0.15:
         fail(
-            f"collect's actions are 1 in {ones:.0%} of the steps, where a fair coin gives "
-            "50%: draw 0 and 1 with probability 1/2 each (jax.random.bernoulli(key_t) or "
-            "jax.random.randint(key_t, (), 0, 2))"
+            _(
+                "collect's actions are 1 in {ones} of the steps, where a fair coin gives 50%: "
+                "draw 0 and 1 with probability 1/2 each (jax.random.bernoulli(key_t) or "
+                "jax.random.randint(key_t, (), 0, 2))"
+            ).format(ones=f"{ones:.0%}")
         )
     after = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(obs), jnp.asarray(action)))
     fell = _fallen(after)
@@ -327,9 +363,11 @@ def check_collector(collect: Callable) -> None:
     ends = fell | truncated
     if wrong.any() and wrong[ends].all() and not wrong[~ends].any() and fresh_next[wrong].all():
         fail(
-            "collect: at every episode end next_obs is the first observation of the next "
-            "episode, not the state the episode ended in; store timestep.next_obs, which "
-            "step_autoreset keeps, not timestep.obs"
+            _(
+                "collect: at every episode end next_obs is the first observation of the next "
+                "episode, not the state the episode ended in; store timestep.next_obs, which "
+                "step_autoreset keeps, not timestep.obs"
+            )
         )
     # obs, judged by the answer's own next_obs: it continues where that shows no episode end,
     # and starts afresh where it does
@@ -340,65 +378,85 @@ def check_collector(collect: Callable) -> None:
     stale = ~continues & ~ended_next
     if stale.any():
         fail(
-            f"collect: obs at steps {(np.flatnonzero(stale)[:5] + 1).tolist()} is not the "
-            "previous transition's next_obs, though that transition ended no episode (its "
-            "next_obs is within the limits, before the time limit): the obs stored is stale. "
-            "Each step acts from the observation the step before produced: carry "
-            "timestep.obs in the scan's carry"
+            _(
+                "collect: obs at steps {steps} is not the previous transition's next_obs, "
+                "though that transition ended no episode (its next_obs is within the limits, "
+                "before the time limit): the obs stored is stale. Each step acts from the "
+                "observation the step before produced: carry timestep.obs in the scan's carry"
+            ).format(steps=(np.flatnonzero(stale)[:5] + 1).tolist())
         )
     if not fresh[ended_next].all():
         bad = np.flatnonzero(ended_next & ~fresh)[:5] + 1
         if continues[ended_next].all():
             fail(
-                f"collect: after an episode ends, obs (steps {bad.tolist()}) is the state it "
-                "ended in, the previous next_obs, not the first observation of the new "
-                "episode: carry timestep.obs, which step_autoreset resets, not "
-                "timestep.next_obs"
+                _(
+                    "collect: after an episode ends, obs (steps {steps}) is the state it ended "
+                    "in, the previous next_obs, not the first observation of the new episode: "
+                    "carry timestep.obs, which step_autoreset resets, not timestep.next_obs"
+                ).format(steps=bad.tolist())
             )
         fail(
-            f"collect: obs at steps {bad.tolist()}, after an episode end, is neither a "
-            "fresh start nor the previous next_obs; carry timestep.obs"
+            _(
+                "collect: obs at steps {steps}, after an episode end, is neither a fresh start "
+                "nor the previous next_obs; carry timestep.obs"
+            ).format(steps=bad.tolist())
         )
     if not fell.any():
-        fail(f"no episode ended in {num_steps} steps of random actions (about 14 should)")
+        fail(
+            _("no episode ended in {steps} steps of random actions (about 14 should)").format(
+                steps=num_steps
+            )
+        )
     if wrong.any():
         fail(
-            f"collect: next_obs is not the state after obs and action at steps "
-            f"{np.flatnonzero(wrong)[:5].tolist()}"
+            _("collect: next_obs is not the state after obs and action at steps {steps}").format(
+                steps=np.flatnonzero(wrong)[:5].tolist()
+            )
         )
     if not np.array_equal(terminated, fell):
         late = np.concatenate([[False], fell[:-1]])
         if np.array_equal(terminated, late):
             fail(
-                f"collect: terminated is one step late. The {int(fell.sum())} transitions "
-                "whose next_obs has the pole past 12 degrees or the cart off the track are "
-                "marked False, and the first transition of each new episode is marked True, "
-                "so the TD target bootstraps from a fallen pole and cuts a healthy step. "
-                "Take terminated from this step's timestep, not from the previous one"
+                _(
+                    "collect: terminated is one step late. The {count} transitions whose "
+                    "next_obs has the pole past 12 degrees or the cart off the track are "
+                    "marked False, and the first transition of each new episode is marked "
+                    "True, so the TD target bootstraps from a fallen pole and cuts a healthy "
+                    "step. Take terminated from this step's timestep, not from the previous one"
+                ).format(count=int(fell.sum()))
             )
         if truncated.any() and np.array_equal(terminated, fell | truncated):
             fail(
-                f"collect: terminated is also True at the {int(truncated.sum())} truncations "
-                f"(the time limit, {limit} steps here): that is timestep.done. A truncated "
-                "episode could have gone on, so its TD target must still bootstrap: store "
-                "timestep.terminated"
+                _(
+                    "collect: terminated is also True at the {count} truncations (the time "
+                    "limit, {limit} steps here): that is timestep.done. A truncated episode "
+                    "could have gone on, so its TD target must still bootstrap: store "
+                    "timestep.terminated"
+                ).format(count=int(truncated.sum()), limit=limit)
             )
         ended = fell | truncated
         if truncated.any() and np.array_equal(terminated, np.concatenate([[False], ended[:-1]])):
             fail(
-                "collect: terminated is one step late, and it is set at truncations too "
-                "(timestep.done): take timestep.terminated of this step"
+                _(
+                    "collect: terminated is one step late, and it is set at truncations too "
+                    "(timestep.done): take timestep.terminated of this step"
+                )
             )
         if not terminated.any():
             fail(
-                f"collect: no transition is marked terminated, though {int(fell.sum())} end "
-                "with the pole past 12 degrees or the cart off the track"
+                _(
+                    "collect: no transition is marked terminated, though {count} end with the "
+                    "pole past 12 degrees or the cart off the track"
+                ).format(count=int(fell.sum()))
             )
         fail(
-            "collect: terminated should be True exactly where next_obs is past the limits; "
-            f"it disagrees at steps {np.flatnonzero(terminated != fell)[:5].tolist()}"
+            _(
+                "collect: terminated should be True exactly where next_obs is past the limits; "
+                "it disagrees at steps {steps}"
+            ).format(steps=np.flatnonzero(terminated != fell)[:5].tolist())
         )
     passed(
-        f"collect flags its {int(fell.sum())} terminations, not its {int(truncated.sum())} "
-        "truncations"
+        _(
+            "collect flags its {terminations} terminations, not its {truncations} truncations"
+        ).format(terminations=int(fell.sum()), truncations=int(truncated.sum()))
     )
