@@ -63,6 +63,9 @@ WRONG = {
     "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
     "check_settle": (_rows(bank.WRONG_SETTLE), bank.RIGHT_SETTLE[0]),
     "check_success_by_reach": (_rows(bank.WRONG_REACH), bank.RIGHT_REACH[0]),
+    "check_mlp_apply": (_rows(bank.WRONG_MLP), bank.RIGHT_MLP[0]),
+    "check_frozen_constant": (_rows(bank.WRONG_FROZEN), bank.RIGHT_FROZEN[0]),
+    "check_per_example_grad_norms": (_rows(bank.WRONG_NORMS), bank.RIGHT_NORMS[0]),
     "check_decayed_training": (
         [(make(), message) for _what, make, message in bank.WRONG_DECAYED],
         bank.RIGHT_DECAYED[0](),

@@ -25,6 +25,11 @@ class CheckFailed(AssertionError):
     """An exercise's answer disagrees with the reference; the message says how."""
 
 
+class _Raised(CheckFailed):
+    """:func:`run_answer`'s failure when the answer raised an exception (a check may catch it
+    to add a hint, whatever the language of its message)."""
+
+
 class _Differs(CheckFailed):
     """:func:`verdict`'s failure when no named mistake fits: the first case that differs (a
     check may catch it to say more, whatever the language of its message)."""
@@ -140,7 +145,7 @@ def run_answer(
             message=error_text(exc),
             arguments=_arguments(fn, args),
         )
-        fail(_then(said, hint))
+        raise _Raised(_then(said, hint)) from exc
 
 
 def _then(message: str, note: str) -> str:
@@ -160,17 +165,18 @@ def _arguments(fn: Callable, args: tuple) -> str:
         ]
     except (TypeError, ValueError):
         names = []
-    names += [_("argument {number}").format(number=i + 1) for i in range(len(names), len(args))]
+    # the arguments are data, named as Python names them: left in English, like dtypes
+    names += [f"argument {i + 1}" for i in range(len(names), len(args))]
 
     def brief(value):
         if hasattr(value, "shape") and hasattr(value, "dtype"):
             if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
-                return _("a PRNG key")
+                return "a PRNG key"
             return f"{value.dtype} {tuple(value.shape)}"
         if value is None or isinstance(value, (bool, int, float, str)):
             return f"{value!r:.30}"
         if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-            return _("a {type} of {size}").format(type=type(value).__name__, size=len(value))
+            return f"a {type(value).__name__} of {len(value)}"
         return type(value).__name__
 
     return ", ".join(f"{name} {brief(value)}" for name, value in zip(names, args))

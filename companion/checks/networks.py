@@ -12,9 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import _is_array, describe, require_array, require_number
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     CheckFailed,
+    _Raised,
+    _then,
     close,
     fail,
     passed,
@@ -63,45 +66,45 @@ def _mlp_variant(
 #: The cases of check_mlp_apply: layer sizes and a label. The first has square layers, so
 #: that an answer applying them in another order or transposed runs and can be named.
 _MLP_SIZES = (
-    ((4, 4, 4, 4), "three square layers"),
-    ((3, 8, 8, 2), "three layers"),
-    ((3, 8, 2), "two layers"),
-    ((3, 2), "one layer"),
-    ((3, 8, 8, 8, 2), "four layers"),
+    ((4, 4, 4, 4), N_("three square layers")),
+    ((3, 8, 8, 2), N_("three layers")),
+    ((3, 8, 2), N_("two layers")),
+    ((3, 2), N_("one layer")),
+    ((3, 8, 8, 8, 2), N_("four layers")),
 )
 
 
 def _mlp_case(params, x, label) -> Case:
     expected = _mlp_variant(params, x)
     mistakes = {
-        "tanh is applied to the output layer too; the last layer should stay linear": (
+        _("tanh is applied to the output layer too; the last layer should stay linear"): (
             _mlp_variant(params, x, output=jnp.tanh)
         ),
-        "the hidden layers have no tanh activation": _mlp_variant(params, x, hidden=lambda h: h),
-        "the biases are missing": _mlp_variant(params, x, bias=False),
-        "the output has the wrong sign": -expected,
-        "a hidden layer is skipped: apply every (W, b) pair, in order": _mlp_variant(
+        _("the hidden layers have no tanh activation"): _mlp_variant(params, x, hidden=lambda h: h),
+        _("the biases are missing"): _mlp_variant(params, x, bias=False),
+        _("the output has the wrong sign"): -expected,
+        _("a hidden layer is skipped: apply every (W, b) pair, in order"): _mlp_variant(
             params, x, skip_middle=True
         ),
-        "the activation is ReLU; the network asked for uses tanh": _mlp_variant(
+        _("the activation is ReLU; the network asked for uses tanh"): _mlp_variant(
             params, x, hidden=jax.nn.relu
         ),
     }
     if all(w.shape == (x.shape[1], x.shape[1]) for w, _ in params):  # they run on squares only
-        mistakes[_REVERSED] = _mlp_variant(params, x, order=-1)
-        mistakes[_TRANSPOSED] = _mlp_variant(params, x, transpose=True)
+        mistakes[_(_REVERSED)] = _mlp_variant(params, x, order=-1)
+        mistakes[_(_TRANSPOSED)] = _mlp_variant(params, x, transpose=True)
     if len(params) > 2:
-        mistakes[_FIRST_TWO] = _mlp_variant(params, x, first=2)
+        mistakes[_(_FIRST_TWO)] = _mlp_variant(params, x, first=2)
     inputs = {"x": x, **{f"W{i + 1}": w for i, (w, _) in enumerate(params)}}
     return Case(label, inputs, expected, mistakes)
 
 
-_REVERSED = (
+_REVERSED = N_(
     "the layers are applied in reverse order, the last (W, b) first: params[0] is "
     "the first layer, applied to x"
 )
-_TRANSPOSED = "each W is (in, out): a layer is x @ W + b, not x @ W.T + b"
-_FIRST_TWO = "only the first two (W, b) pairs are applied: loop over every pair of params"
+_TRANSPOSED = N_("each W is (in, out): a layer is x @ W + b, not x @ W.T + b")
+_FIRST_TWO = N_("only the first two (W, b) pairs are applied: loop over every pair of params")
 
 
 @self_check
@@ -124,7 +127,10 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
     for sizes, label in _MLP_SIZES:
         params, x = _example_mlp(jax.random.key(len(sizes) + 10 * (sizes[0] == 4)), sizes)
         shapes = ", ".join(f"W{i + 1} {tuple(w.shape)}" for i, (w, _) in enumerate(params))
-        call = f"mlp_apply(params, x) with {label} and x of shape {tuple(x.shape)}"
+        label = _(label)
+        call = _("mlp_apply(params, x) with {layers} and x of shape {shape}").format(
+            layers=label, shape=tuple(x.shape)
+        )
         case = _mlp_case(params, x, label)
         try:
             got = run_answer(mlp_apply, params, x, call=call)
@@ -133,13 +139,13 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
                 call,
                 x.shape[:1] + params[-1][0].shape[1:],
                 np.float32,
-                why="one row per example, one column per output unit",
+                why=_("one row per example, one column per output unit"),
             )
         except CheckFailed as failure:
             text = str(failure)
             earlier = [
                 m
-                for m in (_REVERSED, _TRANSPOSED, _FIRST_TWO)
+                for m in (_(_REVERSED), _(_TRANSPOSED), _(_FIRST_TWO))
                 if outputs
                 and all(
                     close(out, c.mistakes.get(m, c.expected), 1e-5, 1e-5)
@@ -150,26 +156,27 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
                 close(o, c.expected, 1e-5, 1e-5) for c, o in zip(cases, outputs)
             ):
                 fail(
-                    f"mlp_apply: {earlier[0]} (so its result on {cases[0].label} shows). "
-                    f"Then {text}"
+                    _(
+                        "mlp_apply: {mistake} (so its result on {case} shows). Then {failure}"
+                    ).format(mistake=earlier[0], case=cases[0].label, failure=text)
                 )
-            if "raised" not in text:
+            if not isinstance(failure, _Raised):
                 raise
             if "unpack" in text or "IndexError" in text:
-                hint = (
-                    f"params here holds {len(params)} (W, b) pairs, and may hold any "
-                    "number of (W, b) pairs: loop over them"
-                )
+                hint = _(
+                    "params here holds {count} (W, b) pairs, and may hold any number of (W, b) "
+                    "pairs: loop over them"
+                ).format(count=len(params))
             else:
-                hint = (
-                    f"Shapes: x {tuple(x.shape)}, {shapes}: each layer is x @ W + b, with "
-                    "x (batch, in) and W (in, out), the layers in the order of params"
-                )
-            fail(f"{text}. {hint}")
+                hint = _(
+                    "Shapes: x {shape}, {shapes}: each layer is x @ W + b, with x (batch, in) "
+                    "and W (in, out), the layers in the order of params"
+                ).format(shape=tuple(x.shape), shapes=shapes)
+            fail(_then(text, hint))
         outputs.append(got)
         cases.append(case)
     verdict("mlp_apply", cases, outputs, rtol=1e-5, atol=1e-5)
-    passed("mlp_apply applies every layer in order, tanh between them, for 1 to 4 layers")
+    passed(_("mlp_apply applies every layer in order, tanh between them, for 1 to 4 layers"))
 
 
 @self_check
@@ -185,76 +192,90 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
             behind ``stop_gradient`` too), ``weight`` gets none (integer, static, not an array)
             or is not float32, a field is missing, or a value or shape is wrong.
     """
-    module = run_answer(make_module, jax.random.key(2), call="make_module(key)", jit=False)
+    module = run_answer(make_module, jax.random.key(2), call=_("make_module(key)"), jit=False)
     if not isinstance(module, eqx.Module):
         fail(
-            "make_module(key) should return an eqx.Module with the fields weight and scale; "
-            f"it returned {describe(module)}"
+            _(
+                "make_module(key) should return an eqx.Module with the fields weight and "
+                "scale; it returned {got}"
+            ).format(got=describe(module))
         )
     for field in ("weight", "scale"):
         if not hasattr(module, field):
-            fail(f"the module has no field {field!r}")
+            fail(_("the module has no field {field}").format(field=repr(field)))
     weight = require_array(
         module.weight,
-        "module.weight",
+        _("module.weight"),
         (4,),
         np.float32,
-        why="trainable",
+        why=_("trainable"),
         hint=lambda w: (
             ""
             if _is_array(w) and w.dtype == np.float32
-            else "eqx.filter_grad trains only floating-point arrays (it gives None for an "
-            "integer array, a tuple or a list): make it a float32 JAX array "
-            "(jax.random.normal, say)"
+            else _(
+                "eqx.filter_grad trains only floating-point arrays (it gives None for an "
+                "integer array, a tuple or a list): make it a float32 JAX array "
+                "(jax.random.normal, say)"
+            )
         ),
         returns=False,
     )
     scale = require_number(
-        module.scale, "module.scale", "number", why="the constant 2.0", returns=False
+        module.scale, "module.scale", "number", why=_("the constant 2.0"), returns=False
     )
     if scale != 2.0:
-        fail(f"module.scale is {module.scale!r}, expected 2.0")
+        fail(_("module.scale is {value}, expected 2.0").format(value=repr(module.scale)))
     x = jnp.array([1.0, -2.0, 3.0, 0.5])
     out = run_answer(lambda m, x: m(x), module, x, call="module(x)")
     out = require_array(
-        out, "module(x) with x of shape (4,)", (), np.float32, why="scale * sum(weight * x)"
+        out, _("module(x) with x of shape (4,)"), (), np.float32, why=_("scale * sum(weight * x)")
     )
     if not close(out, 2.0 * np.sum(weight * np.asarray(x))):
         fail(
-            f"module(x) = {float(out):.4f}, expected scale * sum(weight * x) = "
-            f"{float(2.0 * np.sum(weight * np.asarray(x))):.4f}"
+            _("module(x) = {got}, expected scale * sum(weight * x) = {expected}").format(
+                got=f"{float(out):.4f}",
+                expected=f"{float(2.0 * np.sum(weight * np.asarray(x))):.4f}",
+            )
         )
     static = {f.name for f in dataclasses.fields(module) if f.metadata.get("static", False)}
     if "weight" in static:
         fail(
-            "weight is a static field (eqx.field(static=True)): static fields are not "
-            "trained; only the constant may be static"
+            _(
+                "weight is a static field (eqx.field(static=True)): static fields are not "
+                "trained; only the constant may be static"
+            )
         )
     grads = run_answer(
-        eqx.filter_grad(lambda m: m(x)), module, call="eqx.filter_grad(module(x))", jit=False
+        eqx.filter_grad(lambda m: m(x)), module, call=_("eqx.filter_grad(module(x))"), jit=False
     )
     if grads.weight is None:
         fail(
-            f"eqx.filter_grad gives None for weight ({type(module.weight).__name__}): the "
-            "weight must be an array of floats (jnp), not a tuple, a list or a static field"
+            _(
+                "eqx.filter_grad gives None for weight ({type}): the weight must be an array "
+                "of floats (jnp), not a tuple, a list or a static field"
+            ).format(type=type(module.weight).__name__)
         )
     scale_grad = getattr(grads, "scale", None) if "scale" not in static else None
     if scale_grad is not None and not np.any(np.asarray(scale_grad)):
         fail(
-            "the constant `scale` gets a gradient of 0 (jax.lax.stop_gradient in the call?), "
-            "not None: eqx.filter_grad still treats it as a trainable array, and an optimiser "
-            "(weight decay, say) would still change it. Store the constant as a Python float, "
-            "or mark the field eqx.field(static=True)"
+            _(
+                "the constant `scale` gets a gradient of 0 (jax.lax.stop_gradient in the call?), "
+                "not None: eqx.filter_grad still treats it as a trainable array, and an optimiser "
+                "(weight decay, say) would still change it. Store the constant as a Python float, "
+                "or mark the field eqx.field(static=True)"
+            )
         )
     if scale_grad is not None:
         fail(
-            "the constant `scale` gets a gradient; it should be None. A JAX array field is "
-            "trainable: store the constant as a Python float, or mark the field "
-            "eqx.field(static=True)."
+            _(
+                "the constant `scale` gets a gradient; it should be None. A JAX array field is "
+                "trainable: store the constant as a Python float, or mark the field "
+                "eqx.field(static=True)."
+            )
         )
     if not close(grads.weight, 2.0 * np.asarray(x)):
-        fail("the gradient of module(x) with respect to weight should be scale * x")
-    passed("weight is trainable and the constant scale gets no gradient (None)")
+        fail(_("the gradient of module(x) with respect to weight should be scale * x"))
+    passed(_("weight is trainable and the constant scale gets no gradient (None)"))
 
 
 def _grad_norms_reference(model, x, y, mistake=None):
@@ -303,14 +324,21 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     call = "per_example_grad_norms(model, x, y)"
     try:
         got = run_answer(
-            per_example_grad_norms, model, x, y, call=call, hint="The model takes one example (3,)"
+            per_example_grad_norms,
+            model,
+            x,
+            y,
+            call=call,
+            hint=_("The model takes one example (3,)"),
         )
     except CheckFailed as failure:
         if "not a valid JAX type" in str(failure):
             fail(
-                f"{call}: jax.grad cannot differentiate the model: it holds a non-array "
-                "field (its activation function). Use eqx.filter_grad, which differentiates "
-                "the floating-point arrays only"
+                _(
+                    "{call}: jax.grad cannot differentiate the model: it holds a non-array "
+                    "field (its activation function). Use eqx.filter_grad, which "
+                    "differentiates the floating-point arrays only"
+                ).format(call=call)
             )
         raise
     expected = _grad_norms_reference(model, x, y)
@@ -326,38 +354,42 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
             norm = None
         if norm is None or not np.isclose(norm, batch_norm, rtol=1e-4):
             return ""
-        return (
+        return _(
             "It is the norm of the whole batch's gradient; compute one gradient per example "
             "(jax.vmap over the examples) and take each one's norm"
         )
 
     got = require_array(
         got,
-        f"{call} for a batch of 6",
+        _("{call} for a batch of 6").format(call=call),
         (6,),
         np.float32,
-        why="one norm per example",
+        why=_("one norm per example"),
         hint=whole_batch,
     )
     messages = {
-        "squared": "these are squared norms: take the square root of the sum of squares",
-        "weights_only": "only the weights count; the norm runs over every trainable array, "
-        "the biases too",
-        "per_leaf": "the norms of the arrays are added; add their squares, then take the "
-        "square root",
-        "mean": "the error is averaged over the outputs; the example's loss is its sum",
-        "half": "the loss is half the squared error; the example's loss is the sum of its "
-        "squared errors, without the 1/2",
-        "batch": "each example's loss is divided by the batch size (a batch mean): the "
-        "example's own loss is the sum of its squared errors",
-        "input": "these are the norms of the gradients with respect to the input x_i; the "
-        "gradient asked for is with respect to the model's arrays (eqx.filter_grad of the "
-        "model)",
+        "squared": _("these are squared norms: take the square root of the sum of squares"),
+        "weights_only": _(
+            "only the weights count; the norm runs over every trainable array, the biases too"
+        ),
+        "per_leaf": _(
+            "the norms of the arrays are added; add their squares, then take the square root"
+        ),
+        "mean": _("the error is averaged over the outputs; the example's loss is its sum"),
+        "half": _(
+            "the loss is half the squared error; the example's loss is the sum of its squared errors, without the 1/2"
+        ),
+        "batch": _(
+            "each example's loss is divided by the batch size (a batch mean): the example's own loss is the sum of its squared errors"
+        ),
+        "input": _(
+            "these are the norms of the gradients with respect to the input x_i; the gradient asked for is with respect to the model's arrays (eqx.filter_grad of the model)"
+        ),
     }
     mistakes = {m: _grad_norms_reference(model, x, y, k) for k, m in messages.items()}
-    mistakes["every example gets the norm of the whole batch's gradient: vmap the gradient"] = (
+    mistakes[_("every example gets the norm of the whole batch's gradient: vmap the gradient")] = (
         np.full(6, batch_norm)
     )
-    case = Case("a batch of 6", {"x": x, "y": y}, expected, mistakes)
+    case = Case(_("a batch of 6"), {"x": x, "y": y}, expected, mistakes)
     verdict("per_example_grad_norms", [case], [got], rtol=1e-4, atol=1e-5)
-    passed("per_example_grad_norms: one gradient per example, its norm over every array")
+    passed(_("per_example_grad_norms: one gradient per example, its norm over every array"))
