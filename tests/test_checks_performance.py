@@ -47,25 +47,26 @@ def unrolled_batched(states, actions):
     return states, jnp.stack(dones)
 
 
-@pytest.mark.parametrize(
-    "wrong, message",
-    [
-        (lambda s, a: batched_scan(s, a, cartpole.step), "never restart"),
-        (lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].T), "environment first"),
-        (
-            lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)),
-            "done_t is not",
-        ),
-        (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
-        (unrolled_batched, "unrolls its loop"),
-        (lambda s, a: s, "pair"),
-        (
-            lambda s, a: (s.physics, batched_scan(s, a)[1]),
-            "should be the final states, a cartpole.CartPoleState",
-        ),
-        (lambda s: s, "raised TypeError"),
-    ],
-)
+#: (wrong answer, the message it gets): also run in Japanese by test_checks_language.py.
+WRONG_BATCHED_ROLLOUT = [
+    (lambda s, a: batched_scan(s, a, cartpole.step), "never restart"),
+    (lambda s, a: (batched_scan(s, a)[0], batched_scan(s, a)[1].T), "environment first"),
+    (
+        lambda s, a: (batched_scan(s, a)[0], jnp.roll(batched_scan(s, a)[1], 1, 0)),
+        "done_t is not",
+    ),
+    (lambda s, a: batched_scan(s, a[:, ::-1]), "actions\\[t, e\\] is the action"),
+    (unrolled_batched, "unrolls its loop"),
+    (lambda s, a: s, "pair"),
+    (
+        lambda s, a: (s.physics, batched_scan(s, a)[1]),
+        "should be the final states, a cartpole.CartPoleState",
+    ),
+    (lambda s: s, "raised TypeError"),
+]
+
+
+@pytest.mark.parametrize("wrong, message", WRONG_BATCHED_ROLLOUT)
 @pytest.mark.usefixtures("no_key_reuse_check")
 def test_batched_rollout_mistakes_are_named(wrong, message):
     with pytest.raises(CheckFailed, match=message):
@@ -75,27 +76,32 @@ def test_batched_rollout_mistakes_are_named(wrong, message):
 # --- bytes of a PPO rollout -----------------------------------------------------------------
 
 
+def right_rollout_bytes(num_steps, num_envs):
+    return 330 * num_steps * num_envs
+
+
 def test_rollout_bytes(capsys):
-    check_rollout_bytes(lambda num_steps, num_envs: 330 * num_steps * num_envs)
+    check_rollout_bytes(right_rollout_bytes)
     assert "330 bytes per step and environment" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    "bytes_fn, message",
-    [
-        (lambda t, n: 1230 * t * n, "stored as bool"),
-        (lambda t, n: 348 * t * n, "1 byte, not 4 \\(action_mask"),
-        (lambda t, n: 1248 * t * n, "1 byte, not 4 \\(the image"),
-        (lambda t, n: 626 * t * n, "no next image"),
-        (lambda t, n: 1526 * t * n, "no next image"),
-        (lambda t, n: 326 * t * n, "next_value"),
-        (lambda t, n: 346 * t * n, "float64"),
-        (lambda t, n: 130 * t * n, "3 channels"),
-        (lambda t, n: 330 * n, "num_steps \\* num_envs"),
-        (lambda t, n: 330 * t * n + 8, "expected 330"),
-        (lambda t, n: "many", "should return an int .*; it returned the str 'many'"),
-    ],
-)
+#: (wrong answer, the message it gets): also run in Japanese by test_checks_language.py.
+WRONG_ROLLOUT_BYTES = [
+    (lambda t, n: 1230 * t * n, "stored as bool"),
+    (lambda t, n: 348 * t * n, "1 byte, not 4 \\(action_mask"),
+    (lambda t, n: 1248 * t * n, "1 byte, not 4 \\(the image"),
+    (lambda t, n: 626 * t * n, "no next image"),
+    (lambda t, n: 1526 * t * n, "no next image"),
+    (lambda t, n: 326 * t * n, "next_value"),
+    (lambda t, n: 346 * t * n, "float64"),
+    (lambda t, n: 130 * t * n, "3 channels"),
+    (lambda t, n: 330 * n, "num_steps \\* num_envs"),
+    (lambda t, n: 330 * t * n + 8, "expected 330"),
+    (lambda t, n: "many", "should return an int .*; it returned the str 'many'"),
+]
+
+
+@pytest.mark.parametrize("bytes_fn, message", WRONG_ROLLOUT_BYTES)
 def test_rollout_bytes_mistakes_are_named(bytes_fn, message):
     with pytest.raises(CheckFailed, match=message):
         check_rollout_bytes(bytes_fn)

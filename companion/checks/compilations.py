@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import describe
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     CheckFailed,
@@ -78,7 +79,7 @@ class _Block:
         self.seen, self.length, self.events, self.after = None, 0, [], 0
 
     def count(self, event: str) -> int:
-        return sum(e == event for e, _ in self.events)
+        return sum(e == event for e, _duration in self.events)
 
 
 def _enter(compilations: Callable) -> Any:
@@ -86,17 +87,25 @@ def _enter(compilations: Callable) -> Any:
     try:
         manager = compilations()
     except Exception as exc:
-        fail(f"compilations() raised {type(exc).__name__}: {error_text(exc)}")
+        fail(
+            _("compilations() raised {error}: {message}").format(
+                error=type(exc).__name__, message=error_text(exc)
+            )
+        )
     if not (hasattr(manager, "__enter__") and hasattr(manager, "__exit__")):
         hint = (
-            "a generator function needs the decorator @contextlib.contextmanager"
+            _("a generator function needs the decorator @contextlib.contextmanager")
             if hasattr(manager, "__next__") and hasattr(manager, "send")
-            else "write a generator function decorated with @contextlib.contextmanager, or a "
-            "class with __enter__ and __exit__"
+            else _(
+                "write a generator function decorated with @contextlib.contextmanager, or a "
+                "class with __enter__ and __exit__"
+            )
         )
         fail(
-            f"compilations() returned {type(manager).__name__}, not a context manager "
-            f"(`with compilations() as c:` needs one): {hint}"
+            _(
+                "compilations() returned {type}, not a context manager "
+                "(`with compilations() as c:` needs one): {hint}"
+            ).format(type=type(manager).__name__, hint=hint)
         )
     return manager
 
@@ -117,8 +126,9 @@ def _run_block(
         raise
     except Exception as exc:
         fail(
-            f"`with compilations() as c:` raised {type(exc).__name__} around {label}: "
-            f"{error_text(exc)}"
+            _("`with compilations() as c:` raised {error} around {label}: {message}").format(
+                error=type(exc).__name__, label=label, message=error_text(exc)
+            )
         )
     block.events = _events[start:]
     block.length = _length(block.seen, label)
@@ -130,37 +140,45 @@ def _run_block(
 def _length(seen: Any, label: str) -> int:
     if not isinstance(seen, list):
         fail(
-            "compilations() should yield a list (`as c` gives it), which holds one float, "
-            "the seconds of each compilation, by the end of the block; around "
-            f"{label} it yields {describe(seen)}"
+            _(
+                "compilations() should yield a list (`as c` gives it), which holds one float, "
+                "the seconds of each compilation, by the end of the block; around {label} it "
+                "yields {got}"
+            ).format(label=label, got=describe(seen))
         )
     return len(seen)
 
 
-_EMPTY = (
+#: The named mistakes, in English with the events' names as placeholders: told by :func:`_told`.
+_EMPTY = N_(
     "the list stays empty, though JAX compiled inside the blocks. JAX reports each "
-    f"compilation as the event '{COMPILE_EVENT}' to the listeners registered with "
+    "compilation as the event '{compile}' to the listeners registered with "
     "jax.monitoring.register_event_duration_secs_listener, and the list must hold them by the "
     "end of the block"
 )
-_EVERY_EVENT = (
+_EVERY_EVENT = N_(
     "it counts every event JAX reports while it compiles, not only the compilation: for each "
     "new program a trace, a lowering and the compilation, three events (all named "
-    f"'/jax/core/compile/...'). Keep only '{COMPILE_EVENT}'"
+    "'/jax/core/compile/...'). Keep only '{compile}'"
 )
-_TRACES = (
-    f"it counts the traces ('{TRACE_EVENT}'), not the compilations: jax.make_jaxpr traces "
+_TRACES = N_(
+    "it counts the traces ('{trace}'), not the compilations: jax.make_jaxpr traces "
     "without compiling, and a lowered program's .compile() compiles without tracing. Keep "
-    f"'{COMPILE_EVENT}'"
+    "'{compile}'"
 )
-_LOWERINGS = (
-    f"it counts the lowerings to MLIR ('{LOWER_EVENT}'), not the compilations: a lowered "
-    f"program's .compile() compiles without lowering again. Keep '{COMPILE_EVENT}'"
+_LOWERINGS = N_(
+    "it counts the lowerings to MLIR ('{lower}'), not the compilations: a lowered "
+    "program's .compile() compiles without lowering again. Keep '{compile}'"
 )
-_BEFORE = (
+_BEFORE = N_(
     "the list holds compilations made before the block too (the same surplus in every "
     "block): yield a new list, and put in it only what JAX reported during the block"
 )
+
+
+def _told(mistake: str) -> str:
+    """A named mistake in the reader's language, the events' names filled in."""
+    return _(mistake).format(compile=COMPILE_EVENT, trace=TRACE_EVENT, lower=LOWER_EVENT)
 
 
 @self_check
@@ -185,9 +203,11 @@ def check_compilations(compilations: Callable) -> None:
     """
     if hasattr(compilations, "__enter__") and not isinstance(compilations, type):
         fail(
-            f"compilations: expected your function, got {type(compilations).__name__}, a "
-            "context manager already made: pass the function itself, without calling it "
-            "(check_compilations(compilations))"
+            _(
+                "compilations: expected your function, got {type}, a context manager already "
+                "made: pass the function itself, without calling it "
+                "(check_compilations(compilations))"
+            ).format(type=type(compilations).__name__)
         )
     require_function(compilations, "compilations")
     with _listener():
@@ -206,16 +226,16 @@ def _check_compilations(compilations: Callable) -> None:
     static_cold = jax.jit(_fresh(), static_argnums=1)
     _run_block(
         compilations,
-        "a static argument called cold with three new values",
-        f"f = jax.jit(scale, static_argnums=1), new to JAX; {calls}",
+        _("a static argument called cold with three new values"),
+        _("f = jax.jit(scale, static_argnums=1), new to JAX; {calls}").format(calls=calls),
         three_calls(static_cold),
         blocks,
     )
     traced_cold = jax.jit(_fresh())
     _run_block(
         compilations,
-        "a traced argument called cold, three times",
-        f"f = jax.jit(scale), new to JAX; {calls}",
+        _("a traced argument called cold, three times"),
+        _("f = jax.jit(scale), new to JAX; {calls}").format(calls=calls),
         three_calls(traced_cold),
         blocks,
     )
@@ -223,8 +243,10 @@ def _check_compilations(compilations: Callable) -> None:
     jax.block_until_ready(static_warm(x, 0.5))
     _run_block(
         compilations,
-        "a static argument called warm (once before, with 0.5)",
-        f"f = jax.jit(scale, static_argnums=1); f(x, 0.5) before the block; {calls}",
+        _("a static argument called warm (once before, with 0.5)"),
+        _("f = jax.jit(scale, static_argnums=1); f(x, 0.5) before the block; {calls}").format(
+            calls=calls
+        ),
         three_calls(static_warm),
         blocks,
     )
@@ -232,14 +254,14 @@ def _check_compilations(compilations: Callable) -> None:
     jax.block_until_ready(traced_warm(x, 0.5))
     _run_block(
         compilations,
-        "a traced argument called warm (once before), three times",
-        f"f = jax.jit(scale); f(x, 0.5) before the block; {calls}",
+        _("a traced argument called warm (once before), three times"),
+        _("f = jax.jit(scale); f(x, 0.5) before the block; {calls}").format(calls=calls),
         three_calls(traced_warm),
         blocks,
     )
     _run_block(
         compilations,
-        "a trace without a compilation (jax.make_jaxpr)",
+        _("a trace without a compilation (jax.make_jaxpr)"),
         "jax.make_jaxpr(scale)(x, 0.5)",
         lambda: jax.make_jaxpr(_fresh())(x, 0.5),
         blocks,
@@ -247,8 +269,8 @@ def _check_compilations(compilations: Callable) -> None:
     lowered = jax.jit(_fresh()).lower(x, 0.5)
     _run_block(
         compilations,
-        "a compilation without a trace (a lowered program's .compile())",
-        "lowered = jax.jit(scale).lower(x, 0.5) before the block; lowered.compile()",
+        _("a compilation without a trace (a lowered program's .compile())"),
+        _("lowered = jax.jit(scale).lower(x, 0.5) before the block; lowered.compile()"),
         lowered.compile,
         blocks,
     )
@@ -260,8 +282,8 @@ def _check_compilations(compilations: Callable) -> None:
         once()
         _run_block(
             compilations,
-            "the inner of two nested blocks",
-            "jax.jit(scale)(x, 0.5), scale new to JAX",
+            _("the inner of two nested blocks"),
+            _("jax.jit(scale)(x, 0.5), scale new to JAX"),
             once,
             blocks,
         )
@@ -269,76 +291,95 @@ def _check_compilations(compilations: Callable) -> None:
 
     _run_block(
         compilations,
-        "the outer of two nested blocks",
-        "jax.jit(scale)(x, 0.5) for three functions new to JAX, the second one in an inner block",
+        _("the outer of two nested blocks"),
+        _(
+            "jax.jit(scale)(x, 0.5) for three functions new to JAX, the second one in an inner "
+            "block"
+        ),
         outer_body,
         blocks,
     )
     jax.block_until_ready(jax.jit(_fresh())(x, 0.5))  # a compilation after every block
     if not any(block.count(COMPILE_EVENT) for block in blocks):  # JAX compiled in 6 blocks
         fail(
-            "compilations() removed the check's listener with JAX's others "
-            "(jax.monitoring.clear_event_listeners()), so nothing could count the "
-            "compilations: register a listener of your own, and remove only that one"
+            _(
+                "compilations() removed the check's listener with JAX's others "
+                "(jax.monitoring.clear_event_listeners()), so nothing could count the "
+                "compilations: register a listener of your own, and remove only that one"
+            )
         )
 
     shared = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :] if a.seen is b.seen]
     if shared:
         a, b = shared[0]
         fail(
-            "compilations yields one and the same list for two blocks (the first around "
-            f"{a.label}; the second around {b.label}): each block needs a new list of its "
-            "own, holding only what JAX compiled during that block"
+            _(
+                "compilations yields one and the same list for two blocks (the first around "
+                "{first}; the second around {second}): each block needs a new list of its "
+                "own, holding only what JAX compiled during that block"
+            ).format(first=a.label, second=b.label)
         )
     for block in blocks:
         odd = [d for d in block.seen if not isinstance(d, (float, np.floating))]
         if odd:
             fail(
-                f"compilations: the list of the block around {block.label} should hold "
-                f"floats, the seconds of each compilation; it holds {describe(odd[0])}. "
-                "Append each compilation's duration, the float of seconds the listener gets "
-                "as its second argument"
+                _(
+                    "compilations: the list of the block around {label} should hold floats, "
+                    "the seconds of each compilation; it holds {got}. Append each "
+                    "compilation's duration, the float of seconds the listener gets as its "
+                    "second argument"
+                ).format(label=block.label, got=describe(odd[0]))
             )
     cases, outputs, surplus = [], [], None
     for block in blocks:
         compiles = block.count(COMPILE_EVENT)
-        before = sum(e == COMPILE_EVENT for e, _ in _events[: block.after])
+        before = sum(e == COMPILE_EVENT for e, _duration in _events[: block.after])
         surplus = block.length - before if surplus is None else surplus
         # the compile events plus the traces and lowerings, filtered by prefix, by the word
         # "compile" (which the persistent compilation cache's events also hold), or not at all
         every = [
-            sum(e.startswith("/jax/core/compile/") for e, _ in block.events),
-            sum("compile" in e for e, _ in block.events),
+            sum(e.startswith("/jax/core/compile/") for e, _duration in block.events),
+            sum("compile" in e for e, _duration in block.events),
             len(block.events),
         ]
         mistakes = {
-            _EVERY_EVENT: every,
-            _TRACES: block.count(TRACE_EVENT),
-            _LOWERINGS: block.count(LOWER_EVENT),
-            _EMPTY: 0,
-            _BEFORE: before + surplus,
+            _told(_EVERY_EVENT): every,
+            _told(_TRACES): block.count(TRACE_EVENT),
+            _told(_LOWERINGS): block.count(LOWER_EVENT),
+            _told(_EMPTY): 0,
+            _told(_BEFORE): before + surplus,
         }
-        inputs = {"the block runs": block.code}
-        cases.append(
-            Case(f"{block.label} (JAX compiled {compiles} time(s))", inputs, compiles, mistakes)
+        inputs = {_("the block runs"): block.code}
+        label = _("{label} (JAX compiled {count} time(s))").format(
+            label=block.label, count=compiles
         )
+        cases.append(Case(label, inputs, compiles, mistakes))
         outputs.append(block.length)
     verdict("compilations", cases, outputs)
     grown = [b for b in blocks if len(b.seen) != b.length]
     if grown:
         fail(
-            f"compilations: the list of the block around {grown[0].label} grew from "
-            f"{grown[0].length} to {len(grown[0].seen)} after the block ended, when JAX "
-            "compiled elsewhere: a listener registered for the block and never removed keeps "
-            "appending. Register one listener once and copy into the list what arrived during "
-            "the block, or (in recent JAX) remove the block's listener when the block ends, "
-            "with jax.monitoring.unregister_event_duration_listener in a `finally:`"
+            _(
+                "compilations: the list of the block around {label} grew from {length} to "
+                "{grown} after the block ended, when JAX compiled elsewhere: a listener "
+                "registered for the block and never removed keeps appending. Register one "
+                "listener once and copy into the list what arrived during the block, or (in "
+                "recent JAX) remove the block's listener when the block ends, with "
+                "jax.monitoring.unregister_event_duration_listener in a `finally:`"
+            ).format(label=grown[0].label, length=grown[0].length, grown=len(grown[0].seen))
         )
     _check_a_raising_block(compilations, x)
     counts = [b.length for b in blocks]
     passed(
-        f"compilations counts as JAX does: static {counts[0]} cold, {counts[2]} warm; traced "
-        f"{counts[1]} cold, {counts[3]} warm"
+        _(
+            "compilations counts as JAX does: static {static_cold} cold, {static_warm} warm; "
+            "traced {traced_cold} cold, {traced_warm} warm"
+        ).format(
+            static_cold=counts[0],
+            static_warm=counts[2],
+            traced_cold=counts[1],
+            traced_warm=counts[3],
+        )
     )
 
 
@@ -359,28 +400,35 @@ def _check_a_raising_block(compilations: Callable, x) -> None:
         escaped = True
     except Exception as exc:
         fail(
-            f"compilations() raised {type(exc).__name__} when its block raised an error: "
-            f"{error_text(exc)}"
+            _("compilations() raised {error} when its block raised an error: {message}").format(
+                error=type(exc).__name__, message=error_text(exc)
+            )
         )
-    compiles = sum(e == COMPILE_EVENT for e, _ in _events[start:])
-    length = _length(seen, "a block that raises")
+    compiles = sum(e == COMPILE_EVENT for e, _duration in _events[start:])
+    length = _length(seen, _("a block that raises"))
     if not escaped:
         fail(
-            "compilations swallows the error raised inside its block (an __exit__ that "
-            "returns True, or a generator that catches the error without raising it again): "
-            "a counter must let errors through"
+            _(
+                "compilations swallows the error raised inside its block (an __exit__ that "
+                "returns True, or a generator that catches the error without raising it "
+                "again): a counter must let errors through"
+            )
         )
     if length != compiles:
         fail(
-            f"compilations: the block that compiled {compiles} time(s) and then raised an "
-            f"error ends with {length} in its list. Fill the list in a `finally:` (try: yield "
-            "seen / finally: ...), so that a block that fails is counted too"
+            _(
+                "compilations: the block that compiled {count} time(s) and then raised an "
+                "error ends with {length} in its list. Fill the list in a `finally:` (try: "
+                "yield seen / finally: ...), so that a block that fails is counted too"
+            ).format(count=compiles, length=length)
         )
     jax.block_until_ready(jax.jit(_fresh())(x, 0.5))
     if len(seen) != length:
         fail(
-            "compilations: after a block that raised an error, its list keeps growing when "
-            "JAX compiles elsewhere: its listener is not removed when the block fails. Remove "
-            "it in a `finally:`, or register one listener once and copy into the list what "
-            "arrived during the block"
+            _(
+                "compilations: after a block that raised an error, its list keeps growing when "
+                "JAX compiles elsewhere: its listener is not removed when the block fails. "
+                "Remove it in a `finally:`, or register one listener once and copy into the "
+                "list what arrived during the block"
+            )
         )

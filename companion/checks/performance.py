@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import string
 from collections.abc import Callable
 
 import jax
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import describe, require_array, require_number
+from companion.checks._messages import N_, _
 from companion.checks.bugs import _COLLECTOR_MAX_STEPS, _short_episodes
 from companion.checks.core import (
     Case,
@@ -49,16 +51,24 @@ def _batched_loop_reference(make_states, actions, step_fn, flag="done"):
     return np.stack(finals), np.array(counts), np.stack(dones, axis=1)
 
 
-def _first_difference(got, expected, what, axes=("step", "environment")) -> str:
-    """Where ``got`` first differs from ``expected``: `` at step t, environment e``."""
+def _first_difference(
+    got, expected, what, where=N_("step {step}, environment {environment}")
+) -> str:
+    """Where ``got`` first differs from ``expected``: ``where`` names its axes, one placeholder
+    each in the order of the axes ("step 3, environment 1")."""
     wrong = (
         ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
         if got.dtype.kind == "f"
         else (got != expected)
     )
     index = tuple(int(i) for i in np.argwhere(wrong)[0])
-    where = ", ".join(f"{name} {i}" for name, i in zip(axes, index))
-    return f"{what} first differs at {where}: it gives {got[index]}, expected {expected[index]}"
+    axes = [field for _text, field, _spec, _conversion in string.Formatter().parse(where) if field]
+    return _("{what} first differs at {where}: it gives {got}, expected {expected}").format(
+        what=what,
+        where=_(where).format(**dict(zip(axes, index))),
+        got=got[index],
+        expected=expected[index],
+    )
 
 
 @self_check
@@ -87,15 +97,18 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     actions = actions.astype(jnp.int32)
     sizes = unrolled(batched_rollout, *[(make_states(), actions[:n]) for n in (20, 40)])
     if sizes is not None:
-        fail(
-            "batched_rollout unrolls its loop into the program"
-            + (
-                " (scan's unroll)"
-                if sizes[1] < 0
-                else f" ({sizes[0]} operations for 20 steps, {sizes[1]} for 40)"
+        growth = (
+            _(" (scan's unroll)")
+            if sizes[1] < 0
+            else _(" ({short} operations for 20 steps, {long} for 40)").format(
+                short=sizes[0], long=sizes[1]
             )
-            + ": a Python loop (even under an inner jax.jit) copies the step once per time "
-            "step; use jax.lax.scan"
+        )
+        fail(
+            _(
+                "batched_rollout unrolls its loop into the program{growth}: a Python loop (even "
+                "under an inner jax.jit) copies the step once per time step; use jax.lax.scan"
+            ).format(growth=growth)
         )
     call = "batched_rollout(states, actions)"
     traces: list = []
@@ -105,7 +118,9 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
             make_states(),
             actions,
             call=call,
-            hint="states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time first",
+            hint=_(
+                "states: a CartPoleState with leaves (3, ...); actions: int32 (60, 3), time first"
+            ),
         )
     limit = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS if traces else 500)
     reference_step = functools.partial(cartpole.step_autoreset, params=limit)
@@ -113,8 +128,10 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     final, dones = got
     if not isinstance(final, cartpole.CartPoleState):
         fail(
-            f"the first result of {call} should be the final states, a cartpole.CartPoleState "
-            f"whose leaves have a leading axis {num_envs}; it is {describe(final)}"
+            _(
+                "the first result of {call} should be the final states, a "
+                "cartpole.CartPoleState whose leaves have a leading axis {num_envs}; it is {got}"
+            ).format(call=call, num_envs=num_envs, got=describe(final))
         )
     physics = require_array(
         final.physics, "final_states.physics", (num_envs, 4), np.float32, returns=False
@@ -124,16 +141,16 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     )
     dones = require_array(
         dones,
-        f"done_t of {call}",
+        _("done_t of {call}").format(call=call),
         (num_steps, num_envs),
         bool,
-        why="one flag per step and environment, time first",
+        why=_("one flag per step and environment, time first"),
         hint=lambda dones: (
-            "It is environment first: return it time first, as lax.scan stacks its outputs"
+            _("It is environment first: return it time first, as lax.scan stacks its outputs")
             if np.shape(dones) == (num_envs, num_steps)
             else ""
         ),
-        dtype_hint="Return timestep.done as it is",
+        dtype_hint=_("Return timestep.done as it is"),
         returns=False,
     )
     ref_physics, ref_counts, ref_dones = _batched_loop_reference(
@@ -144,27 +161,35 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
         and np.array_equal(counts, ref_counts)
         and np.array_equal(dones, ref_dones)
     ):
-        passed("batched_rollout matches stepping each environment alone, in one loop body")
+        passed(_("batched_rollout matches stepping each environment alone, in one loop body"))
         return
     no_reset = _batched_loop_reference(
         make_states, actions, functools.partial(cartpole.step, params=limit)
     )[0]
     if close(physics, no_reset):
-        fail("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step")
+        fail(_("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step"))
     if not close(physics, ref_physics):
+        difference = _first_difference(
+            physics,
+            ref_physics,
+            "final_states.physics",
+            N_("environment {environment}, component {component}"),
+        )
         fail(
-            "the final states differ from stepping each environment on its own with "
-            "step_autoreset (actions[t, e] is the action of environment e at step t): "
-            + _first_difference(
-                physics, ref_physics, "final_states.physics", ("environment", "component")
-            )
+            _(
+                "the final states differ from stepping each environment on its own with "
+                "step_autoreset (actions[t, e] is the action of environment e at step t): "
+                "{difference}"
+            ).format(difference=difference)
         )
     if not np.array_equal(dones, ref_dones):
         terminated = _batched_loop_reference(make_states, actions, reference_step, "terminated")
         if np.array_equal(dones, terminated[2]):
             fail(
-                "done_t is timestep.terminated: it misses the truncations (here the time "
-                "limit is 30 steps); done = terminated | truncated, timestep.done"
+                _(
+                    "done_t is timestep.terminated: it misses the truncations (here the time "
+                    "limit is 30 steps); done = terminated | truncated, timestep.done"
+                )
             )
         late = [
             np.concatenate([fill, ref_dones[:-1]])
@@ -172,18 +197,26 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
         ]
         if any(np.array_equal(dones, x) for x in late):
             fail(
-                "done_t is not the flag of the step just taken: it is one step late (each "
-                "step's output is the flag of the step before); return the timestep.done "
-                "that the step returns"
+                _(
+                    "done_t is not the flag of the step just taken: it is one step late (each "
+                    "step's output is the flag of the step before); return the timestep.done "
+                    "that the step returns"
+                )
             )
         fail(
-            "the final states are right but done_t is not: return timestep.done of every "
-            "step as the scanned output, in order. " + _first_difference(dones, ref_dones, "done_t")
+            _(
+                "the final states are right but done_t is not: return timestep.done of every "
+                "step as the scanned output, in order. {difference}"
+            ).format(difference=_first_difference(dones, ref_dones, "done_t"))
         )
+    difference = _first_difference(
+        counts, ref_counts, "step_count", N_("environment {environment}")
+    )
     fail(
-        "the final physics and flags are right but final_states.step_count is not: return the "
-        "states the last step returned. "
-        + _first_difference(counts, ref_counts, "step_count", ("environment",))
+        _(
+            "the final physics and flags are right but final_states.step_count is not: return "
+            "the states the last step returned. {difference}"
+        ).format(difference=difference)
     )
 
 
@@ -221,28 +254,31 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
     """
     require_function(rollout_bytes, "rollout_bytes")
     per = _rollout_bytes_per_step()
-    four = (
-        "4 bytes a step are missing: one float32 or int32 field (log_prob, value, reward, "
-        "next_value, action, step_count) or the action mask (4 bools)"
-    )
+    next_value = _("no next image is stored: next_value (4 bytes) replaces it")
     mistakes = {
-        per + 900: "the image is stored as bool, 1 byte a cell and channel, not float32",
-        per + 18: "a bool takes 1 byte, not 4 (action_mask, terminated, done)",
-        per + 918: "a bool takes 1 byte, not 4 (the image, action_mask, terminated, done)",
-        per + 300: "no next image is stored: next_value, V(s_{t+1}) (4 bytes), is what GAE "
-        "needs of the next state",
-        per + 296: "no next image is stored: next_value (4 bytes) replaces it",
-        per + 1196: "no next image is stored: next_value (4 bytes) replaces it",
-        per - 4: four,
-        per - 8: four.replace("4 bytes a step are", "8 bytes a step are").replace(
-            "one float32 or int32 field", "two float32 or int32 fields"
+        per + 900: _("the image is stored as bool, 1 byte a cell and channel, not float32"),
+        per + 18: _("a bool takes 1 byte, not 4 (action_mask, terminated, done)"),
+        per + 918: _("a bool takes 1 byte, not 4 (the image, action_mask, terminated, done)"),
+        per + 300: _(
+            "no next image is stored: next_value, V(s_{t+1}) (4 bytes), is what GAE needs of "
+            "the next state"
         ),
-        per - 1: "1 byte a step is missing: terminated and done are both stored, bool",
-        per + 16: "the floats are float32 (4 bytes), not float64",
-        per + 8: "action and step_count are int32 (4 bytes), not int64",
-        per + 24: "JAX's ints and floats are 32-bit (4 bytes) by default, not 64-bit",
-        per - 200: "an image has 3 channels (walls, agent, target): 3 * 10 * 10 cells",
-        per * 8: "these are bits: a byte is 8 bits",
+        per + 296: next_value,
+        per + 1196: next_value,
+        per - 4: _(
+            "4 bytes a step are missing: one float32 or int32 field (log_prob, value, reward, "
+            "next_value, action, step_count) or the action mask (4 bools)"
+        ),
+        per - 8: _(
+            "8 bytes a step are missing: two float32 or int32 fields (log_prob, value, reward, "
+            "next_value, action, step_count) or the action mask (4 bools)"
+        ),
+        per - 1: _("1 byte a step is missing: terminated and done are both stored, bool"),
+        per + 16: _("the floats are float32 (4 bytes), not float64"),
+        per + 8: _("action and step_count are int32 (4 bytes), not int64"),
+        per + 24: _("JAX's ints and floats are 32-bit (4 bytes) by default, not 64-bit"),
+        per - 200: _("an image has 3 channels (walls, agent, target): 3 * 10 * 10 cells"),
+        per * 8: _("these are bits: a byte is 8 bits"),
     }
     shapes = ((1, 1), (32, 64), (128, 16))
     answers = []
@@ -253,28 +289,46 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
             raw,
             call,
             "int",
-            why="a whole number of bytes",
+            why=_("a whole number of bytes"),
             hint=lambda raw: (
-                f"It is {raw:,}: a whole number of bytes was expected ({per:,} bytes per step "
-                "and environment)"
+                _(
+                    "It is {value}: a whole number of bytes was expected ({per} bytes per step "
+                    "and environment)"
+                ).format(value=f"{raw:,}", per=f"{per:,}")
                 if isinstance(raw, float) and raw != int(raw)
                 else ""
             ),
         )
         answers.append((call, got, num_steps, num_envs))
     if all(got == per * t * n for _, got, t, n in answers):
-        passed(f"rollout_bytes counts {per:,} bytes per step and environment, as the arrays hold")
+        passed(
+            _(
+                "rollout_bytes counts {per} bytes per step and environment, as the arrays hold"
+            ).format(per=f"{per:,}")
+        )
         return
     # a mistake is named only when it gives the answer's bytes for every shape
     for per_step, message in mistakes.items():
-        if all(got == per_step * t * n for _, got, t, n in answers):
+        if all(got == per_step * t * n for _call, got, t, n in answers):
             call, got, t, n = answers[-1]
-            fail(f"{call} = {got:,}: {message}")
-    if all(got in (per * t, per * n) for _, got, t, n in answers):
-        call, got, _, _ = answers[-1]
-        fail(f"{call} = {got:,}: the rollout stores num_steps * num_envs transitions")
+            fail(
+                _("{call} = {value}: {mistake}").format(
+                    call=call, value=f"{got:,}", mistake=message
+                )
+            )
+    if all(got in (per * t, per * n) for _call, got, t, n in answers):
+        call, got, _t, _n = answers[-1]
+        fail(
+            _("{call} = {value}: the rollout stores num_steps * num_envs transitions").format(
+                call=call, value=f"{got:,}"
+            )
+        )
     call, got, t, n = next(a for a in answers if a[1] != per * a[2] * a[3])
-    fail(f"{call} = {got:,}, expected {per * t * n:,} ({per:,} bytes per step and environment)")
+    fail(
+        _("{call} = {value}, expected {expected} ({per} bytes per step and environment)").format(
+            call=call, value=f"{got:,}", expected=f"{per * t * n:,}", per=f"{per:,}"
+        )
+    )
 
 
 # --- exercise 3: where a scaling curve bends ------------------------------------------------
@@ -310,30 +364,30 @@ def _sweep(steps_per_s: dict, order: list) -> dict:
 #: before its peak, and one that never bends; given out of order, as a dict may be.
 _BEND_CASES = (
     (
-        "DQN's committed curve",
+        N_("DQN's committed curve"),
         {1: 4185, 8: 25840, 64: 172763, 512: 977194, 4096: 1815688},
         [64, 1, 4096, 8, 512],
         0.5,
     ),
     (
-        "PPO's committed curve",
+        N_("PPO's committed curve"),
         {1: 10316, 8: 14675, 64: 9572, 512: 6483, 4096: 6066},
         [8, 512, 1, 4096, 64],
         0.5,
     ),
     (
-        "a curve that bends before its peak",
+        N_("a curve that bends before its peak"),
         {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
         [4, 32, 1, 16, 2, 8],
         0.5,
     ),
     (
-        "the same curve with slope 0.25",
+        N_("the same curve with slope 0.25"),
         {1: 100, 2: 190, 4: 370, 8: 500, 16: 560, 32: 540},
         [1, 2, 4, 8, 16, 32],
         0.25,
     ),
-    ("a curve that never bends", {1: 5, 10: 50, 100: 480}, [100, 10, 1], 0.5),
+    (N_("a curve that never bends"), {1: 5, 10: 50, 100: 480}, [100, 10, 1], 0.5),
 )
 
 
@@ -358,42 +412,50 @@ def check_bend(bend: Callable) -> None:
     require_function(bend, "bend")
     cases, outputs = [], []
     for label, rates, order, slope in _BEND_CASES:
-        sweep = _sweep(rates, order)
-        call = f"bend(sweep, slope={slope}) on {label}"
+        sweep, label = _sweep(rates, order), _(label)
+        call = _("bend(sweep, slope={slope}) on {label}").format(slope=slope, label=label)
         got = run_answer(
             bend,
             sweep,
             slope,
             call=call,
             jit=False,
-            hint="sweep's keys are strings ('1', '8', ...)",
+            hint=_("sweep's keys are strings ('1', '8', ...)"),
         )
         got = require_number(
             got,
             call,
             "int",
-            why="a size",
-            hint=lambda got: "Return the size as an int, int(size)" if isinstance(got, str) else "",
+            why=_("a size"),
+            hint=lambda got: (
+                _("Return the size as an int, int(size)") if isinstance(got, str) else ""
+            ),
         )
         outputs.append(got)
         mistakes = {
-            "the sizes are sorted as strings ('1', '4096', '512', ...): sort them as numbers, "
-            "sorted(sweep, key=int)": _bend_reference(sweep, slope, order=sorted),
-            "the sizes are taken in the dict's order, not sorted: sort them as numbers, "
-            "sorted(sweep, key=int)": _bend_reference(sweep, slope, order=list),
-            "it returns the size after the bend, where the flat segment ends: the bend is "
-            "where that segment starts": _bend_reference(sweep, slope, past=True),
-            "it returns the size with the most steps per second: the curve bends where its "
-            "growth slows, which can be before its peak": int(
-                max(sweep, key=lambda k: sweep[k]["steps_per_s"])
-            ),
-            "the slope is taken as the gain over the size's growth (gain / growth); on a "
-            "log-log plot it is log(gain) / log(growth)": _bend_reference(
-                sweep, slope, linear=True
-            ),
-            "slope is ignored (0.5 throughout): compare with the slope passed in": _bend_reference(
-                sweep, 0.5
-            ),
+            _(
+                "the sizes are sorted as strings ('1', '4096', '512', ...): sort them as "
+                "numbers, sorted(sweep, key=int)"
+            ): _bend_reference(sweep, slope, order=sorted),
+            _(
+                "the sizes are taken in the dict's order, not sorted: sort them as numbers, "
+                "sorted(sweep, key=int)"
+            ): _bend_reference(sweep, slope, order=list),
+            _(
+                "it returns the size after the bend, where the flat segment ends: the bend is "
+                "where that segment starts"
+            ): _bend_reference(sweep, slope, past=True),
+            _(
+                "it returns the size with the most steps per second: the curve bends where its "
+                "growth slows, which can be before its peak"
+            ): int(max(sweep, key=lambda k: sweep[k]["steps_per_s"])),
+            _(
+                "the slope is taken as the gain over the size's growth (gain / growth); on a "
+                "log-log plot it is log(gain) / log(growth)"
+            ): _bend_reference(sweep, slope, linear=True),
+            _(
+                "slope is ignored (0.5 throughout): compare with the slope passed in"
+            ): _bend_reference(sweep, 0.5),
         }
         inputs = {
             "sizes": sorted(rates),
@@ -402,4 +464,4 @@ def check_bend(bend: Callable) -> None:
         }
         cases.append(Case(label, inputs, _bend_reference(sweep, slope), mistakes))
     verdict("bend", cases, outputs, rtol=0, atol=0)
-    passed("bend finds where each curve's log-log slope first falls below the slope given")
+    passed(_("bend finds where each curve's log-log slope first falls below the slope given"))
