@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from companion.checks import (
@@ -37,6 +38,39 @@ def test_batched_rollout_passes(capsys):
     per_env = jax.vmap(scan_rollout, in_axes=(0, 1), out_axes=(0, 1))
     check_batched_rollout(per_env)
     assert capsys.readouterr().out.count("check passed") == 2
+
+
+def looked_up_scan(states, actions):
+    """A right answer that finds ``cartpole.step_autoreset`` when it is traced, as a student's."""
+
+    def body(states, actions_t):
+        states, timestep = jax.vmap(cartpole.step_autoreset)(states, actions_t)
+        return states, timestep.done
+
+    return jax.lax.scan(body, states, actions)
+
+
+def test_batched_rollout_check_runs_again_and_leaves_the_real_time_limit(capsys):
+    """A check cell run twice, and an answer under its own jax.jit, still pass (the short time
+    limit the check sets is traced each time); afterwards the answer runs with the real limit."""
+    jitted = jax.jit(looked_up_scan)
+    for answer in (looked_up_scan, looked_up_scan, jitted, jitted):
+        check_batched_rollout(answer)
+    assert capsys.readouterr().out.count("check passed") == 4
+
+    def states():  # the same three starts each time, from keys not yet used
+        return jax.vmap(cartpole.reset)(jax.random.split(jax.random.key(3), 3))[0]
+
+    # pushing left and right in turn keeps some poles up past the check's 30-step limit
+    actions = jnp.tile(jnp.array([[0], [1]], jnp.int32), (60, 3))
+    _, dones = jitted(states(), actions)
+    _, expected = batched_scan(states(), actions)  # cartpole's own step, its real limit
+    short = cartpole.DEFAULT_PARAMS._replace(max_steps=30)
+    _, truncated_early = batched_scan(
+        states(), actions, step_fn=lambda s, a: cartpole.step_autoreset(s, a, short)
+    )
+    assert not np.array_equal(np.asarray(truncated_early), np.asarray(expected))
+    assert np.array_equal(np.asarray(dones), np.asarray(expected))
 
 
 def unrolled_batched(states, actions):

@@ -238,7 +238,12 @@ _COLLECTOR_MAX_STEPS = 30
 @contextlib.contextmanager
 def _short_episodes(traces: list):
     """``cartpole.step_autoreset`` with a time limit of ``_COLLECTOR_MAX_STEPS`` steps while
-    the block runs; each trace of it appends to ``traces``."""
+    the block runs; each trace of it appends to ``traces``.
+
+    JAX's caches are cleared on the way in and out: an answer compiled before (a check run
+    again, an answer under its own ``jax.jit``) is traced again with the short limit, and the
+    program compiled with it is not reused by the student's own calls afterwards.
+    """
     original = cartpole.step_autoreset
     params = cartpole.DEFAULT_PARAMS._replace(max_steps=_COLLECTOR_MAX_STEPS)
 
@@ -247,11 +252,13 @@ def _short_episodes(traces: list):
         default = given is None or given == cartpole.DEFAULT_PARAMS
         return original(state, action, params if default else given)
 
+    jax.clear_caches()
     cartpole.step_autoreset = step_autoreset
     try:
         yield
     finally:
         cartpole.step_autoreset = original
+        jax.clear_caches()
 
 
 def _truncations(fell: np.ndarray, max_steps: int) -> np.ndarray:
