@@ -34,8 +34,9 @@ check: venv lint
 	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -n auto --dist loadgroup -m "$(CHECK_MARKS)"
 
 # ruff's formatter and linter over the Python outside the notebooks (settings in
-# pyproject.toml); `ruff format companion tests benchmarks tools` and `ruff check --fix` repair.
-LINTED := companion tests benchmarks tools
+# pyproject.toml), the book's Sphinx extensions and the site check included; `ruff format
+# companion tests benchmarks tools book/_ext .ci/check_site.py` and `ruff check --fix` repair.
+LINTED := companion tests benchmarks tools book/_ext .ci/check_site.py
 lint: venv
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/ruff check $(LINTED)

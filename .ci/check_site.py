@@ -43,9 +43,19 @@ def rendered_questions(page: Path) -> int:
     """How many quiz questions headless Chromium draws on ``page`` (jupyterquiz's JavaScript
     makes one ``div.Quiz`` per question)."""
     dom = subprocess.run(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--virtual-time-budget=10000", "--dump-dom", page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     return len(re.findall(r'class="Quiz"', dom))
 
@@ -55,9 +65,19 @@ def playground_selftest(page: Path) -> str:
     of three sizes solved step by step, the value map's backups watched, the agent switched,
     a maze drawn by clicks and run by each agent at two speeds)."""
     return subprocess.run(
-        [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--virtual-time-budget=30000", "--dump-dom", page.resolve().as_uri() + "?selftest=1"],
-        capture_output=True, text=True, timeout=180,
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--virtual-time-budget=30000",
+            "--dump-dom",
+            page.resolve().as_uri() + "?selftest=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     ).stdout
 
 
@@ -69,7 +89,9 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         problems.append(f"{page}: missing")
         continue
     html = page.read_text()
-    colab = f"https://colab.research.google.com/github/{url}/blob/{branch}/notebooks/{notebook.name}"
+    colab = (
+        f"https://colab.research.google.com/github/{url}/blob/{branch}/notebooks/{notebook.name}"
+    )
     if colab not in html:
         problems.append(f"{page.name}: no Colab launch link {colab}")
     if "chapter-card" not in html or "to execute the notebook" not in html:
@@ -83,8 +105,10 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
     if "application/vnd.jupyter.widget-view+json" in html and "static fallback" not in html:
         problems.append(f"{page.name}: a widget without a static fallback")
     if "application/vnd.jupyter.widget-state+json" in html:
-        problems.append(f"{page.name}: embeds widget state (and loads the widget manager from "
-                        "a CDN), which no reader of the page uses")
+        problems.append(
+            f"{page.name}: embeds widget state (and loads the widget manager from "
+            "a CDN), which no reader of the page uses"
+        )
     quiz = root / "notebooks" / "quizzes" / f"{notebook.stem}.json"
     if BROWSER is not None and quiz.exists():
         # the page holds the quiz in each language (the page's own shows): both are drawn
@@ -101,8 +125,10 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
         between = html[quiz_at:learned_at]
         if learned_at < 0 or between.count("<h2>") != 1 or between.count("<p>") != 1:
             after = re.findall(r"<h2>(.*?)<a", html[quiz_at:])[1:2]
-            problems.append(f"{page.name}: more than the quiz between the quiz and What you "
-                            f"learned (next heading: {after})")
+            problems.append(
+                f"{page.name}: more than the quiz between the quiz and What you "
+                f"learned (next heading: {after})"
+            )
     for img in re.findall(r'<img[^>]+src="([^"]+)"', html):
         if img.startswith(("data:", "http://", "https://")):
             continue
@@ -134,18 +160,23 @@ if BROWSER is not None:
     import measure_pages
 
     measured = measure_pages.summarise(
-        measure_pages.run(site, widths=(1280, 390), modes=("light", "dark"),
-                          patterns=("notebooks/*", "book/*")),
-        max_height=HEIGHT_LIMIT, max_overflow=0, max_clipped=0,
+        measure_pages.run(
+            site, widths=(1280, 390), modes=("light", "dark"), patterns=("notebooks/*", "book/*")
+        ),
+        max_height=HEIGHT_LIMIT,
+        max_overflow=0,
+        max_clipped=0,
         max_phone_height=PHONE_HEIGHT_LIMIT,
     )
     problems += measured["failures"]
     # The Japanese pages share the English pages' stylesheets and code; their text wraps
     # differently, so they are measured where wrapping matters: on the phone.
     measured_ja = measure_pages.summarise(
-        measure_pages.run(site, widths=(390,), modes=("light",),
-                          patterns=("ja/notebooks/*", "ja/book/*")),
-        max_overflow=0, max_phone_height=PHONE_HEIGHT_LIMIT,
+        measure_pages.run(
+            site, widths=(390,), modes=("light",), patterns=("ja/notebooks/*", "ja/book/*")
+        ),
+        max_overflow=0,
+        max_phone_height=PHONE_HEIGHT_LIMIT,
     )
     problems += measured_ja["failures"]
 
@@ -171,8 +202,10 @@ else:
         if relative.parts[0] in ("notebooks", "book") and 'class="edition-switch"' not in text:
             problems.append(f"ja/{relative}: no link to the English page")
         if relative.parts[0] == "notebooks":  # the launch menu and the card open notebooks/ja
-            colab = (f"https://colab.research.google.com/github/{url}/blob/{branch}/"
-                     f"notebooks/ja/{relative.stem}.ipynb")
+            colab = (
+                f"https://colab.research.google.com/github/{url}/blob/{branch}/"
+                f"notebooks/ja/{relative.stem}.ipynb"
+            )
             links = set(re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', text))
             if links != {colab}:
                 problems.append(f"ja/{relative}: Colab links {sorted(links)}, not only {colab}")
@@ -202,8 +235,9 @@ for language, edition_root in (("en", site), ("ja", edition)):
         for other in ("en", "ja"):
             href = edition_href(pagename, language, other, BASE)
             if f'<link rel="alternate" hreflang="{other}" href="{href}"' not in head:
-                problems.append(f"{page.relative_to(site)}: no link rel=alternate hreflang="
-                                f"{other} to {href}")
+                problems.append(
+                    f"{page.relative_to(site)}: no link rel=alternate hreflang={other} to {href}"
+                )
         missing = [p for p in OPENGRAPH if f'<meta property="{p}" content="' not in head]
         if missing:
             problems.append(f"{page.relative_to(site)}: no {', '.join(missing)} in its head")
@@ -225,32 +259,54 @@ if BROWSER is not None:
 # the formulas of the foundations chapter.
 foundations = site / "notebooks" / "05_rl_foundations.html"
 if foundations.exists():
-    if '_static/mathjax/tex-chtml.js' not in foundations.read_text():
-        problems.append(f"{foundations.name}: MathJax is not loaded from the site's _static/mathjax")
+    if "_static/mathjax/tex-chtml.js" not in foundations.read_text():
+        problems.append(
+            f"{foundations.name}: MathJax is not loaded from the site's _static/mathjax"
+        )
     if BROWSER is not None:
         dom = subprocess.run(
-            [BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--virtual-time-budget=10000", "--dump-dom",
-             foundations.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120,
+            [
+                BROWSER,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                foundations.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         ).stdout
         if dom.count("<mjx-container") < 20:
-            problems.append(f"{foundations.name}: Chromium drew {dom.count('<mjx-container')} "
-                            "formulas offline")
+            problems.append(
+                f"{foundations.name}: Chromium drew {dom.count('<mjx-container')} formulas offline"
+            )
 
 # Pages stay light: a reader on a slow connection loads every page in full.
 PAGE_LIMIT = 1_500_000  # bytes
 for page in sorted(site.rglob("*.html")):
     if "_static" not in page.parts and page.stat().st_size > PAGE_LIMIT:
-        problems.append(f"{page.relative_to(site)}: {page.stat().st_size:,} bytes, over the "
-                        f"{PAGE_LIMIT:,} a page may weigh")
+        problems.append(
+            f"{page.relative_to(site)}: {page.stat().st_size:,} bytes, over the "
+            f"{PAGE_LIMIT:,} a page may weigh"
+        )
 
 # The playground in each edition: its scripts are there, and its self-test passes in the
 # page's language (the report's values are the same in both; its text is the page's).
-PLAYGROUND_FILES = ("weights.js", "agent.js", "strings.js", "selftest.js", "playground.js",
-                    "playground.css")
-for edition_root, lang, title in ((site, "en", "Maze playground"),
-                                  (site / "ja", "ja", "迷路プレイグラウンド")):
+PLAYGROUND_FILES = (
+    "weights.js",
+    "agent.js",
+    "strings.js",
+    "selftest.js",
+    "playground.js",
+    "playground.css",
+)
+for edition_root, lang, title in (
+    (site, "en", "Maze playground"),
+    (site / "ja", "ja", "迷路プレイグラウンド"),
+):
     if not edition_root.is_dir():
         continue  # a missing edition is reported above
     playground = edition_root / "book" / "playground.html"
@@ -287,11 +343,14 @@ for edition_root, lang, title in ((site, "en", "Maze playground"),
             report = json.loads(html_lib.unescape(found[0])) if found else {}
             for size in ("10x10", "20x20", "9x24"):
                 if report.get(size) != "100/100":
-                    problems.append(f"{name}: {size} mazes along a shortest path: "
-                                    f"{report.get(size)}, not 100/100")
+                    problems.append(
+                        f"{name}: {size} mazes along a shortest path: "
+                        f"{report.get(size)}, not 100/100"
+                    )
             if report.get("language") != lang:
-                problems.append(f"{name}: the playground spoke {report.get('language')}, "
-                                f"not {lang}")
+                problems.append(
+                    f"{name}: the playground spoke {report.get('language')}, not {lang}"
+                )
         texts = (title, "training distribution") if lang == "en" else (title,)
         if any(text not in dom for text in texts):
             problems.append(f"{name}: the page's text is gone after its script ran")
@@ -302,23 +361,33 @@ if problems:
     print("\n".join(problems))
     sys.exit(1)
 if BROWSER is None:
-    print("site check: no Chromium on this machine, so the quizzes were not drawn and counted, "
-          "the playground was not run and the search pages were not searched")
-print(f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages and the "
-      "playground OK")
+    print(
+        "site check: no Chromium on this machine, so the quizzes were not drawn and counted, "
+        "the playground was not run and the search pages were not searched"
+    )
+print(
+    f"site check: {len(list((root / 'notebooks').glob('*.ipynb')))} chapter pages and the "
+    "playground OK"
+)
 if BROWSER is not None:
     print(f"playground self-test: {json.dumps(playground_report)}")
-    print("search: in each edition its test words find every page that holds them "
-          f"({', '.join(t for terms in site_search.TERMS.values() for t in terms)})")
+    print(
+        "search: in each edition its test words find every page that holds them "
+        f"({', '.join(t for terms in site_search.TERMS.values() for t in terms)})"
+    )
     tallest = measured["summary"].get("tallest_at_1280", {})
-    print(f"pages in Chromium: the tallest chapter {tallest.get('page')} is "
-          f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
-          "page is wider than the screen and no figure wider than its column; no control is "
-          "lost in the dark or light scheme")
+    print(
+        f"pages in Chromium: the tallest chapter {tallest.get('page')} is "
+        f"{tallest.get('height', 0):,} px at 1280 px (limit {HEIGHT_LIMIT:,}); at 390 px no "
+        "page is wider than the screen and no figure wider than its column; no control is "
+        "lost in the dark or light scheme"
+    )
     for name, report in (("English", measured), ("Japanese", measured_ja)):
         phone = report["summary"].get("tallest_at_390", {})
-        print(f"tallest page at 390 px, {name}: {phone.get('page')} "
-              f"{phone.get('height', 0):,} px (limit {PHONE_HEIGHT_LIMIT:,})")
+        print(
+            f"tallest page at 390 px, {name}: {phone.get('page')} "
+            f"{phone.get('height', 0):,} px (limit {PHONE_HEIGHT_LIMIT:,})"
+        )
     for name, report in (("English", measured), ("Japanese", measured_ja)):
         font = report["summary"].get("390", {}).get("smallest_font_px")
         if font:
@@ -328,5 +397,7 @@ if BROWSER is not None:
         for page, modes in measured.get("pages", {}).items()
         if page.startswith("notebooks/") and modes["light"]["1280"]["height"] > HEIGHT_GOAL
     }
-    print(f"chapters over the {HEIGHT_GOAL:,} px a chapter aims at: "
-          + (", ".join(f"{p} {h:,} px" for p, h in over.items()) or "none"))
+    print(
+        f"chapters over the {HEIGHT_GOAL:,} px a chapter aims at: "
+        + (", ".join(f"{p} {h:,} px" for p, h in over.items()) or "none")
+    )

@@ -13,12 +13,11 @@ import json
 import re
 from pathlib import Path
 
+from book_messages import _  # book/_ext: the words in the build's language
 from docutils import nodes
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxRole
-
-from book_messages import _  # book/_ext: the words in the build's language
 
 LOADS = re.compile(r"\bload_result(?:_or_note)?\(")
 CHAPTER = re.compile(r"^(\d+)_")

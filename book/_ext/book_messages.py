@@ -105,7 +105,5 @@ def setup(app: Sphinx) -> dict:
     dirs = [Path(app.srcdir, d) for d in app.config.locale_dirs] + [LOCALES]
     digest = compile_catalogue(app.config.language, dirs, out)
     app.add_message_catalog(DOMAIN, str(out))
-    app.connect(
-        "env-get-outdated", lambda *args: _read_again_when_changed(digest, *args)
-    )
+    app.connect("env-get-outdated", lambda *args: _read_again_when_changed(digest, *args))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,11 +9,10 @@ edition every label is in Japanese. The labels are set on the cell before myst-n
 
 from __future__ import annotations
 
+from book_messages import N_, _  # book/_ext: the words in the build's language
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
-
-from book_messages import N_, _  # book/_ext: the words in the build's language
 
 SOLUTION_TAG = "solution"
 #: (show, hide) of a solution, translated on the page (``book_messages``)

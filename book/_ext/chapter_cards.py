@@ -18,15 +18,14 @@ import re
 from pathlib import Path
 
 import yaml
+from book_messages import N_, _, ngettext  # book/_ext: the words in the build's language
 from docutils import nodes
+from edition_notebooks import notebook_path  # book/_ext: the notebook of the page's edition
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
-
-from book_messages import N_, _, ngettext  # book/_ext: the words in the build's language
-from edition_notebooks import notebook_path  # book/_ext: the notebook of the page's edition
 
 CARDS_FILE = "book/chapters.yml"
 DIFFICULTIES = ("introductory", "intermediate", "advanced")

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from book_messages import _  # book/_ext: the words in the build's language
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
-
-from book_messages import _  # book/_ext: the words in the build's language
 
 _KEY = "has_chapter_times"
 

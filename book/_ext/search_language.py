@@ -30,10 +30,9 @@ import json
 import sys
 from pathlib import Path
 
+from book_messages import N_, _  # book/_ext: the words in the build's language
 from sphinx.application import Sphinx
 from sphinx.search.ja import DefaultSplitter, SearchJapanese
-
-from book_messages import N_, _  # book/_ext: the words in the build's language
 
 SCRIPT = Path(__file__).with_name("search_language.js")
 
