@@ -1,5 +1,4 @@
-"""The book's small Sphinx extensions: which chapters show committed benchmark results
-(``book/_ext/benchmark_chapters.py``), the chapter the glossary names for each definition
+"""The book's small Sphinx extensions: the chapter the glossary names for each definition
 (``book/_ext/glossary_chapters.py``), and what every page's head holds
 (``book/_ext/page_head.py``: one copy of each script, the other edition, a preview)."""
 
@@ -17,30 +16,7 @@ from sphinx.errors import ExtensionError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-from benchmark_chapters import benchmark_chapters  # noqa: E402
 from glossary_chapters import where  # noqa: E402
-
-
-def _notebook(path: Path, *cells: tuple[str, str]) -> None:
-    path.write_text(
-        json.dumps({"cells": [{"cell_type": kind, "source": [text]} for kind, text in cells]})
-    )
-
-
-def test_the_chapters_that_load_a_committed_result_are_listed_in_order(tmp_path):
-    _notebook(tmp_path / "12_far.ipynb", ("code", "data = load_result('sharding')"))
-    _notebook(tmp_path / "03_near.ipynb", ("code", "x, note = bench.load_result_or_note('a')"))
-    _notebook(tmp_path / "05_prose.ipynb", ("markdown", "we never call load_result('a') here"))
-    _notebook(tmp_path / "06_other.ipynb", ("code", "reload_results()"))
-    assert benchmark_chapters(tmp_path) == [(3, "notebooks/03_near"), (12, "notebooks/12_far")]
-
-
-def test_the_books_own_list_matches_its_notebooks():
-    found = benchmark_chapters(ROOT / "notebooks")
-    assert found and [n for n, _ in found] == sorted(n for n, _ in found)
-    for _, docname in found:
-        cells = json.loads((ROOT / f"{docname}.ipynb").read_text())["cells"]
-        assert any("load_result" in "".join(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
 def _env(labels: dict[str, str], titles: dict[str, str]):

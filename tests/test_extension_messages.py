@@ -182,20 +182,17 @@ def test_a_translation_keeps_the_english_placeholders():
 
 
 def test_the_extensions_words_read_in_the_builds_language(book_language):
-    """The code that builds a page, in each edition: the solution and folded-cell labels and
-    the list of benchmark chapters (the card, the tables and the search page's sentence:
-    test_chapter_cards.py, test_book_extensions.py, test_site_search.py)."""
-    import benchmark_chapters
+    """The code that builds a page, in each edition: the solution and folded-cell labels (the
+    card, the tables and the search page's sentence: test_chapter_cards.py,
+    test_site_search.py)."""
     import cell_labels
 
     book_language("ja")
     assert cell_labels.labels(["solution"]) == ("解答を表示", "解答を隠す")
     assert cell_labels.labels(["hide-input"]) == ("コードを表示", "コードを隠す")
-    assert benchmark_chapters.separators() == ("、", "、")
     book_language("en")
     assert cell_labels.labels(["solution"]) == ("Show solution", "Hide solution")
     assert cell_labels.labels(["hide-input"]) is None  # myst-nb's own "Show code cell source"
-    assert benchmark_chapters.separators() == (", ", " and ")
 
 
 def test_outside_a_build_the_words_are_english_and_plain_strings(monkeypatch):

@@ -271,14 +271,12 @@ _TEXT = re.compile(r"\\text\{[^{}]*\}")
 def markup(text: str) -> dict[str, Counter]:
     """What a translation must carry over from its English message: the roles (a cross
     reference or a term by its target, which the translation may label in its own words; a
-    glued figure by name; the book's ``benchmark-chapters`` role by its name), the inline code, the maths (spaces aside, and the words of a
+    glued figure by name), the inline code, the maths (spaces aside, and the words of a
     ``\\text{...}``, which are prose) and the link targets."""
     found_roles = Counter()
     for name, body in _ROLE.findall(text):
         if name in ("term", "ref", "doc", "download", "numref"):
             body = body.rsplit("<", 1)[1].rstrip("> ") if "<" in body else body.strip()
-        elif name == "benchmark-chapters":  # its text is a word of the sentence
-            body = ""
         found_roles[(name, body.strip())] += 1
     rest = _ROLE.sub(" ", text)
     maths = (_TEXT.sub(r"\\text{}", m).replace(" ", "") for m in _MATH.findall(rest))
