@@ -43,6 +43,20 @@ def test_the_catalogues_hold_exactly_the_english_messages(tmp_path):
     pot = tool.extract(tmp_path)
     found = tool.problems("ja", pot)
     assert not found, "\n".join(found[:40])
+    # the extracted templates name the book, as the catalogues made from them do
+    setup = (pot / "book" / "setup.pot").read_text()
+    assert '"Project-Id-Version: Deep reinforcement learning in JAX' in setup, setup[:400]
+
+
+def test_every_catalogue_names_the_book():
+    """sphinx-intl copies a template's header into a new catalogue: a header that names no
+    project ("Project name not set") tells a translator's tool nothing."""
+    unnamed = [
+        str(po.relative_to(editions.LOCALES))
+        for po in sorted(editions.LOCALES.rglob("*.po"))
+        if "Project-Id-Version: Deep reinforcement learning in JAX" not in po.read_text()
+    ]
+    assert not unnamed, unnamed
 
 
 def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):

@@ -98,10 +98,11 @@ def _jupyter_book(config: dict, out: Path, *args: str) -> None:
 
 
 def extract(out: Path) -> Path:
-    """The English messages as ``.pot`` files under ``out`` (returned: their folder)."""
-    _jupyter_book(
-        edition_config(None, "off"), out, "--builder", "custom", "--custom-builder", "gettext"
-    )
+    """The English messages as ``.pot`` files under ``out`` (returned: their folder), their
+    headers naming the book (``Project-Id-Version``)."""
+    config = edition_config(None, "off")
+    config["sphinx"]["config"].update(project=config["title"], version="")
+    _jupyter_book(config, out, "--builder", "custom", "--custom-builder", "gettext")
     return out / "_build" / "gettext"
 
 
