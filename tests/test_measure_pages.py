@@ -36,7 +36,7 @@ from figure_widths import (  # noqa: E402
     size_animations,
 )
 
-BROWSER = next((shutil.which(b) for b in measure_pages.BROWSERS if shutil.which(b)), None)
+BROWSER = measure_pages.browser_path()
 
 #: Sets the theme's colour scheme from the system's, as the theme's script does in "auto".
 SCHEME = (
