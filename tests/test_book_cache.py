@@ -1,9 +1,10 @@
-"""The book's execution cache forgets a notebook's outputs when a module or data file that its
-execution reads changes, and only then; tools/execute_notebooks.py fills it the way the build
-reads it."""
+"""The book's execution cache forgets a notebook's outputs when a file that its execution read
+changes, and only then; tools/execute_notebooks.py records what each kernel read and fills the
+cache the way the build reads it."""
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -79,28 +80,24 @@ def book(tmp_path):
     return {"root": tmp_path, "package": pkg, "a": a, "b": b, "notebooks": notebooks}
 
 
-def _files(book, name):
-    pkg = book["package"]
-    return {p.relative_to(pkg).as_posix() for p in reach(book_cache._code(book[name]), pkg)}
+def _files(source: str, pkg: Path) -> set[str]:
+    return {p.relative_to(pkg).as_posix() for p in reach([source], pkg)}
 
 
-def test_the_modules_a_notebook_reaches_follow_its_imports_through_the_package(book):
+def test_the_modules_an_extension_reaches_follow_its_imports_through_the_package(book):
     """Parent packages' __init__ count, relative imports resolve, an import inside a function
-    counts, ``from companion import bench`` names a package, a magic's code counts and the
-    shell and pip lines do not trip the parser."""
-    assert _files(book, "a") == {
+    counts, ``from companion import bench`` names a package."""
+    pkg = book["package"]
+    assert _files((book["root"] / "_ext" / "cards.py").read_text(), pkg) == {
         "__init__.py",
         "glue.py",
-        "checks/__init__.py",
-        "checks/core.py",
-        "bench/__init__.py",
     }
-    assert _files(book, "b") == {
+    assert _files("from companion.checks.dqn import check\nfrom companion import bench", pkg) == {
         "__init__.py",
+        "bench/__init__.py",
         "checks/__init__.py",
         "checks/core.py",
         "checks/dqn.py",
-        "trees.py",
         "agents/__init__.py",
         "agents/dqn/__init__.py",
         "agents/dqn/train.py",
@@ -108,69 +105,67 @@ def test_the_modules_a_notebook_reaches_follow_its_imports_through_the_package(b
     }
 
 
-def test_a_computed_import_or_a_cell_that_does_not_parse_reaches_every_module(book):
-    every = {
-        p.relative_to(book["package"]).as_posix()
-        for p in book_cache.modules(book["package"]).values()
-    }
+def test_a_computed_import_or_a_module_that_does_not_parse_reaches_every_module(book):
+    pkg = book["package"]
+    every = {p.relative_to(pkg).as_posix() for p in book_cache.modules(pkg).values()}
     _write(
-        book["package"] / "glue.py",
+        pkg / "glue.py",
         "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n",
     )
-    assert _files(book, "a") == every
-    _notebook(book["a"], "import companion.trees\nx = (")
-    assert _files(book, "a") == every
-    _notebook(book["a"], "import companion.trees")
-    assert _files(book, "a") == {"__init__.py", "trees.py"}
+    assert _files("from companion import glue", pkg) == every
+    assert _files("import companion.trees\nx = (", pkg) == every
+    assert _files("import companion.trees", pkg) == {"__init__.py", "trees.py"}
 
 
-def test_a_lazy_package_counts_only_the_submodules_of_the_names_imported_from_it(book):
-    """``from companion.checks import check`` through a PEP 562 table reaches checks/dqn.py
-    only, not the table's other modules; a name not in the table adds nothing."""
-    pkg = book["package"]
-    _write(pkg / "checks" / "keys.py", "def check_keys():\n    return 1\n")
-    _write(
-        pkg / "checks" / "__init__.py",
-        "import importlib\n\n_LAZY = {'check': 'dqn', "
-        "'check_keys': 'keys'}\n\n\ndef __getattr__(name):\n"
-        "    return getattr(importlib.import_module('companion.checks.' + _LAZY[name]), "
-        "name)\n",
+def test_the_recorder_lists_what_a_process_and_its_children_read(tmp_path):
+    """tools/recording/sitecustomize.py in a fresh Python: a module it imports, a file it
+    reads, a file it looked for in vain and a file a child process reads are listed, once
+    each; a file it writes and a file outside the root are not. Of the list,
+    ``recorded_reads`` keeps the book's inputs with their contents' digests."""
+    import hashlib
+    import subprocess
+
+    root = tmp_path / "book"
+    _write(root / "companion" / "__init__.py", "")
+    _write(root / "companion" / "trees.py", "LEAVES = 3\n")
+    result = _write(root / "benchmarks" / "results" / "speed.json", '{"seconds": 1.0}')
+    _write(root / "benchmarks" / "results" / "other.json", "{}")  # never read
+    _write(tmp_path / "outside.txt", "outside")
+    record = tmp_path / "reads"
+    code = (
+        "import subprocess, sys\n"
+        "import companion.trees\n"
+        "open('benchmarks/results/speed.json').read()\n"
+        "open('benchmarks/results/speed.json').read()\n"
+        "open('../outside.txt').read()\n"
+        "open('companion/written.json', 'w').write('{}')\n"
+        "try:\n    open('notebooks/quizzes/nb.json')\nexcept OSError:\n    pass\n"
+        "subprocess.run([sys.executable, '-c', "
+        "\"open('notebooks/quizzes/child.json').read()\"], check=True)\n"
     )
-    _notebook(book["b"], "from companion.checks import check")
-    reached = _files(book, "b")
-    assert "checks/dqn.py" in reached and "agents/dqn/train.py" in reached
-    assert "checks/keys.py" not in reached and "glue.py" not in reached
-    _notebook(book["b"], "from companion.checks import check_keys, not_there")
-    assert _files(book, "b") == {"__init__.py", "checks/__init__.py", "checks/keys.py"}
-
-
-def _page(stem):
-    """The notebook ``stem``, by its exact name (a chapter may have several pages)."""
-    path = ROOT / "notebooks" / f"{stem}.ipynb"
-    assert path.is_file(), path
-    return path
-
-
-def test_the_real_chapters_import_graph():
-    """Chapter 1 never reaches the DQN agent; chapter 7 does. Each chapter reaches only its
-    own self-checks (companion.checks loads them lazily): an edit of chapter 8's check of the
-    rollout keys concerns chapter 8's first page alone."""
-    pkg = ROOT / "companion"
-    table = book_cache.modules(pkg)
-    first = reach(book_cache._code(_page("01_jax_essentials")), pkg, table)
-    seventh = reach(book_cache._code(_page("07_dqn")), pkg, table)
-    dqn = set((pkg / "agents" / "dqn").glob("*.py"))
-    assert len(dqn) >= 4 and not dqn & first
-    assert dqn <= seventh and pkg / "checks" / "dqn.py" in seventh
-    assert {pkg / "__init__.py", pkg / "checks" / "__init__.py", pkg / "glue.py"} <= first
-    assert pkg / "checks" / "dqn.py" not in first
-    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    keys = [
-        nb.stem
-        for nb in notebooks
-        if pkg / "checks" / "keys.py" in reach(book_cache._code(nb), pkg, table)
+    _write(root / "notebooks" / "quizzes" / "child.json", "[]")
+    env = book_cache.recording_env(record, root)
+    env["PYTHONPATH"] += os.pathsep + str(root)
+    subprocess.run([sys.executable, "-c", code], cwd=root, env=env, check=True)
+    listed = record.read_text().splitlines()
+    assert len(listed) == len(set(listed)) or listed.count("benchmarks/results/speed.json") == 1
+    assert "companion/written.json" not in listed and not any("outside" in p for p in listed)
+    reads = book_cache.recorded_reads(record, root)
+    assert reads == {
+        "benchmarks/results/speed.json": hashlib.sha256(result.read_bytes()).hexdigest(),
+        "companion/__init__.py": hashlib.sha256(b"").hexdigest(),
+        "companion/trees.py": hashlib.sha256(b"LEAVES = 3\n").hexdigest(),
+        "notebooks/quizzes/child.json": hashlib.sha256(b"[]").hexdigest(),
+        "notebooks/quizzes/nb.json": None,
+    }
+    assert book_cache.changed_reads(reads, root) == []
+    _write(root / "notebooks" / "quizzes" / "nb.json", "[]")  # the file it looked for appears
+    result.write_text('{"seconds": 2.0}')
+    assert book_cache.changed_reads(reads, root) == [
+        "benchmarks/results/speed.json",
+        "notebooks/quizzes/nb.json",
     ]
-    assert keys == ["08_ppo_maze"]
+    assert book_cache.changed_reads(None, root) == ["(no record)"]
 
 
 def _cache_both(book, cache_dir):
@@ -188,34 +183,58 @@ def _cached(cache_dir) -> set[str]:
         return {Path(r.uri).stem for r in cache.list_cache_records()}
 
 
-def test_a_change_forgets_only_the_notebooks_that_read_it(book):
-    """With a real jupyter-cache holding both notebooks: a module or a result that only
-    ``b_second`` (or only ``a_first``) reaches forgets only its records and doctree; a
-    module both reach, and the package's data, forget both; a quiz only its chapter; a
-    compiled file nothing; a missing manifest everything."""
+def _record_both(book, cache):
+    """Each notebook's reads as execute_notebooks.py stores them: ``a_first`` (like chapter
+    1) read the glue, the checks' core, a benchmark result and its quiz; ``b_second`` (like
+    chapter 7) the DQN agent and its check, the package's data and a quiz it looked for in
+    vain."""
+    root = book["root"]
+    listed = {
+        "a_first": [
+            "companion/__init__.py",
+            "companion/glue.py",
+            "companion/checks/core.py",
+            "companion/__pycache__/glue.cpython-313.pyc",
+            "results/speed.json",
+            "notebooks/quizzes/a_first.json",
+        ],
+        "b_second": [
+            "companion/__init__.py",
+            "companion/checks/dqn.py",
+            "companion/agents/dqn/losses.py",
+            "companion/data/agent.json",
+            "notebooks/quizzes/b_missing.json",
+        ],
+    }
+    for stem, paths in listed.items():
+        record = root / f"{stem}.reads"
+        record.write_text("\n".join(paths) + "\n")
+        book_cache.store_reads(cache, stem, book_cache.recorded_reads(record, root))
+
+
+def test_a_change_forgets_only_the_notebooks_that_read_it(book, monkeypatch):
+    """With a real jupyter-cache holding both notebooks and their recorded reads: a file
+    that only ``b_second`` (or only ``a_first``) read forgets only its records and doctree
+    (every edition's); a file both read forgets both; a file neither read, or a compiled
+    file, nothing; a file one looked for and did not find forgets it when it appears; a
+    notebook without a record executes again; a missing manifest forgets everything."""
     root, pkg = book["root"], book["package"]
+    monkeypatch.setattr(book_cache, "INPUTS", ("companion/", "results/", "notebooks/quizzes/"))
     cache, doctrees = root / "_build" / ".jupyter_cache", root / "_build" / ".doctrees"
     edition = root / "_build" / "ja" / "_build" / ".doctrees"  # a second edition's
 
     def run():
-        return refresh(
-            cache,
-            pkg,
-            [doctrees, edition],
-            book["notebooks"],
-            book["notebooks"] / "quizzes",
-            root / "_ext",
-            {"bench/__init__.py": root / "results"},
-        )
+        return refresh(cache, pkg, [doctrees, edition], book["notebooks"], root / "_ext")
 
     def step(path, text):
         _cache_both(book, cache)
+        _record_both(book, cache)
         for folder in (doctrees, edition):
             for stem in ("a_first", "b_second"):
                 _write(folder / "notebooks" / f"{stem}.doctree", "doctree")
             _write(folder / "environment.pickle", "env")
         if path is not None:
-            path.write_text(text)
+            _write(path, text)
         outcome = run()
         for folder in (doctrees, edition):  # every edition reads the notebook again
             assert (folder / "environment.pickle").exists() == (not outcome.pages)
@@ -231,15 +250,25 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book):
         "b_second",
     )
     assert step(root / "results" / "speed.json", '{"seconds": 2.0}') == ("a_first",)
-    assert step(pkg / "checks" / "core.py", "class CheckFailed(ValueError):\n    pass\n") == (
-        "a_first",
-        "b_second",
-    )
+    assert step(root / "results" / "unread.json", "{}") == ()
+    assert step(pkg / "__init__.py", "VERSION = 2\n") == ("a_first", "b_second")
     assert step(book["notebooks"] / "quizzes" / "a_first.json", '[{"q": 1}]') == ("a_first",)
-    assert step(pkg / "data" / "agent.json", '{"new": 1}') == ("a_first", "b_second")
+    assert step(pkg / "data" / "agent.json", '{"new": 1}') == ("b_second",)
+    assert step(pkg / "trees.py", "def unstack(x):\n    return x[0]\n") == ()
     assert step(pkg / "__pycache__" / "glue.cpython-313.pyc", "recompiled") == ()
+    assert step(book["notebooks"] / "quizzes" / "b_missing.json", "[]") == ("b_second",)
+    _cache_both(book, cache)
+    _record_both(book, cache)
     (pkg / "agents" / "dqn" / "losses.py").rename(pkg / "agents" / "dqn" / "loss.py")
-    assert step(None, "") == ("b_second",)  # a renamed module
+    assert run().notebooks == ("b_second",)  # a module it read is gone
+
+    _cache_both(book, cache)
+    _record_both(book, cache)
+    reads = json.loads((cache / book_cache.READS).read_text())
+    del reads["a_first"]
+    (cache / book_cache.READS).write_text(json.dumps(reads))
+    outcome = run()
+    assert outcome.notebooks == ("a_first",) and outcome.why == {"a_first": ["(no record)"]}
 
     _cache_both(book, cache)
     (cache / MANIFEST).unlink()
@@ -253,15 +282,22 @@ def test_a_changed_extension_reads_every_page_again_and_keeps_the_executions(boo
     cache, doctrees = root / "cache", root / ".doctrees"
 
     def run():
-        return refresh(cache, pkg, doctrees, book["notebooks"], None, root / "_ext", {})
+        return refresh(cache, pkg, doctrees, book["notebooks"], root / "_ext")
 
     run()
     _cache_both(book, cache)
+    _record_both(book, cache)
     _write(doctrees / "environment.pickle", "env")
     (root / "_ext" / "cards.py").write_text("def setup(app):\n    return {}\n")
     outcome = run()
     assert outcome.pages and not outcome.everything and outcome.notebooks == ()
     assert not doctrees.exists() and _cached(cache) == {"a_first", "b_second"}
+    _write(doctrees / "environment.pickle", "env")
+    (root / "_ext" / "cards.py").write_text("def setup(app):\n    from companion import trees\n")
+    assert run().pages  # it imports another module of the package now
+    _write(doctrees / "environment.pickle", "env")
+    (pkg / "trees.py").write_text("def unstack(x):\n    return x[0]\n")
+    assert run().pages and not doctrees.exists()  # a module it imports changed
 
 
 def test_an_unreadable_manifest_or_another_version_of_the_script_clears_everything(
@@ -275,6 +311,7 @@ def test_an_unreadable_manifest_or_another_version_of_the_script_clears_everythi
 
     assert run().everything
     _cache_both(book, cache)
+    _record_both(book, cache)
     assert not run().everything and _cached(cache) == {"a_first", "b_second"}
     (cache / MANIFEST).write_text("{not json")
     assert run().everything and _cached(cache) == set()
@@ -358,7 +395,7 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
     import execute_notebooks
     import nbformat
 
-    path = _project(tmp_path, ["x = 6 * 7", "print(x)"])
+    path = _project(tmp_path, ["import companion.trees\nx = 6 * 7", "print(x)"])
     cache_dir = tmp_path / "cache"
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(execute_notebooks, "SECONDS", tmp_path / "seconds.json")
@@ -379,6 +416,11 @@ def test_parallel_execution_fills_the_cache_the_build_reads(tmp_path, monkeypatc
         assert record.data["execution_seconds"] > 0
         _, merged = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
     assert merged.cells[1].outputs[0]["text"] == "42\n"
+    # what the kernel read, recorded (paths relative to the checkout the kernel imports from)
+    reads = json.loads((cache_dir / book_cache.READS).read_text())["nb"]
+    trees = ROOT / "companion" / "trees.py"
+    assert reads["companion/trees.py"] == book_cache._sha(trees)
+    assert "companion/__init__.py" in reads and "companion/glue.py" not in reads
     seconds = json.loads((tmp_path / "seconds.json").read_text())
     assert seconds["notebooks/nb.ipynb"]["jobs"] == 1  # one notebook: one worker
     assert execute_notebooks.main(args) == 0  # cached now: nothing runs

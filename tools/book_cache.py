@@ -1,47 +1,36 @@
-"""Keep the book's execution cache honest about the companion package, one notebook at a time.
+"""Keep the book's execution cache honest about what each notebook read, one notebook at a time.
 
 jupyter-cache (behind ``make book``) re-executes a notebook when its code cells change, but
-it does not see the ``companion`` package the notebooks import: after a change to a helper,
-the cached outputs would show what the old helper did. This script, run before
-``tools/execute_notebooks.py``, gives each notebook of ``notebooks/`` a fingerprint of what
-its execution reads besides its own cells, and makes only the notebooks whose fingerprint
-changed execute again:
+it does not see the files its execution reads besides its cells: the ``companion`` modules it
+imports, the package's data (a trained agent), the committed benchmark results
+(``benchmarks/results``), its quiz. After a change to one of those, the cached outputs would
+show what the old file gave. So each execution records what it read:
+``tools/execute_notebooks.py`` runs every kernel with ``tools/recording/sitecustomize.py``
+installed, which appends each file of the checkout that the kernel (or a Python process it
+starts) opens for reading to a list. Of that list, the files under :data:`INPUTS` are kept,
+each with the SHA-256 of its contents (``None`` for a file it looked for and did not find),
+in ``book_reads.json`` in the cache folder, one entry per notebook.
 
-* the modules of ``companion`` that its code cells import (IPython magics and shell lines
-  are turned into Python by IPython first; the code of ``%time``-like magics counts), and
-  every module those import in turn, absolute and relative, imports inside functions too.
-  Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py``, so those count; in
-  ``from a.b import c``, ``c`` counts when it is a module. A package whose ``__init__.py``
-  loads its names lazily (PEP 562) through a literal table ``_LAZY = {name: submodule}``
-  (``companion.checks``) counts only the submodule of each name imported from it, and its
-  ``__getattr__`` is read as that table, not as a computed import. A module that imports a
-  computed name (``importlib.import_module(name)``) elsewhere, or a cell or module that does
-  not parse, reaches the whole package;
-* the package's data files (every file under it that is not a ``.py``, e.g.
-  ``companion/data/*.eqx``): they belong to the package's top ``__init__.py``, which every
-  import of any of its modules runs, so a notebook that reads one through any module of
-  the package sees it change (sound, though coarse: a new trained agent executes every
-  notebook that imports the package);
-* the committed benchmark results (``benchmarks/results``), which ``companion.bench``
-  reads: they belong to ``companion/bench/__init__.py``;
-* its quiz, ``notebooks/quizzes/<stem>.json`` (and any quiz whose name its code mentions).
+This script, run before ``tools/execute_notebooks.py``, makes a notebook execute again when a
+file it read changed (or appeared, or went), or when it has no record; the others keep their
+cached execution. A benchmark re-run thus re-executes only the chapters that read its JSON,
+and an edit of a self-check only the chapters that imported it (``companion.checks`` loads
+each check's module when its name is first used). For a notebook to execute again, the
+script removes its jupyter-cache records (the ``uri`` that ``execute_notebooks.py`` and
+myst-nb store is the notebook's absolute path; the records whose file name is the notebook's,
+or whose hash is the notebook's current one, go) and its doctree in Sphinx's saved
+environment (``_build/.doctrees/notebooks/<stem>.doctree``): Sphinx reads again a page whose
+doctree file is missing (``BuildEnvironment.get_outdated_files``), and without that it would
+skip the unchanged notebook and keep the old outputs.
 
-A fingerprint is a SHA-256 over the relative paths and contents of those files. The
-fingerprints are kept in ``book_cache.json`` in the cache folder. For each notebook whose
-fingerprint changed, the script removes its jupyter-cache records (the ``uri`` that
-``execute_notebooks.py`` and myst-nb store is the notebook's absolute path; the records
-whose file name is the notebook's, or whose hash is the notebook's current one, go) and its
-doctree in Sphinx's saved environment (``_build/.doctrees/notebooks/<stem>.doctree``):
-Sphinx reads again a page whose doctree file is missing (``BuildEnvironment.
-get_outdated_files``), and without that it would skip the unchanged notebook and keep the
-old outputs. The other notebooks keep their cached execution and their doctrees.
-
-When the manifest is missing or unreadable, or this script or jupyter-cache's version
-changed, the whole cache and ``_build/.doctrees`` are cleared (and so are the saved
-environments of the other editions, ``_build/<language>/_build/.doctrees``, which read the
-same execution cache). When the Sphinx extensions
-(``book/_ext/*.py``) or the package modules they import changed, ``_build/.doctrees`` is
-cleared (every page is read again; the executions stay cached).
+When the manifest (``book_cache.json``) is missing or unreadable, or this script or
+jupyter-cache's version changed, the whole cache and ``_build/.doctrees`` are cleared (and so
+are the saved environments of the other editions, ``_build/<language>/_build/.doctrees``,
+which read the same execution cache). When the Sphinx extensions (``book/_ext/*.py``) or the
+package modules they import changed, ``_build/.doctrees`` is cleared (every page is read
+again; the executions stay cached). The extensions run inside Sphinx, not in a recorded
+kernel, so the modules they import are found by reading their import statements
+(:func:`reach`).
 
     python tools/book_cache.py [--cache _build/.jupyter_cache]   # run by ``make book``
 """
@@ -50,9 +39,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import functools
 import hashlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -61,8 +50,13 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = "book_cache.json"
-#: Data folders outside the package, keyed by the module (relative to the package) reading them.
-READERS = {"bench/__init__.py": ROOT / "benchmarks" / "results"}
+#: The recorded reads that a notebook's execution depends on: files under these folders of
+#: the checkout (compiled ``__pycache__`` files aside).
+INPUTS = ("companion/", "benchmarks/results/", "notebooks/quizzes/")
+#: Each notebook's recorded reads, ``{stem: {path: SHA-256 or None}}``, in the cache folder.
+READS = "book_reads.json"
+#: The folder whose ``sitecustomize.py`` records a process's reads.
+RECORDER = Path(__file__).resolve().parent / "recording"
 
 
 def _files(folder: Path) -> list[Path]:
@@ -87,38 +81,8 @@ def modules(package: Path) -> dict[str, Path]:
     return found
 
 
-@functools.cache
-def _transformer():
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:
-        return None
-    return TransformerManager()
-
-
-def _python(source: str) -> str:
-    """A code cell's source as Python: IPython's magics become ``get_ipython()`` calls."""
-    if _transformer() is None:  # without IPython: drop the magic and shell lines
-        return "\n".join(
-            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
-        )
-    return _transformer().transform_cell(source)
-
-
 class _Everything(Exception):
     """Raised when code may import any module of the package (a computed name, no parse)."""
-
-
-def _magic_code(node: ast.Call) -> list[str]:
-    """The strings given to ``get_ipython().run_line_magic/run_cell_magic`` (``%time x``)."""
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in ("run_line_magic", "run_cell_magic"):
-        return [
-            a.value
-            for a in node.args[1:]
-            if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-    return []
 
 
 def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
@@ -134,10 +98,6 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
         raise _Everything(str(error)) from None
     context = here if is_package else here.rpartition(".")[0]
     names: set[str] = set()
-    if is_package and _lazy_table(tree) is not None:  # its __getattr__ imports from _LAZY
-        tree.body = [
-            n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")
-        ]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -149,12 +109,6 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
             names.add(base)  # ``from a import *`` may import every submodule of ``a``
             names.update(f"{base}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Call):
-            for code in _magic_code(node):
-                try:
-                    ast.parse(code)
-                except SyntaxError:
-                    continue  # not Python: a shell command, pip's arguments
-                names |= imported(code, here, is_package)
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in ("import_module", "__import__"):
@@ -167,37 +121,6 @@ def imported(source: str, here: str = "", is_package: bool = False) -> set[str]:
                     raise _Everything(f"{name}(...) with a computed or relative name")
                 names.add(first.value)
     return names
-
-
-def _lazy_table(tree: ast.Module) -> dict[str, str] | None:
-    """A package ``__init__``'s literal ``_LAZY = {name: submodule}``, or None."""
-    for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
-        if isinstance(node, ast.AnnAssign):
-            target = node.target
-        if isinstance(target, ast.Name) and target.id == "_LAZY":
-            try:
-                table = ast.literal_eval(node.value)
-            except ValueError:
-                return None
-            if isinstance(table, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
-            ):
-                return table
-    return None
-
-
-def _lazy_module(name: str, table: dict[str, Path]) -> str | None:
-    """``pkg.sub`` for ``pkg.name`` when ``pkg/__init__.py`` loads ``name`` lazily from ``sub``."""
-    package, _, attr = name.rpartition(".")
-    path = table.get(package)
-    if path is None or path.name != "__init__.py":
-        return None
-    try:
-        lazy = _lazy_table(ast.parse(path.read_text()))
-    except SyntaxError:
-        return None
-    return f"{package}.{lazy[attr]}" if lazy and attr in lazy else None
 
 
 def reach(sources: list[str], package: Path, table: dict[str, Path] | None = None) -> set[Path]:
@@ -219,8 +142,6 @@ def reach(sources: list[str], package: Path, table: dict[str, Path] | None = Non
             continue
         if name.endswith(".*"):
             todo += [m for m in table if m.rpartition(".")[0] == name[:-2]]
-        elif name not in table and (lazy := _lazy_module(name, table)) is not None:
-            todo.append(lazy)
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # the parent packages run first
             prefix = ".".join(parts[:i])
@@ -234,11 +155,6 @@ def reach(sources: list[str], package: Path, table: dict[str, Path] | None = Non
     return {table[name] for name in found}
 
 
-def _code(path: Path) -> list[str]:
-    cells = json.loads(path.read_text())["cells"]
-    return [_python("".join(c["source"])) for c in cells if c["cell_type"] == "code"]
-
-
 def _digest(files: dict[str, Path]) -> str:
     digest = hashlib.sha256()
     for label in sorted(files):
@@ -246,45 +162,65 @@ def _digest(files: dict[str, Path]) -> str:
     return digest.hexdigest()
 
 
-def reached_files(
-    sources: list[str],
-    package: Path,
-    readers: dict[str, Path] | None = None,
-    table: dict[str, Path] | None = None,
-) -> dict[str, Path]:
+def reached_files(sources: list[str], package: Path) -> dict[str, Path]:
     """The files that running ``sources`` reads from ``package``, keyed by a relative path:
-    the modules it reaches, the package's data files when it reaches any module, and the
-    files of ``readers[module]`` when it reaches ``module`` (relative to ``package``)."""
-    readers = READERS if readers is None else readers
+    the modules it reaches, and the package's data files when it reaches any module."""
     files = {}
-    reached = reach(sources, package, table)
+    reached = reach(sources, package)
     for path in _files(package):
         if path in reached or (reached and path.suffix != ".py"):
             files[f"{package.name}/{path.relative_to(package).as_posix()}"] = path
-    for module, folder in readers.items():
-        if package / module in reached:
-            for path in _files(folder):
-                files[f"{folder.name}/{path.relative_to(folder).as_posix()}"] = path
     return files
 
 
-def notebook_fingerprints(
-    notebooks: list[Path],
-    package: Path,
-    quizzes: Path | None = None,
-    readers: dict[str, Path] | None = None,
-) -> dict[str, str]:
-    """``{stem: SHA-256}`` of the files each notebook's execution reads (module docstring)."""
-    table = modules(package)
-    prints = {}
-    for notebook in notebooks:
-        sources = _code(notebook)
-        files = reached_files(sources, package, readers, table)
-        for quiz in _files(quizzes) if quizzes else []:
-            if quiz.stem == notebook.stem or any(quiz.stem in s for s in sources):
-                files[f"quizzes/{quiz.name}"] = quiz
-        prints[notebook.stem] = _digest(files)
-    return prints
+def recording_env(record: Path, root: Path = ROOT, env: dict | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with the variables that make a Python process, and
+    the ones it starts, append the files under ``root`` it opens for reading to ``record``
+    (``tools/recording/sitecustomize.py``)."""
+    env = dict(os.environ if env is None else env)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(RECORDER) + (os.pathsep + path if path else "")
+    env.update(BOOK_READS=str(record), BOOK_READS_ROOT=str(root))
+    return env
+
+
+def _sha(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def recorded_reads(record: Path, root: Path = ROOT) -> dict[str, str | None]:
+    """The files under :data:`INPUTS` that ``record`` lists (one path relative to ``root`` a
+    line, as the recorder writes), each with the SHA-256 of its contents now (``None`` when
+    it does not exist). A missing ``record`` lists nothing."""
+    lines = record.read_text().splitlines() if record.is_file() else []
+    kept = {
+        line
+        for line in lines
+        if line.startswith(INPUTS) and "__pycache__" not in line and not line.endswith(".pyc")
+    }
+    return {path: _sha(root / path) for path in sorted(kept)}
+
+
+def store_reads(cache: Path, stem: str, reads: dict[str, str | None]) -> None:
+    """Keep ``reads`` (:func:`recorded_reads`) as notebook ``stem``'s in ``cache``."""
+    path = cache / READS
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    known[stem] = reads
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".new")
+    partial.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+    partial.replace(path)
+
+
+def changed_reads(reads: dict[str, str | None] | None, root: Path = ROOT) -> list[str]:
+    """The files of ``reads`` whose contents differ now (appeared, went or changed);
+    ``["(no record)"]`` when there is no record."""
+    if not isinstance(reads, dict):
+        return ["(no record)"]
+    return [path for path, sha in reads.items() if _sha(root / path) != sha]
 
 
 def extensions_fingerprint(extensions: Path | None, package: Path) -> str:
@@ -340,6 +276,7 @@ class Outcome(NamedTuple):
     everything: bool  #: the whole cache and saved environment were cleared
     notebooks: tuple[str, ...]  #: stems of the notebooks that execute again
     pages: bool  #: the saved environment was cleared (every page is read again)
+    why: dict[str, list[str]]  #: each of those notebooks' changed reads ("(no record)")
 
 
 def refresh(
@@ -347,42 +284,41 @@ def refresh(
     package: Path,
     doctrees: Path | Sequence[Path] | None = None,
     notebooks: Path | None = None,
-    quizzes: Path | None = None,
     extensions: Path | None = None,
-    readers: dict[str, Path] | None = None,
+    root: Path | None = None,
 ) -> Outcome:
-    """Remove from ``cache`` (a jupyter-cache folder) and ``doctrees`` what the changes to
-    ``package`` and the data since the last call make stale, and store the new manifest.
+    """Remove from ``cache`` (a jupyter-cache folder) and ``doctrees`` what the changes since
+    the notebooks' executions make stale, and store the new manifest.
 
     ``notebooks`` is the folder of the ``*.ipynb`` files (the doctree of ``notebooks/x.ipynb``
-    is ``doctrees/notebooks/x.doctree``). ``doctrees`` may be several saved environments, one
-    per edition: each edition reads the same execution cache, so a notebook executed again
-    must be read again by every one of them. Everything is cleared when ``cache`` holds no
+    is ``doctrees/notebooks/x.doctree``); their recorded reads are paths relative to ``root``
+    (default: ``package``'s parent). ``doctrees`` may be several saved environments, one per
+    edition: each edition reads the same execution cache, so a notebook executed again must
+    be read again by every one of them. Everything is cleared when ``cache`` holds no
     readable manifest, or it was written by another version of this script or jupyter-cache.
     """
+    root = package.parent if root is None else root
     saved = [] if doctrees is None else [doctrees] if isinstance(doctrees, Path) else list(doctrees)
     paths = sorted(notebooks.glob("*.ipynb")) if notebooks else []
-    manifest = {
-        **_versions(),
-        "notebooks": notebook_fingerprints(paths, package, quizzes, readers),
-        "extensions": extensions_fingerprint(extensions, package),
-    }
+    manifest = {**_versions(), "extensions": extensions_fingerprint(extensions, package)}
     try:
         old = json.loads((cache / MANIFEST).read_text())
-        known = {k: old[k] for k in ("tool", "jupyter_cache", "notebooks", "extensions")}
-        if not isinstance(known["notebooks"], dict):
-            raise TypeError("notebooks: not a mapping")
+        known = {k: old[k] for k in ("tool", "jupyter_cache", "extensions")}
     except (OSError, ValueError, TypeError, KeyError):
         known = None
     if known is None or any(known[k] != manifest[k] for k in ("tool", "jupyter_cache")):
         for folder in (cache, *saved):
             if folder.exists():
                 shutil.rmtree(folder)
-        outcome = Outcome(True, tuple(nb.stem for nb in paths), True)
+        outcome = Outcome(True, tuple(nb.stem for nb in paths), True, {})
     else:
-        stale = [
-            nb for nb in paths if known["notebooks"].get(nb.stem) != manifest["notebooks"][nb.stem]
-        ]
+        try:
+            reads = json.loads((cache / READS).read_text())
+        except (OSError, ValueError):
+            reads = {}
+        reads = reads if isinstance(reads, dict) else {}
+        why = {nb.stem: changed_reads(reads.get(nb.stem), root) for nb in paths}
+        stale = [nb for nb in paths if why[nb.stem]]
         if stale:
             _remove_records(cache, stale)
         pages = known["extensions"] != manifest["extensions"]
@@ -392,7 +328,9 @@ def refresh(
             elif notebooks is not None:
                 for nb in stale:
                     (folder / notebooks.name / f"{nb.stem}.doctree").unlink(missing_ok=True)
-        outcome = Outcome(False, tuple(nb.stem for nb in stale), pages)
+        outcome = Outcome(
+            False, tuple(nb.stem for nb in stale), pages, {nb.stem: why[nb.stem] for nb in stale}
+        )
     cache.mkdir(parents=True, exist_ok=True)
     partial = cache / (MANIFEST + ".new")
     partial.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -413,19 +351,18 @@ def main(argv=None) -> int:
         default=[ROOT / "_build" / ".doctrees", *sorted(ROOT.glob("_build/*/_build/.doctrees"))],
     )
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
-    parser.add_argument("--quizzes", type=Path, default=ROOT / "notebooks" / "quizzes")
     parser.add_argument("--extensions", type=Path, default=ROOT / "book" / "_ext")
     args = parser.parse_args(argv)
-    outcome = refresh(
-        args.cache, args.package, args.doctrees, args.notebooks, args.quizzes, args.extensions
-    )
+    outcome = refresh(args.cache, args.package, args.doctrees, args.notebooks, args.extensions)
     if outcome.everything:
         print(
             "book_cache: no manifest, or this script or jupyter-cache changed: "
             f"{args.cache} starts empty"
         )
     elif outcome.notebooks:
-        print(f"book_cache: execute again: {', '.join(outcome.notebooks)}")
+        for stem in outcome.notebooks:
+            why = ", ".join(outcome.why[stem][:3]) + (" ..." if len(outcome.why[stem]) > 3 else "")
+            print(f"book_cache: execute again: {stem} (read {why})")
     else:
         print("book_cache: every cached notebook is reused")
     if outcome.pages and not outcome.everything:

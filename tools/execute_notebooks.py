@@ -35,6 +35,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book_cache  # noqa: E402  (tools/book_cache.py: what an execution read)
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the seconds of the last executions are kept (next to the cache, outside it).
 SECONDS = ROOT / "_build" / "notebook_seconds.json"
@@ -80,29 +83,39 @@ def seconds_to_first_exercise(notebook) -> float | None:
     return None
 
 
-def _execute(path: str, timeout: int) -> tuple[str, dict | None, float, str | None, float | None]:
-    """Run one notebook in its own folder (as myst-nb does with ``run_in_temp: false``)."""
+def _execute(
+    path: str, timeout: int
+) -> tuple[str, dict | None, float, str | None, float | None, dict]:
+    """Run one notebook in its own folder (as myst-nb does with ``run_in_temp: false``), its
+    kernel recording the files it reads (``book_cache.recorded_reads``)."""
+    import tempfile
+
     from jupyter_cache.executors.utils import single_nb_execution
 
     notebook = nbformat.read(path, as_version=4)
-    result = single_nb_execution(
-        notebook,
-        cwd=str(Path(path).parent),
-        allow_errors=False,
-        timeout=timeout,
-        meta_override=True,
-        record_timing=True,
-        # The book shows no widget (tests/test_notebooks.py: a widget's output is removed from
-        # the page), so none of their state is kept: a page with widget state would load
-        # require.js and the widget manager from a CDN for nothing.
-        store_widget_state=False,
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "reads"
+        # this worker's environment is the kernel's: set for each notebook it runs
+        os.environ.update(book_cache.recording_env(record, ROOT))
+        result = single_nb_execution(
+            notebook,
+            cwd=str(Path(path).parent),
+            allow_errors=False,
+            timeout=timeout,
+            meta_override=True,
+            record_timing=True,
+            # The book shows no widget (tests/test_notebooks.py: a widget's output is removed from
+            # the page), so none of their state is kept: a page with widget state would load
+            # require.js and the widget manager from a CDN for nothing.
+            store_widget_state=False,
+        )
+        reads = book_cache.recorded_reads(record, ROOT)
     if result.err is not None:
-        return path, None, result.time, result.exc_string, None
+        return path, None, result.time, result.exc_string, None, reads
     to_first_exercise = seconds_to_first_exercise(notebook)
     for cell in notebook.cells:  # the cached notebook carries no timing records
         cell.metadata.pop("execution", None)
-    return path, notebook, result.time, None, to_first_exercise
+    return path, notebook, result.time, None, to_first_exercise, reads
 
 
 def main(argv=None) -> int:
@@ -158,7 +171,7 @@ def _execute_missing(cache, args, timeout: float) -> int:
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
         futures = [pool.submit(_execute, str(p), timeout) for p in todo]
         for future in concurrent.futures.as_completed(futures):
-            path, notebook, took, error, to_first_exercise = future.result()
+            path, notebook, took, error, to_first_exercise, reads = future.result()
             rel = str(Path(path).relative_to(ROOT))
             if error is not None:
                 failed.append(rel)
@@ -170,6 +183,7 @@ def _execute_missing(cache, args, timeout: float) -> int:
                 check_validity=False,
                 overwrite=True,
             )
+            book_cache.store_reads(args.cache, Path(path).stem, reads)
             known[rel] = {"seconds": took, "jobs": jobs, "to_first_exercise": to_first_exercise}
             print(f"execute_notebooks: {rel} in {took:.0f} s", flush=True)
     SECONDS.parent.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,9 @@ Each ``check_*`` runs the reader's function on cases with known answers, prints 
 all agree, and otherwise raises :class:`CheckFailed` saying what is wrong (a shape, a sign, ...).
 
 ``from companion.checks import check_x`` imports only the module that holds ``check_x``
-(``_LAZY`` below, PEP 562): a chapter loads its own checks, and ``tools/book_cache.py`` reads
-the same table to know which chapters an edit of a check module concerns.
+(``_LAZY`` below, PEP 562): a chapter loads its own checks, so the book's execution cache,
+which records the files each chapter read (``tools/book_cache.py``), executes again only the
+chapters whose checks changed.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Each public function returns a :class:`matplotlib.figure.Figure` (shown as SVG in Jupyter,
 Colab and the book): ``from companion.diagrams import dqn_data_flow`` then
 ``dqn_data_flow()``. Importing a name loads only the module that draws it (``_LAZY`` below,
-PEP 562), so ``tools/book_cache.py`` executes again only the chapters whose diagrams changed.
+PEP 562), so the book's execution cache, which records the files each chapter read
+(``tools/book_cache.py``), executes again only the chapters whose diagrams changed.
 """
 
 from __future__ import annotations
