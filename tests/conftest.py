@@ -119,13 +119,18 @@ def kept_run(request):
 # --- notebooks: each runs once per test session ------------------------------------------
 
 import inspect  # noqa: E402
+import json  # noqa: E402
 import re  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import nbformat  # noqa: E402
 import run_cache  # noqa: E402
 from agreement_probes import add_probes, take_out_probes  # noqa: E402
 from notebook_runner import NOTEBOOKS, ROOT, execute  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tools"))
+import book_cache  # noqa: E402  (tools/book_cache.py: what a kernel read)
 
 
 @pytest.fixture(scope="session")
@@ -140,19 +145,39 @@ def executed_notebook(request):
     cache = {}
     store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
     folder = None if store is None else store.mkdir("executed-notebooks")
-    others = [f"notebooks/{p.name}" for p in NOTEBOOKS]
+
+    def execute_recorded(path):
+        """The notebook executed with its kernel recording what it reads: its text, and the
+        reads (``book_cache.recorded_reads``)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            record = Path(tmp) / "reads"
+            every = book_cache.recording_env(record, ROOT)
+            recorder = {k: every[k] for k in ("PYTHONPATH", "BOOK_READS", "BOOK_READS_ROOT")}
+            nb = add_probes(nbformat.read(path, as_version=4), path.stem)
+            nb = take_out_probes(execute(nb, cwd=path.parent, env=recorder))
+            return nbformat.writes(nb).encode(), book_cache.recorded_reads(record, ROOT)
 
     def run(path):
         if path not in cache:
-            mine = f"notebooks/{path.name}"
-            inputs = run_cache.key(leave_out=[n for n in others if n != mine])
-
-            def execute_it():
-                nb = add_probes(nbformat.read(path, as_version=4), path.stem)
-                nb = take_out_probes(execute(nb, cwd=path.parent))
-                return nbformat.writes(nb).encode()
-
-            text = run_cache.kept(folder, path.stem, ".ipynb", inputs, execute_it)
+            text = None
+            reads_file = None if folder is None else folder / f"{path.stem}.reads.json"
+            try:
+                reads = json.loads(reads_file.read_text())
+            except (AttributeError, OSError, ValueError):
+                reads = None
+            if reads is not None and not book_cache.changed_reads(reads, ROOT):
+                kept = folder / f"{path.stem}-{run_cache.notebook_key(path, reads)[:24]}.ipynb"
+                text = kept.read_bytes() if kept.is_file() else None
+            if text is None:
+                text, reads = execute_recorded(path)
+                if folder is not None:  # only a run that finished is kept
+                    key = run_cache.notebook_key(path, reads)[:24]
+                    for old in folder.glob(f"{path.stem}-*.ipynb"):
+                        old.unlink(missing_ok=True)
+                    (folder / f"{path.stem}-{key}.ipynb").write_bytes(text)
+                    reads_file.write_text(json.dumps(reads))
             cache[path] = nbformat.reads(text.decode(), as_version=4)
         return cache[path]
 

@@ -13,6 +13,14 @@ inputs changed is done again and a rerun with nothing changed reads its result b
   backend, and the environment variables that reach the run (``DRLJAX_*``, ``XLA_*``,
   ``JAX_*`` other than the compilation cache's).
 
+A notebook is keyed more narrowly, the way the book build's cache keys it
+(``tools/book_cache.py``): its kernel records the files of the checkout it read (the companion
+modules, the package's data, the benchmark results, its quiz), and the key is a SHA-256 over
+the notebook, those files, the test plumbing that shapes the run (``tests/conftest.py``,
+``tests/notebook_runner.py``, ``tests/agreement_probes.py``) and the environment
+(:func:`notebook_key`). An edit of one chapter's self-check executes that chapter again, not
+all fourteen.
+
 Only a run that finished without an error is kept, so a failing notebook or script fails
 every session until it is fixed. The results live in pytest's cache (``.pytest_cache``):
 ``pytest --cache-clear`` empties it, ``pytest -p no:cacheprovider`` runs without it.
@@ -117,3 +125,20 @@ def kept(
     partial.write_bytes(result)
     os.replace(partial, path)
     return result
+
+
+#: The test plumbing a notebook's tiny-budget execution depends on besides what it reads.
+PLUMBING = ("tests/conftest.py", "tests/notebook_runner.py", "tests/agreement_probes.py")
+
+
+def notebook_key(notebook: Path, reads: dict[str, str | None], root: Path = ROOT) -> str:
+    """The SHA-256 (hex) of ``notebook``, the files its last execution read (``reads``: path
+    relative to ``root`` -> SHA-256 of its contents then, ``tools/book_cache.py``), the test
+    plumbing (:data:`PLUMBING`) and the environment. Compare ``reads`` with the files now
+    (``book_cache.changed_reads``) before trusting a key made from them."""
+    digest = hashlib.sha256(_environment())
+    for name in (notebook.relative_to(root).as_posix(), *PLUMBING):
+        digest.update(name.encode() + b"\0" + _file_digest(root / name))
+    for name in sorted(reads):
+        digest.update(f"{name}\0{reads[name]}".encode())
+    return digest.hexdigest()

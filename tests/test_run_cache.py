@@ -86,3 +86,26 @@ def test_kept_runs_once_per_inputs_and_keeps_no_failure(tmp_path):
     assert run_cache.kept(None, "nb", ".ipynb", "c" * 64, run(b"five")) == b"five"
     assert run_cache.kept(tmp_path, "nb", ".ipynb", None, run(b"six")) == b"six"
     assert calls[-2:] == [b"five", b"six"]  # no folder or no key: always run
+
+
+def test_a_notebooks_key_follows_its_reads_its_text_and_the_plumbing_only(tmp_path):
+    """A notebook's key (``run_cache.notebook_key``): another digest of a file it read, an
+    edit of the notebook or of the test plumbing gives another key; a file it did not read
+    changes nothing."""
+    root = tmp_path
+    for name in (*run_cache.PLUMBING, "notebooks/nb.ipynb", "companion/other.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    nb = root / "notebooks" / "nb.ipynb"
+    reads = {"companion/glue.py": "a" * 64, "notebooks/quizzes/nb.json": None}
+    key = run_cache.notebook_key(nb, reads, root)
+    assert run_cache.notebook_key(nb, dict(reads), root) == key
+    (root / "companion" / "other.py").write_text("changed, never read")
+    assert run_cache.notebook_key(nb, reads, root) == key
+    assert run_cache.notebook_key(nb, {**reads, "companion/glue.py": "b" * 64}, root) != key
+    assert run_cache.notebook_key(nb, {**reads, "notebooks/quizzes/nb.json": "c"}, root) != key
+    nb.write_text("edited")
+    assert run_cache.notebook_key(nb, reads, root) != key
+    nb.write_text("notebooks/nb.ipynb")
+    (root / "tests" / "agreement_probes.py").write_text("edited")
+    assert run_cache.notebook_key(nb, reads, root) != key
