@@ -8,12 +8,17 @@ from one drawing of the figure, so the panels of a row keep one height and line 
 lays them side by side where its column holds them and below one another where it does not
 (``book/_ext/figure_widths.py``); Jupyter and Colab show them one under another.
 
-Each PNG records in a text chunk (:data:`PANEL_KEY`) its figure, its row and its smallest
-type in pixels: the book never draws a panel so small that this type is under
+Each PNG records in a text chunk (:data:`PANEL_KEY`) its figure, its row, its language, its
+words (title and axis labels: the image's alternative text) and its smallest type in pixels: the book never draws a panel so small that this type is under
 :data:`MIN_FONT_PX`, and the site check measures the type as a phone draws it
 (``tools/measure_pages.py``). A figure is legible on a phone when ``font * min(1, 358 /
 width) >= 10`` for each panel: 9-point type (12.5 px at 100 dpi) in a panel at most 447 px
 (4.4 inches) wide, or 10-point type in one at most 497 px wide.
+
+The words are drawn in each edition's language (:mod:`companion.figure_words`): in the
+book's build :func:`show_panels` outputs the panels in English and again in Japanese, and
+each edition's pages keep the PNGs of their own language; in Jupyter and Colab it shows the
+reader's.
 """
 
 from __future__ import annotations
@@ -123,24 +128,41 @@ def _rows(panels: list[list], renderer) -> list[list[list]]:
     return [sorted(row, key=lambda p: p[0].get_window_extent(renderer).x0) for row in rows]
 
 
-def panel_pngs(fig: Figure | None = None) -> list[bytes]:
+def _panel_words(panel: list) -> str:
+    """A panel's title and axis labels, one text: the image's alternative text."""
+    ax = panel[0]
+    parts = [ax.get_title(loc) for loc in ("left", "center", "right")]
+    parts += [ax.get_ylabel(), ax.get_xlabel()]
+    return "; ".join(" ".join(p.split()) for p in parts if p.strip())
+
+
+def panel_pngs(fig: Figure | None = None, language: str = "en") -> list[bytes]:
     """The PNG of each panel of ``fig`` (the current figure when ``None``), rows top first,
-    left to right, cut from one drawing at the figure's dpi; each records its figure, row and
-    smallest type (:data:`PANEL_KEY`).
+    left to right, cut from one drawing at the figure's dpi, its words in ``language``
+    (:func:`companion.figure_words.in_language`); each records its figure, row, language,
+    words and smallest type (:data:`PANEL_KEY`).
 
     Raises:
         TypeError: if ``fig`` is not a matplotlib ``Figure``.
+        ValueError: if ``language`` is not one of :data:`companion.language.LANGUAGES`.
         ValueError: a figure of several panels with a suptitle, ``fig.text`` or ``fig.legend``
             (no panel holds them: give the panel its title or legend), or with no axes.
     """
+    from companion.figure_words import in_language
+
+    fig = _check_figure(fig)
+    if not fig.axes:
+        raise ValueError("fig: the figure has no axes (no panel to show)")
+    with in_language(fig, language):
+        return _panel_pngs(fig, language)
+
+
+def _panel_pngs(fig: Figure, language: str) -> list[bytes]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.transforms import Bbox
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
-    fig = _check_figure(fig)
-    if not fig.axes:
-        raise ValueError("fig: the figure has no axes (no panel to show)")
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
@@ -179,7 +201,13 @@ def panel_pngs(fig: Figure | None = None) -> list[bytes]:
             )
             x0, x1 = max(0, int(np.floor(left))), min(width, int(np.ceil(right)))
             info = PngInfo()
-            record = {"figure": name, "row": r, "font_px": fonts[id(panel)]}
+            record = {
+                "figure": name,
+                "row": r,
+                "lang": language,
+                "alt": _panel_words(panel),
+                "font_px": fonts[id(panel)],
+            }
             info.add_text(PANEL_KEY, json.dumps(record))
             out = io.BytesIO()
             Image.fromarray(pixels[y0:y1, x0:x1]).save(out, format="png", pnginfo=info)
@@ -190,7 +218,9 @@ def panel_pngs(fig: Figure | None = None) -> list[bytes]:
 def show_panels(fig: Figure | None = None) -> None:
     """Show ``fig`` (the current figure when ``None``) one panel at a time, each a PNG of its
     own (:func:`panel_pngs`), and close it. A figure of one panel shows as one PNG, with its
-    figure-level texts.
+    figure-level texts. The panels are shown in each language of
+    :func:`companion.figure_words.editions`: the reader's, or in the book's build every
+    edition's, one after the other (each page keeps its own).
 
     Raises:
         TypeError, ValueError: as :func:`panel_pngs`.
@@ -198,17 +228,20 @@ def show_panels(fig: Figure | None = None) -> None:
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
 
+    from companion.figure_words import editions
+
     fig = _check_figure(fig)
     try:
-        for png in panel_pngs(fig):
-            display(Image(data=png, format="png"))
+        for language in editions():
+            for png in panel_pngs(fig, language):
+                display(Image(data=png, format="png"))
     finally:
         plt.close(fig)
 
 
 def panel_record(png: bytes) -> dict | None:
-    """What :func:`panel_pngs` recorded in a PNG (its figure, row and smallest type in px),
-    or ``None`` for a PNG without the record.
+    """What :func:`panel_pngs` recorded in a PNG (its figure, row, language, words and
+    smallest type in px), or ``None`` for a PNG without the record.
 
     Raises:
         TypeError: if ``png`` is not bytes.

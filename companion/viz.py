@@ -1,7 +1,9 @@
 """Figures and inline animations that show in Jupyter, Colab and the static book.
 
 Animations are matplotlib ``FuncAnimation.to_jshtml`` players (no ffmpeg, no kernel needed),
-their frames re-encoded as palette PNGs of at most :data:`FRAME_COLORS` colours.
+their frames re-encoded as palette PNGs of at most :data:`FRAME_COLORS` colours, their
+controls' words in the reader's language (in the book's build, each edition's pages put
+them in theirs: ``companion.figure_words.translate_player``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from matplotlib import animation
 from companion._validate import positive_int
 from companion.envs.cartpole import DEFAULT_PARAMS, CartPoleParams
 from companion.envs.maze import maze_rgb
+from companion.figure_words import editions, translate_player
 from companion.figures import smallest_font_px
 
 #: Largest animation, in MB, that :func:`animate_frames` embeds (matplotlib's
@@ -143,6 +146,9 @@ def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_m
     finally:
         plt.close(fig)
     html = _REMOTE_STYLESHEET.sub("", _palette_frames(html))
+    languages = editions()
+    if len(languages) == 1:  # the book's build translates the player for each edition
+        html = translate_player(html, languages[0])
     if font is not None:  # the book's site check measures it as a phone draws the frames
         html = _ANIMATION_IMAGE.sub(rf'\g<0> data-font-px="{font}"', html, count=1)
     return HTML(html)

@@ -68,10 +68,28 @@ def test_a_single_panel_keeps_its_figure_text_and_several_refuse_it():
 def test_show_panels_displays_each_panel_and_closes_the_figure(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.setattr("companion.figure_words.editions", lambda: ("en",))
     fig, axes = plt.subplots(1, 3, figsize=(9, 3))
     figures.show_panels(fig)
     assert len(shown) == 3 and all(s.format == "png" for s in shown)
     assert not plt.fignum_exists(fig.number)
+
+
+def test_show_panels_shows_the_panels_once_in_each_edition(monkeypatch):
+    """In the book's build every panel comes in English, then in Japanese, each PNG
+    recording its language and its words (the page's alternative text)."""
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.setattr("companion.figure_words.editions", lambda: ("en", "ja"))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    axes[0].set_title("Training loss")
+    axes[0].set_xlabel("step")
+    figures.show_panels(fig)
+    records = [figures.panel_record(s.data) for s in shown]
+    assert [r["lang"] for r in records] == ["en", "en", "ja", "ja"]
+    assert records[0]["alt"] == "Training loss; step"
+    assert records[2]["alt"] == "学習の損失; ステップ"
+    assert records[0]["figure"] != records[2]["figure"]  # two figures for the book's rows
 
 
 def test_a_png_without_the_record_has_none():

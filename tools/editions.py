@@ -19,9 +19,11 @@ own code are extracted with Babel into two more catalogues and updated the same 
 (:func:`update_code_catalogue`): the Sphinx extensions' (a chapter card, the time tables, the
 folded cells' labels; ``book/_ext/*.py``, domain ``extensions``,
 ``book/_ext/book_messages.py``) and the benchmark tables' (``companion/bench/*.py``, domain
-``companion``, ``companion/bench/words.py``) and the self-checks' (``companion/checks/*.py``,
-domain ``checks``, ``companion/checks/_messages.py``), whose compiled catalogues the package
-ships (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
+``companion``, ``companion/bench/words.py``), the self-checks' (``companion/checks/*.py``,
+domain ``checks``, ``companion/checks/_messages.py``) and the figures' (plots' labels,
+diagrams' words, the animation player's controls; domain ``figures``,
+``companion/figure_words.py``, found by ``tools/figure_messages.py``), whose compiled
+catalogues the package ships (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -54,14 +56,18 @@ BENCH = ROOT / "companion" / "bench"
 CHECKS = ROOT / "companion" / "checks"
 PACKAGE_LOCALE = ROOT / "companion" / "locale"
 PACKAGE_DOMAIN = "companion"
+#: The figures' words (plots, diagrams, the animation player's controls), found in the
+#: notebooks and the package by ``tools/figure_messages.py`` (companion/figure_words.py).
+FIGURES = ROOT
 #: The catalogues the package ships compiled.
-PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks")
+PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures")
 
 
 def code_domains() -> dict[str, Path]:
     """The catalogues of the book's code: gettext domain -> the folder whose ``*.py`` hold
-    its English messages."""
-    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH, "checks": CHECKS}
+    its English messages (``figures``: the repository, whose notebooks and drawing code
+    ``tools/figure_messages.py`` reads)."""
+    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH, "checks": CHECKS, "figures": FIGURES}
 
 
 LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
@@ -130,6 +136,10 @@ def code_messages(domain: str, folder: Path | None = None):
     from babel.messages.catalog import Catalog
     from babel.messages.extract import extract_from_file
 
+    if domain == "figures":
+        import figure_messages  # tools/, beside this file
+
+        return figure_messages.template(folder or code_domains()[domain])
     template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)

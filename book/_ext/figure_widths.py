@@ -18,6 +18,15 @@ under :data:`companion.figures.MIN_FONT_PX` (10 px):
   0.7 scale) take their own width, shrunk to the column where that is narrower.
 - matplotlib's animations (``to_jshtml``) get the width of their first frame, shrunk to the
   column; ``companion.viz`` records their smallest type on the image.
+
+One execution serves both editions, so a figure's words are output in each language
+(``companion.figure_words``): a panel's PNG records its language, a diagram's SVG carries it
+in a comment (:data:`companion.figure_words.SVG_MARK`). Each edition's pages keep the images
+of their own language and drop the others' before Sphinx copies them
+(:func:`output_language`), so a page weighs what one language's figures weigh; a panel's
+recorded words become its alternative text, and a cell's own alternative text
+(``mystnb.image.alt``) is put in the page's language. An animation player's controls are put in the
+page's language here (``companion.figure_words.translate_player``).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.images import get_image_size
 
+from companion.figure_words import svg_record, translate, translate_player
 from companion.figures import MIN_FONT_PX, panel_record
 
 #: Where myst-nb writes the images that executed cells output.
@@ -65,6 +75,41 @@ def panel_style(pixels: int, font_px: float | None) -> str:
         f"flex: {pixels} {pixels} {least}px; min-width: min(100%, {least}px); "
         f"max-width: {pixels}px;"
     )
+
+
+def output_language(path: Path) -> str | None:
+    """The language whose words an output image (a panel's PNG, a diagram's SVG) is drawn
+    in, or None for an image that records none (it serves every edition)."""
+    if path.suffix.lower() == ".png":
+        record = panel_record(path.read_bytes())
+    elif path.suffix.lower() == ".svg":
+        record = svg_record(path.read_text(encoding="utf-8", errors="replace"))
+    else:
+        return None
+    return record.get("lang") if record else None
+
+
+def _language(app: Sphinx) -> str:
+    return getattr(getattr(app, "config", None), "language", None) or "en"
+
+
+def _drop_other_editions(app: Sphinx, doctree: nodes.document) -> None:
+    """Remove the output images drawn in another language than the build's, and a cell
+    output left empty by it."""
+    language = _language(app)
+    for image in list(doctree.findall(nodes.image)):
+        uri = image.get("uri", "")
+        if OUTPUTS not in Path(uri).parts:
+            continue
+        found = output_language(Path(app.srcdir) / uri)
+        if found is None or found == language:
+            continue
+        node = image.parent if isinstance(image.parent, nodes.reference) else image
+        parent = node.parent
+        parent.remove(node)
+        while parent is not None and not parent.children and parent.parent is not None:
+            parent, child = parent.parent, parent
+            parent.remove(child)
 
 
 class figure_panels(nodes.General, nodes.Element):
@@ -131,6 +176,7 @@ def _panels(images: list[tuple[nodes.image, dict, int]]) -> figure_panels:
 
 def _size_output_images(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     html = getattr(getattr(app, "builder", None), "format", "html") == "html"
+    _drop_other_editions(app, doctree)
     figures: list[list] = []  # consecutive panel images of one figure, in one parent
     for image in list(doctree.findall(nodes.image)):
         uri = image.get("uri", "")
@@ -141,6 +187,10 @@ def _size_output_images(app: Sphinx, doctree: nodes.document, docname: str) -> N
         if size is None:
             continue
         record = panel_record(path.read_bytes()) if uri.lower().endswith(".png") else None
+        if image.get("alt"):  # a cell's own (mystnb.image.alt), in the catalogue figures
+            image["alt"] = translate(image["alt"], _language(app))
+        elif record and record.get("alt"):
+            image["alt"] = record["alt"]
         if record is None or not html:
             image["width"] = figure_width(size[0])
             image["classes"].append("cell-figure")
@@ -161,9 +211,11 @@ def _size_output_images(app: Sphinx, doctree: nodes.document, docname: str) -> N
         for image, _, _ in images:
             parent.remove(image)
         parent.insert(at, _panels(images))
+    language = _language(app)
     for raw in list(doctree.findall(nodes.raw)):
         if "html" in raw.get("format", "") and "_anim_img" in raw.astext():
-            raw.replace(raw[0], nodes.Text(size_animations(raw.astext())))
+            html = translate_player(size_animations(raw.astext()), language)
+            raw.replace(raw[0], nodes.Text(html))
 
 
 def setup(app: Sphinx) -> dict:

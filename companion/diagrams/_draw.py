@@ -38,18 +38,42 @@ MONO = "DejaVu Sans Mono"
 
 class Diagram(Figure):
     """A :class:`~matplotlib.figure.Figure` that also shows itself as SVG in Jupyter, so that
-    the book's pages show it sharp at any width (myst-nb prefers SVG to PNG). ``boxes`` holds
-    each :class:`Box` drawn on it, for the tests."""
+    the book's pages show it sharp at any width (myst-nb prefers SVG to PNG), its words in
+    the reader's language, or in the book's build once in each edition's
+    (:func:`companion.figure_words.editions`; each page keeps its own). ``boxes`` holds each
+    :class:`Box` drawn on it, for the tests."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.boxes: list[Box] = []
 
-    def _repr_svg_(self) -> str:
+    def svg(self, language: str = "en") -> str:
+        """The diagram as SVG, its words in ``language`` (its texts drawn as paths), marked
+        with its language (:func:`companion.figure_words.mark_svg`).
+
+        Raises:
+            ValueError: if ``language`` is not one of :data:`companion.language.LANGUAGES`.
+        """
+        from companion.figure_words import in_language, mark_svg
+
         buffer = io.StringIO()
-        with matplotlib.rc_context({"svg.hashsalt": "drl-jax-diagram", "svg.fonttype": "path"}):
-            self.savefig(buffer, format="svg", facecolor=PAPER, metadata={"Date": None})
-        return buffer.getvalue()
+        with in_language(self, language):
+            with matplotlib.rc_context({"svg.hashsalt": "drl-jax-diagram", "svg.fonttype": "path"}):
+                self.savefig(buffer, format="svg", facecolor=PAPER, metadata={"Date": None})
+        return mark_svg(buffer.getvalue(), language)
+
+    def _repr_svg_(self) -> str:
+        from companion.language import current_language
+
+        return self.svg(current_language())
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        from companion.figure_words import editions
+
+        for language in editions():
+            display({"image/svg+xml": self.svg(language)}, raw=True)
 
 
 class Box(NamedTuple):

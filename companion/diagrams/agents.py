@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from companion._validate import positive_int
 from companion.diagrams._draw import SIZE, arrow, box, canvas, label, path_arrow
+from companion.figure_words import N_
 
 
 def dqn_data_flow(target_update_period: int | None = None):
@@ -51,9 +52,9 @@ def dqn_data_flow(target_update_period: int | None = None):
     label(ax, (online.right[0] + loss.left[0]) / 2, rows[2] + 0.25, r"$\nabla_\theta$", size=SIZE)
     arrow(ax, online.top, target.bottom)
     every = (
-        "periodically"
+        N_("periodically")
         if target_update_period is None
-        else f"every {target_update_period} gradient steps"
+        else N_(f"every {target_update_period} gradient steps")
     )
     label(
         ax,

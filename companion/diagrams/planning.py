@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from companion.diagrams._draw import COLORS, INK, MUTED, SIZE, SMALL, canvas, label
+from companion.figure_words import N_
 
 #: The default maze: ``#`` a wall, ``T`` the target, ``.`` a free cell.
 SMALL_MAZE = (".#T", ".#.", "...")
@@ -86,8 +87,7 @@ def value_backups(maze: Sequence[str] = SMALL_MAZE, iterations: Sequence[int] | 
     for k, i in enumerate(iterations):
         x0 = 0.3 + (k % 2) * (panel_w + gap_x)
         y0 = 0.55 + (1 - k // 2) * (panel_h + gap_y)
-        done = "settled" if i >= settled else None
-        title = f"$v_{{{i}}}$" + (f": {done}" if done else "")
+        title = N_(f"$v_{{{i}}}$: settled") if i >= settled else f"$v_{{{i}}}$"
         label(ax, x0 + panel_w / 2, y0 + panel_h + 0.28, title, size=SIZE)
         for r in range(rows):
             for c in range(cols):
@@ -110,7 +110,10 @@ def value_backups(maze: Sequence[str] = SMALL_MAZE, iterations: Sequence[int] | 
                 if reached:
                     label(ax, x + cell / 2, y + cell / 2, _value_text(int(d)), size=SMALL)
     sw, ys = 0.25, 0.12
-    for x, kind, text in ((0.3, "target", "target"), (1.45, "compute", "new in this backup")):
+    for x, kind, text in (
+        (0.3, "target", N_("target")),
+        (1.45, "compute", N_("new in this backup")),
+    ):
         ax.add_patch(Rectangle((x, ys), sw, sw, facecolor=COLORS[kind][0], edgecolor=INK, lw=1.2))
         label(ax, x + sw + 0.1, ys + sw / 2, text, size=SMALL, ha="left")
     label(ax, width - 0.3, ys + sw / 2, "blank: $-\\infty$", size=SMALL, ha="right", color=MUTED)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from matplotlib.patches import Circle, FancyBboxPatch
 
 from companion.diagrams._draw import COLORS, INK, MUTED, SIZE, SMALL, arrow, box, canvas, label
+from companion.figure_words import N_
 
 
 def agent_environment_loop():
@@ -77,8 +78,13 @@ def episode_endings():
     either way an auto-reset starts the next episode. Returns a Figure."""
     fig, ax = canvas(5.2, 4.3)
     rows = (
-        (3.05, "terminated: target reached", "target", r"target $r_t$: no future"),
-        (1.0, "truncated: the clock ran out", "plain", r"target $r_t + \gamma\, V(s_{t+1})$"),
+        (3.05, N_("terminated: target reached"), "target", N_(r"target $r_t$: no future")),
+        (
+            1.0,
+            N_("truncated: the clock ran out"),
+            "plain",
+            N_(r"target $r_t + \gamma\, V(s_{t+1})$"),
+        ),
     )
     for y, title, kind, target in rows:
         label(ax, 0.1, y + 0.78, title, size=SIZE, weight="bold", ha="left")
