@@ -60,13 +60,17 @@ colab-test: venv
 # its quiz or the benchmark results it reads changed (tools/book_cache.py then forgets that
 # notebook). The notebooks to execute run one per core (tools/execute_notebooks.py; at most
 # 4 at a time, as each kernel holds up to a few GB; JOBS=1 runs them one at a time). Any
-# warning or cell error fails the build.
+# warning or cell error fails the build. Then the reader's notebooks of both editions, the
+# figures the prose quotes filled in from that execution, into _build/html/_notebooks (each
+# page's .ipynb download gives its edition's; the workflow publishes them on the branch that
+# every Colab link opens: tools/reader_notebooks.py).
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 book: venv
 	$(BIN)/python tools/book_cache.py
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/execute_notebooks.py --jobs $(JOBS)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build . --warningiserror --keep-going
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/editions.py build ja
+	$(BIN)/python tools/reader_notebooks.py --site _build/html
 
 # The whole book as one PDF per edition, printed by headless Chromium from the site that
 # `make book` built (no notebook runs again), then checked: pages, empty pages, figures

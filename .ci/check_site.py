@@ -11,8 +11,9 @@ switching agent, size and speed works.
 No chapter page folds a figure away with its code (tools/folded_figures.py). Each edition's
 search page, in Chromium, finds every page that holds its test words (the Japanese compounds
 「強化学習」, 「価値反復」, 「経験再生バッファ」: tools/site_search.py), and it and the index have
-the language switch. A Japanese chapter's Colab links open its Japanese notebook
-(notebooks/ja). Every page names itself in both editions (link rel="alternate" hreflang) and
+the language switch. Every chapter's Colab links open the reader's notebook of its edition
+(notebooks/ja for a Japanese page) on the branch of the reader's notebooks, and the site holds
+those notebooks (_notebooks/, tools/reader_notebooks.py), none with a raw {glue:md} role. Every page names itself in both editions (link rel="alternate" hreflang) and
 has OpenGraph tags.
 
 Run after `make book`: python .ci/check_site.py [_build/html]
@@ -31,10 +32,11 @@ root = Path(__file__).resolve().parents[1]
 site = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "_build" / "html"
 config = yaml.safe_load((root / "_config.yml").read_text())
 url = config["repository"]["url"].removeprefix("https://github.com/")
-branch = config["repository"]["branch"]
 
 sys.path.insert(0, str(root / "tools"))
+sys.path.insert(0, str(root / "book" / "_ext"))
 import measure_pages  # noqa: E402  (tools/measure_pages.py: the Chromium driver)
+from edition_notebooks import COLAB_BRANCH as branch  # noqa: E402  (Colab's links open it)
 
 BROWSER = measure_pages.browser_path()
 
@@ -94,6 +96,12 @@ for notebook in sorted((root / "notebooks").glob("*.ipynb")):
     )
     if colab not in html:
         problems.append(f"{page.name}: no Colab launch link {colab}")
+    for folder in ("notebooks", "notebooks/ja"):
+        reader = site / "_notebooks" / folder / notebook.name
+        if not reader.is_file():
+            problems.append(f"{reader}: missing (tools/reader_notebooks.py)")
+        elif "{glue:" in reader.read_text():
+            problems.append(f"{reader}: a raw glue role")
     if "chapter-card" not in html or "to execute the notebook" not in html:
         problems.append(f"{page.name}: no chapter card with the execution time")
     if "cell_output" not in html:

@@ -35,9 +35,15 @@ def _repository() -> tuple[str, str]:
     return config["url"].removeprefix("https://github.com/"), config["branch"]
 
 
-def _colab(path: str) -> str:
-    repo, branch = _repository()
-    return f"https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
+def _colab(path: str, branch: str | None = None) -> str:
+    """The Colab address of the repository's ``path`` on ``branch`` (default: the book's)."""
+    repo, default = _repository()
+    return f"https://colab.research.google.com/github/{repo}/blob/{branch or default}/{path}"
+
+
+def _reader(path: str) -> str:
+    """The Colab address of the reader's notebook at ``path`` (the branch of Colab's links)."""
+    return _colab(path, edition_notebooks.COLAB_BRANCH)
 
 
 def test_the_committed_japanese_notebooks_are_what_the_catalogues_give():
@@ -235,8 +241,9 @@ def _theme_context(sphinx_config: dict, language: str, pagename: str):
 @pytest.mark.parametrize("language, folder", [("ja", "notebooks/ja"), ("en", "notebooks")])
 def test_the_editions_configuration_gives_the_colab_button_its_own_notebook(language, folder):
     """The Japanese edition's configuration (``tools/editions.py``) loads the extension, and
-    with it the theme's Colab button of a chapter opens notebooks/ja/<name>.ipynb, a file of
-    the repository; the English edition's opens the English notebook."""
+    with it the theme's Colab button of a chapter opens the reader's notebook
+    notebooks/ja/<name>.ipynb on the branch of the reader's notebooks, written from a file of
+    the repository; the English edition's opens the English one there."""
     from jupyter_book.config import yaml_to_sphinx
 
     edition = editions.edition_config(None if language == "en" else language, "cache")
@@ -244,7 +251,8 @@ def test_the_editions_configuration_gives_the_colab_button_its_own_notebook(lang
     assert "edition_notebooks" in recursive["extensions"]
     assert override.get("language") == (None if language == "en" else language)
     buttons = _theme_context(recursive, language, "notebooks/07_dqn")
-    assert buttons == {"Colab": _colab(f"{folder}/07_dqn.ipynb")}
+    assert buttons == {"Colab": _reader(f"{folder}/07_dqn.ipynb")}
+    assert edition_notebooks.COLAB_BRANCH != _repository()[1]
     assert (ROOT / folder / "07_dqn.ipynb").is_file()
 
 
@@ -290,17 +298,18 @@ def test_notebook_path(path, language, expected):
 @pytest.mark.parametrize("path", ENGLISH, ids=[p.stem for p in ENGLISH])
 def test_the_built_pages_open_their_editions_notebook(path):
     """On the built Japanese page every Colab link (the launch menu, the chapter card) opens
-    notebooks/ja/<name>.ipynb and the .ipynb download is the Japanese notebook; the English
-    page's open the English one."""
+    the reader's notebook notebooks/ja/<name>.ipynb and the .ipynb download is the Japanese
+    reader's notebook (its badge opens it too); the English page's open the English one."""
     for site, folder in ((SITE / "ja", "notebooks/ja"), (SITE, "notebooks")):
         html = (site / "notebooks" / f"{path.stem}.html").read_text()
         links = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html)
-        assert len(links) >= 2 and set(links) == {_colab(f"{folder}/{path.name}")}, links
+        assert len(links) >= 2 and set(links) == {_reader(f"{folder}/{path.name}")}, links
         assert f'href="../_sources/notebooks/{path.name}"' in html
         download = nbformat.read(site / "_sources" / "notebooks" / path.name, as_version=4)
         japanese = bool(_JAPANESE.search(download.cells[0].source))
         assert japanese == (folder != "notebooks"), download.cells[0].source
-        assert _colab(f"{folder}/{path.name}") in download.cells[1].source
+        assert _reader(f"{folder}/{path.name}") in download.cells[1].source
+        assert download.cells[2].id == "figures-of-the-books-run"
 
 
 # The Japanese student copies (make lab EDITION=ja).

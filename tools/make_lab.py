@@ -1,24 +1,27 @@
 """Write student and solution copies of the notebooks for a course lab.
 
-Cells tagged ``solution`` are replaced, in the student copy, by a stub that
-raises ``NotImplementedError`` with a hint; every other cell is copied
-unchanged. The hint is the cell's ``hint`` metadata when it has one. The stub
-loses the tags that hide a solution in the book (``hide-input``, ``hide-cell``),
-so that students see the cell they are to fill in.
+Cells tagged ``solution`` are replaced, in the student copy, by a stub that raises
+``NotImplementedError`` with a hint; cells tagged ``book-only``, which only check the book's
+own results (a regression run, an assertion of what the prose claims), are left out of it;
+every other cell is copied unchanged. The hint is the cell's ``hint`` metadata when it has
+one. The stub loses the tags that hide a solution in the book (``hide-input``,
+``hide-cell``), so that students see the cell they are to fill in.
 
 The book's prose quotes numbers of its run with myst-nb's ``{glue:md}`name``` role, which
 only the book's build fills in: Jupyter and Colab show the role itself. In both copies each
 role is replaced by the number the book's last build glued (read from its execution cache,
-``_build/.jupyter_cache``), the number the reader of the HTML page sees. Without an executed
-copy of a notebook in the cache (no ``make book`` yet, or the notebook changed since), its
-roles read "(a number from the book's run)", and the script says so. A glued phrase
-(``companion.glue.words``) is given in the copies' language.
+``_build/.jupyter_cache``, as ``tools/reader_notebooks.py`` does for the reader's notebooks),
+the number the reader of the HTML page sees. Without an executed copy of a notebook in the
+cache (no ``make book`` yet, or the notebook changed since), its roles read "(a number from
+the book's run)", and the script says so. A glued phrase (``companion.glue.words``) is given
+in the copies' language.
 
 With ``--language ja`` the copies are made from the Japanese notebooks,
 ``notebooks/ja/*.ipynb`` (``tools/translate_notebooks.py``: the book's Japanese prose, the same
 code), into ``lab/ja/``; their stubs and placeholders are in Japanese, and a stub's hint is
-the translation of the cell's English ``hint`` in ``locales/ja/hints.json``. Their code and its
-comments, outputs and the self-checks' messages are in English.
+the translation of the cell's English ``hint`` in ``locales/ja/hints.json``. Their code, its
+comments and its outputs are in English; the self-checks' messages are in Japanese (the
+Japanese notebooks' setup cell sets ``COMPANION_LANGUAGE=ja``).
 
     python tools/make_lab.py [--out lab]   # writes lab/student/*.ipynb and lab/solutions/*.ipynb
     python tools/make_lab.py --language ja # writes lab/ja/student/ and lab/ja/solutions/
@@ -29,7 +32,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -37,10 +39,21 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
 
+import reader_notebooks  # noqa: E402  (tools/: the book's figures, filled in)
 from edition_notebooks import notebook_path  # noqa: E402  (book/_ext: notebooks/ja/<name>)
+from reader_notebooks import (  # noqa: E402, F401  (in_language, glued_values: for the tests)
+    CACHE,
+    book_figures,
+    glued_values,
+    in_language,
+    resolve_glue,
+)
 
 SOLUTION_TAG = "solution"
+#: A cell that only checks the book's own results: the student copy leaves it out.
+BOOK_ONLY_TAG = "book-only"
 HIDING_TAGS = ("hide-input", "hide-cell")  # the book hides solutions; stubs stay visible
 DEFAULT_HINT = (
     "Write your solutions to the exercises above in this cell. The checks in "
@@ -48,18 +61,15 @@ DEFAULT_HINT = (
 )
 
 
-#: myst-nb's inline glue role, ``{glue:md}`name```, as the book's Markdown writes it.
-GLUE_ROLE = re.compile(r"\{glue:md\}`([^`]+)`")
-#: What a role reads as when the book's run of its notebook is not at hand.
-NO_FIGURE = "(a number from the book's run)"
-CACHE = ROOT / "_build" / ".jupyter_cache"
+#: What a role reads as in English when the book's run of its notebook is not at hand.
+NO_FIGURE = reader_notebooks.NO_FIGURE["en"]
 #: A language's words in the copies: the stub's first line, its hint when the cell has
 #: none, the placeholder of a glued number.
 WORDS = {
     "en": {
         "stub": "# Exercises: replace this cell with your solutions.",
         "hint": DEFAULT_HINT,
-        "no_figure": NO_FIGURE,
+        "no_figure": reader_notebooks.NO_FIGURE["en"],
     },
     "ja": {
         "stub": "# 演習：このセルをあなたの解答に置き換えてください。",
@@ -67,79 +77,11 @@ WORDS = {
             "上の演習の解答をこのセルに書いてください。companion.checks のチェックは、"
             "間違っていることだけでなく、何が間違っているかを示します。"
         ),
-        "no_figure": "（本書の実行による数値）",
+        "no_figure": reader_notebooks.NO_FIGURE["ja"],
     },
 }
 #: ``{English hint: translation}`` per language (a solution cell's ``hint`` metadata).
 HINTS = ROOT / "locales" / "{language}" / "hints.json"
-#: A glued phrase (``companion.glue.words``): one inline element per language.
-EDITION_TEXT = re.compile(r'<span class="edition-text" lang="([a-z]+)">(.*?)</span>', re.DOTALL)
-
-
-def glued_values(executed: nbformat.NotebookNode) -> dict[str, str]:
-    """``{name: Markdown text}`` of every figure an executed notebook glued (myst-nb keeps
-    each as a display output whose ``metadata.scrapbook`` names it)."""
-    values = {}
-    for cell in executed.cells:
-        for output in cell.get("outputs", []):
-            record = output.get("metadata", {}).get("scrapbook")
-            if not record:
-                continue
-            data = output.get("data", {})
-            prefix = record.get("mime_prefix", "")
-            text = data.get(prefix + "text/markdown")
-            if text is not None:
-                values[record["name"]] = text if isinstance(text, str) else "".join(text)
-    return values
-
-
-def in_language(text: str, language: str) -> str:
-    """A glued value as the ``language`` page shows it: of a phrase glued in each language
-    (``<span class="edition-text" lang="...">`` elements, which Jupyter would show side by
-    side), the one in ``language``; any other value as it is."""
-    parts = dict(EDITION_TEXT.findall(text))
-    if parts and EDITION_TEXT.sub("", text).strip() == "":
-        return parts.get(language, parts.get("en", text))
-    return text
-
-
-def resolve_glue(
-    nb: nbformat.NotebookNode, values: dict[str, str], language: str = "en"
-) -> list[str]:
-    """Replace, in ``nb``'s Markdown cells (in place), each ``{glue:md}`name``` role by
-    ``values[name]`` (a phrase in ``language``), or by the language's placeholder
-    (:data:`NO_FIGURE` in English) where ``values`` lacks it.
-
-    Returns:
-        the names not in ``values``, in order of appearance.
-    """
-    missing: list[str] = []
-
-    def figure(match: re.Match) -> str:
-        name = match.group(1)
-        if name in values:
-            return in_language(values[name], language)
-        missing.append(name)
-        return WORDS[language]["no_figure"]
-
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = GLUE_ROLE.sub(figure, cell.source)
-    return missing
-
-
-def executed_copy(nb: nbformat.NotebookNode, cache: Path) -> nbformat.NotebookNode | None:
-    """The book build's executed copy of ``nb`` from the jupyter-cache at ``cache`` (the same
-    code cells), or None when the cache has none."""
-    if not cache.is_dir():
-        return None
-    from jupyter_cache import get_cache
-
-    try:
-        _, merged = get_cache(cache).merge_match_into_notebook(copy.deepcopy(nb))
-    except KeyError:
-        return None
-    return merged
 
 
 def stub_source(hint: str, language: str = "en") -> str:
@@ -154,8 +96,8 @@ def load_hints(language: str) -> dict[str, str]:
 
 def student_copy(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
     """A copy of ``nb`` whose solution cells are stubs, in ``language`` (a cell's ``hint``
-    translated by :func:`load_hints`, kept in English where it has no translation); other
-    cells are unchanged.
+    translated by :func:`load_hints`, kept in English where it has no translation), without
+    the cells tagged :data:`BOOK_ONLY_TAG`; other cells are unchanged.
 
     Raises:
         ValueError: if a cell tagged ``solution`` is not a code cell.
@@ -175,6 +117,9 @@ def student_copy(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.No
             cell.metadata["tags"].append("exercise")
             cell.outputs = []
             cell.execution_count = None
+    student.cells = [
+        c for c in student.cells if BOOK_ONLY_TAG not in c.get("metadata", {}).get("tags", [])
+    ]
     return student
 
 
@@ -205,20 +150,25 @@ def main(argv=None) -> int:
         (args.out / folder).mkdir(parents=True, exist_ok=True)
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        executed = executed_copy(nb, args.cache)
-        values = glued_values(executed) if executed is not None else {}
+        # the English notebook's run: both editions show the one execution
+        english = ROOT / "notebooks" / path.name
+        values, when = book_figures(path.name, args.cache) if english.is_file() else ({}, None)
         missing = resolve_glue(nb, values, language)
         if missing:
-            why = "no executed copy in the cache" if executed is None else "not glued by the run"
+            why = "no executed copy in the cache" if when is None else "not glued by the run"
             print(
                 f"{path.name}: {len(missing)} glued number(s) read "
                 f"{WORDS[language]['no_figure']!r} ({why}; run make book first)",
                 file=sys.stderr,
             )
         stubs = sum(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)
+        dropped = sum(BOOK_ONLY_TAG in c.metadata.get("tags", []) for c in nb.cells)
         nbformat.write(student_copy(nb, language), args.out / "student" / path.name)
         nbformat.write(nb, args.out / "solutions" / path.name)
-        print(f"{path.name}: {stubs} solution cell(s) replaced by stubs")
+        print(
+            f"{path.name}: {stubs} solution cell(s) replaced by stubs, "
+            f"{dropped} {BOOK_ONLY_TAG} cell(s) left out"
+        )
     print(f"wrote {args.out / 'student'} and {args.out / 'solutions'}")
     return 0
 

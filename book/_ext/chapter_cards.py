@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from book_messages import N_, _, ngettext  # book/_ext: the words in the build's language
 from docutils import nodes
-from edition_notebooks import notebook_path  # book/_ext: the notebook of the page's edition
+from edition_notebooks import colab_link  # book/_ext: the reader's notebook of the page's edition
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
@@ -30,7 +30,6 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 CARDS_FILE = "book/chapters.yml"
 DIFFICULTIES = ("introductory", "intermediate", "advanced")
 FIELDS = {"builds", "builds_ja", "prerequisites", "difficulty", "gpu_seconds"}
-COLAB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 
 
 def load_cards(path: Path, chapters: list[str]) -> dict[str, dict]:
@@ -206,12 +205,10 @@ def card_node(env, docname: str) -> nodes.Element:
     else:
         timing += _("; not measured on a GPU")
     fields += _field(_("Run time"), nodes.paragraph(text=timing))
-    options = app.config.html_theme_options
-    repo = options.get("repository_url", "").removeprefix("https://github.com/")
-    colab = COLAB.format(
-        repo=repo,
-        branch=options.get("repository_branch", "main"),
-        path=notebook_path(str(env.doc2path(docname, False)), language),
+    colab = colab_link(
+        app.config.html_theme_options.get("repository_url", ""),
+        str(env.doc2path(docname, False)),
+        language,
     )
     link = nodes.reference("", _("Open in Colab"), refuri=colab)
     fields += _field(_("Run it"), nodes.paragraph("", "", link))
