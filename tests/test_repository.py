@@ -1,6 +1,7 @@
 """The repository's build settings stay as the README promises."""
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -228,17 +229,23 @@ def test_readme_reads_in_two_minutes():
 
 def test_readme_points_to_the_published_book_and_to_colab():
     """The published book is the repository's GitHub Pages site and the Colab link opens a
-    notebook of this repository's branch, both derived from _config.yml's repository."""
+    notebook of the reader's notebooks' branch (book/_ext/edition_notebooks.py), written
+    from a notebook of the repository, both derived from _config.yml's repository."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from edition_notebooks import COLAB_BRANCH
+
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     owner, name = config["url"].removeprefix("https://github.com/").split("/")
     readme = (ROOT / "README.md").read_text()
     assert f"https://{owner}.github.io/{name}/" in readme
+    links = re.findall(r"https://colab\.research\.google\.com/github/[^)\s]+", readme)
     colab = re.findall(
         rf"https://colab\.research\.google\.com/github/{owner}/{name}/blob/"
-        rf"{config['branch']}/(notebooks/[\w.]+\.ipynb)",
+        rf"{COLAB_BRANCH}/(notebooks/[\w.]+\.ipynb)",
         readme,
     )
-    assert colab and all((ROOT / path).is_file() for path in colab), colab
+    assert colab and len(colab) == len(links), links
+    assert all((ROOT / path).is_file() for path in colab), colab
 
 
 def test_licences_cover_code_and_text():
