@@ -5,21 +5,37 @@ A Markdown cell quotes a figure as ``{glue:md}`name``` and the code cell that co
 the prose says what this build's run, or the committed result it reads, says.
 
 Words rather than figures ("lowers", a verdict) are glued in each of the book's languages,
-``glue(verdict=words(en="...", ja="..."))``: the page shows the text in its own language (one
-execution serves the English and the Japanese edition).
+``glue(verdict=words("lowers"))``: the English is written in the notebook and its translations
+are in the gettext catalogue :data:`DOMAIN` (``locales/<language>/LC_MESSAGES/glue.po``,
+compiled into ``companion/locale``), which ``make catalogues`` fills from every ``words("...")``
+and ``markdown("...")`` of the notebooks, so that a changed English phrase shows as a
+translation to review. A phrase with figures names them as placeholders filled in each
+language, ``words("{low} to {high}", low=low, high=high)``; a placeholder given a phrase of
+:func:`words` takes its text in each language. The page shows the text in its own language
+(one execution serves the English and the Japanese edition).
 
 A Markdown output that is prose or a results table a reader must read (a caption, a table's
-headers) is shown in both languages the same way, ``display(markdown(en=..., ja=...))``.
+headers) is shown in both languages the same way, ``display(markdown("...", n=n))``; a text
+that the package composes in each language (a table of ``companion.bench``) is given as
+``markdown(en=..., ja=...)``.
 
 Where myst-nb is not installed (Colab), the Markdown cell shows the role as written; ``glue``
 then shows the figures under the code cell that made them, one line, so that a reader can
-read them there (words in English), and :func:`markdown` shows the English.
+read them there, and :func:`markdown` shows its text, both in the reader's language
+(``companion.set_language``; English unless chosen).
 """
 
 from __future__ import annotations
 
+import functools
+import gettext
 import re
+from pathlib import Path
 from typing import NamedTuple
+
+#: The gettext domain of the phrases the notebooks glue or show in each language.
+DOMAIN = "glue"
+LOCALE = Path(__file__).resolve().parent / "locale"
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: Letters that are not English words in a glued figure: units and names both editions share.
@@ -56,61 +72,112 @@ class Words(NamedTuple):
         )
 
 
-def words(*, en: str, ja: str) -> Words:
-    """A phrase to glue in English and in Japanese: ``glue(verdict=words(en=..., ja=...))``.
+@functools.cache
+def _catalogue(language: str) -> gettext.NullTranslations:
+    return gettext.translation(DOMAIN, LOCALE, languages=[language], fallback=True)
+
+
+def translation(text: str, language: str) -> str:
+    """``text``'s translation into ``language`` in the catalogue :data:`DOMAIN` (``text``
+    itself in English, or when the catalogue has none)."""
+    return text if language == "en" else _catalogue(language).gettext(text)
+
+
+def _in_languages(name: str, text, en, ja, values: dict) -> tuple[str, str]:
+    """The English and the Japanese of ``name``'s arguments: ``text`` and its catalogue
+    translation filled with ``values``, or ``en`` and ``ja`` as given."""
+    if text is None:
+        if values:
+            raise TypeError(f"{name}: placeholders {sorted(values)} given without a text")
+        return en, ja
+    if en is not None or ja is not None:
+        raise TypeError(f"{name}: expected a text or en= and ja=, not both")
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: text: expected a str, got {type(text).__name__}")
+    pair = []
+    for language in ("en", "ja"):
+        filled = {k: getattr(v, language) if isinstance(v, Words) else v for k, v in values.items()}
+        try:
+            pair.append(translation(text, language).format(**filled))
+        except (KeyError, IndexError) as error:
+            raise ValueError(
+                f"{name}: {text!r}: no value for the placeholder {error} (give it as "
+                f"{name}(text, name=value))"
+            ) from None
+    if english_words(text) and translation(text, "ja") == text:
+        raise ValueError(
+            f"{name}: {text!r} has no Japanese in the catalogue {DOMAIN!r}: run make catalogues"
+            f" and translate it in locales/ja/LC_MESSAGES/{DOMAIN}.po"
+        )
+    return pair[0], pair[1]
+
+
+def words(text: str | None = None, /, *, en=None, ja=None, **values) -> Words:
+    """A phrase to glue in English and in Japanese: ``glue(verdict=words("lowers"))``, its
+    Japanese from the catalogue :data:`DOMAIN`; with figures, ``words("{n} seeds", n=n)``.
+    ``words(en=..., ja=...)`` pairs two texts that code composed in each language.
 
     Raises:
-        TypeError: if ``en`` or ``ja`` is not a ``str``.
-        ValueError: if either is empty, or holds Markdown or HTML markup (``<``, ``*``, a
-            backtick), which an inline element would not render; if ``ja`` holds English
+        TypeError: if the text is not a ``str``, or both a text and ``en``/``ja`` are given.
+        ValueError: if a text is empty, or holds Markdown or HTML markup (``<``, ``*``, a
+            backtick), which an inline element would not render; if a placeholder has no
+            value; if the catalogue has no Japanese for the text, or ``ja`` holds English
             words (:func:`english_words`) and no Japanese character.
     """
-    for lang, text in (("en", en), ("ja", ja)):
-        if isinstance(text, Words):
+    en, ja = _in_languages("words", text, en, ja, values)
+    for lang, part in (("en", en), ("ja", ja)):
+        if isinstance(part, Words):
             continue
-        if not isinstance(text, str):
-            raise TypeError(f"words: {lang}: expected a str, got {type(text).__name__}")
-        if not text.strip():
+        if not isinstance(part, str):
+            raise TypeError(f"words: {lang}: expected a str, got {type(part).__name__}")
+        if not part.strip():
             raise ValueError(f"words: {lang}: the text is empty")
-        if re.search(r"[<>*`]", text):
-            raise ValueError(f"words: {lang}: plain text expected, got markup in {text!r}")
+        if re.search(r"[<>*`]", part):
+            raise ValueError(f"words: {lang}: plain text expected, got markup in {part!r}")
     if isinstance(ja, str) and english_words(ja) and not _JAPANESE.search(ja):
         raise ValueError(f"words: ja: expected Japanese, got {ja!r}")
     return Words(en, ja)
 
 
-def markdown(*, en: str, ja: str):
-    """A Markdown output (a caption, a results table) in English and in Japanese.
+def markdown(text: str | None = None, /, *, en=None, ja=None, **values):
+    """A Markdown output (a caption, a results table) in English and in Japanese:
+    ``markdown("Mean return over {n} seeds", n=n)``, its Japanese from the catalogue
+    :data:`DOMAIN`, or ``markdown(en=..., ja=...)`` for two texts composed in each language.
 
     In the book's build (myst-nb installed) the output holds both texts, each in a block
     ``<div class="edition-text" lang="...">`` that the book's style shows on pages of its
-    language only; elsewhere (Colab, plain Jupyter) it is the English alone. Both texts
-    should be built from the same formatted figures.
+    language only; elsewhere (Colab, plain Jupyter) it is the text in the reader's language
+    (``companion.set_language``; English unless chosen). Both texts should be built from the
+    same formatted figures.
 
     Returns:
         an ``IPython.display.Markdown`` to ``display`` or to leave as a cell's last value.
 
     Raises:
-        TypeError: if ``en`` or ``ja`` is not a ``str``.
-        ValueError: if either is empty, or if ``ja`` holds no Japanese character.
+        TypeError: as :func:`words`; if ``en`` or ``ja`` is not a ``str``.
+        ValueError: if either text is empty; if ``ja`` holds no Japanese character; as
+            :func:`words` for a text's placeholders and translation.
     """
     from IPython.display import Markdown
 
-    for lang, text in (("en", en), ("ja", ja)):
-        if not isinstance(text, str):
-            raise TypeError(f"markdown: {lang}: expected a str, got {type(text).__name__}")
-        if not text.strip():
+    en, ja = _in_languages("markdown", text, en, ja, values)
+    for lang, part in (("en", en), ("ja", ja)):
+        if not isinstance(part, str):
+            raise TypeError(f"markdown: {lang}: expected a str, got {type(part).__name__}")
+        if not part.strip():
             raise ValueError(f"markdown: {lang}: the text is empty")
     if not _JAPANESE.search(ja):
         raise ValueError(f"markdown: ja: expected Japanese, got {ja[:60]!r}")
     try:
         import myst_nb  # noqa: F401  (the book's build)
     except ImportError:
-        return Markdown(en)
+        from companion.language import current_language
+
+        return Markdown(ja if current_language() == "ja" else en)
     return Markdown(
         "\n\n".join(
-            f'<div class="edition-text" lang="{lang}">\n\n{text.strip()}\n\n</div>'
-            for lang, text in (("en", en), ("ja", ja))
+            f'<div class="edition-text" lang="{lang}">\n\n{part.strip()}\n\n</div>'
+            for lang, part in (("en", en), ("ja", ja))
         )
     )
 
@@ -149,15 +216,18 @@ def glue(**texts: str | Words) -> None:
         if english_words(text):
             raise ValueError(
                 f"glue: {name}: {text!r} holds English words ({', '.join(english_words(text)[:3])}),"
-                " which the Japanese edition would show as they are; give the phrase in both"
-                " languages: glue(name=words(en=..., ja=...))"
+                " which the Japanese edition would show as they are; give the phrase through"
+                ' the catalogue: glue(name=words("..."))'
             )
     from IPython.display import Markdown, display
 
     try:
         from myst_nb import glue as myst_glue
     except ImportError:  # Colab: show the figures where they were computed
-        shown = {n: t.en if isinstance(t, Words) else t for n, t in texts.items()}
+        from companion.language import current_language
+
+        language = current_language()
+        shown = {n: getattr(t, language) if isinstance(t, Words) else t for n, t in texts.items()}
         display(Markdown("; ".join(f"`{n}`: {t}" for n, t in shown.items())))
         return
     for name, text in texts.items():

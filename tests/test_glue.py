@@ -11,6 +11,8 @@ import pytest
 
 from companion.glue import glue, words
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
 
 def _without_myst_nb(monkeypatch) -> None:
     """Make ``import myst_nb`` fail, as it does in Colab."""
@@ -55,7 +57,7 @@ def test_without_myst_nb_shows_the_figures_under_the_cell(monkeypatch):
             ValueError,
             r"verdict: 'grew to' holds English words \(grew, to\)",
         ),
-        ({"share": "4 of 33"}, ValueError, r"share: .*\(of\).*words\(en=\.\.\., ja=\.\.\.\)"),
+        ({"share": "4 of 33"}, ValueError, r'share: .*\(of\).*words\("\.\.\."\)'),
     ],
 )
 def test_bad_input_names_the_figure(texts, error, words):
@@ -146,3 +148,95 @@ def test_markdown_names_the_language_that_is_wrong(en, ja, error, match):
 
     with pytest.raises(error, match=match):
         markdown(en=en, ja=ja)
+
+
+# --- the catalogue "glue": a phrase written once, in English ------------------------------
+
+
+def test_a_phrase_takes_its_japanese_from_the_catalogue_with_its_figures_filled_in():
+    """The committed catalogue (``companion/locale/ja/LC_MESSAGES/glue.mo``): a phrase, a
+    phrase with placeholders, and a placeholder given a phrase (each language takes its own
+    text)."""
+    assert words("(never)") == ("(never)", "（未到達）")
+    assert words("{low} to {high}", low="0.91", high="1.20") == ("0.91 to 1.20", "0.91〜1.20")
+    run = words("(not measured here)")
+    filled = words(
+        "After a warm-up of {warmup} random steps, training runs whole blocks of eval_every "
+        "iterations ({block} environment steps), each followed by an evaluation: {run}",
+        warmup="1,000",
+        block="2,500",
+        run=run,
+    )
+    assert filled.en.endswith("an evaluation: (not measured here)"), filled.en
+    assert filled.ja.startswith("1,000 ステップ") and filled.ja.endswith("（ここでは未測定）")
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: words("no such phrase in the catalogue"), ValueError, "no Japanese .*glue.po"),
+        (lambda: words("{low} to {high}", low="1"), ValueError, r"placeholder 'high'"),
+        (lambda: words("(never)", en="a", ja="b"), TypeError, "not both"),
+        (lambda: words(en="a", ja="b", n=1), TypeError, r"placeholders \['n'\]"),
+        (lambda: words(3), TypeError, "text: expected a str, got int"),
+    ],
+)
+def test_a_phrase_that_cannot_be_given_in_both_languages_is_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_a_markdown_text_in_colab_is_in_the_readers_language(monkeypatch):
+    from companion import set_language
+    from companion.glue import markdown
+
+    _without_myst_nb(monkeypatch)
+    assert markdown("seed").data == "seed"
+    set_language("ja")
+    try:
+        assert markdown("seed").data == "シード"
+    finally:
+        set_language(None)
+
+
+def test_the_catalogue_finds_the_notebooks_phrases_and_refuses_a_computed_one(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import glue_messages
+
+    code = (
+        "x = words('(never)')\n"
+        "%time y = glue.words('{n} seeds', n=3)\n"
+        "z = markdown(en=table('en'), ja=table('ja'))\n"
+    )
+    assert glue_messages.code_messages(code) == [(1, "(never)"), (2, "{n} seeds")]
+    with pytest.raises(glue_messages.ComputedText, match=r"cell 3, line 1: words\(f'\{n\} seeds'"):
+        glue_messages.code_messages("words(f'{n} seeds')", "nb.ipynb, cell 3")
+
+
+def test_a_changed_english_phrase_turns_its_japanese_fuzzy(tmp_path):
+    """The catalogue kept in step with the notebooks (``make catalogues``): an edited English
+    phrase becomes an entry to review, its old translation kept as a suggestion, which the
+    book's tests refuse until a translator removes the mark."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import editions
+
+    def notebook(text):
+        cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": [text]}
+        (tmp_path / "notebooks").mkdir(exist_ok=True)
+        (tmp_path / "notebooks" / "nb.ipynb").write_text(json.dumps({"cells": [cell]}))
+
+    locales = tmp_path / "locales"
+    notebook("glue(x=words('(not measured here)'))")
+    po = editions.update_code_catalogue("ja", "glue", tmp_path, locales)
+    catalog = editions._read(po)
+    catalog["(not measured here)"].string = "（ここでは未測定）"
+    from babel.messages.pofile import write_po
+
+    with po.open("wb") as f:
+        write_po(f, catalog, width=88)
+    notebook("glue(x=words('(not measured on this machine)'))")
+    editions.update_code_catalogue("ja", "glue", tmp_path, locales)
+    entry = editions._read(po)["(not measured on this machine)"]
+    assert entry.fuzzy and entry.string == "（ここでは未測定）"

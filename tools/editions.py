@@ -15,15 +15,17 @@ with the English source by ``sphinx-intl``.
 Markdown is read) into ``_build/gettext``, then ``sphinx-intl update``: a changed English
 paragraph becomes a new, untranslated entry and its old translation is kept as a fuzzy
 suggestion, which ``check`` refuses until a translator reviews it. The words of the book's
-own code are extracted with Babel into two more catalogues and updated the same way
+own code are extracted into more catalogues and updated the same way
 (:func:`update_code_catalogue`): the Sphinx extensions' (a chapter card, the time tables, the
 folded cells' labels; ``book/_ext/*.py``, domain ``extensions``,
-``book/_ext/book_messages.py``) and the benchmark tables' (``companion/bench/*.py``, domain
+``book/_ext/book_messages.py``), the benchmark tables' (``companion/bench/*.py``, domain
 ``companion``, ``companion/bench/words.py``), the self-checks' (``companion/checks/*.py``,
-domain ``checks``, ``companion/checks/_messages.py``) and the figures' (plots' labels,
+domain ``checks``, ``companion/checks/_messages.py``), the figures' (plots' labels,
 diagrams' words, the animation player's controls; domain ``figures``,
-``companion/figure_words.py``, found by ``tools/figure_messages.py``), whose compiled
-catalogues the package ships (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
+``companion/figure_words.py``, found by ``tools/figure_messages.py``) and the phrases the
+notebooks glue into their prose or show as results (domain ``glue``,
+``companion/glue.py``, found by ``tools/glue_messages.py``); the package ships the last four
+compiled (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -59,15 +61,25 @@ PACKAGE_DOMAIN = "companion"
 #: The figures' words (plots, diagrams, the animation player's controls), found in the
 #: notebooks and the package by ``tools/figure_messages.py`` (companion/figure_words.py).
 FIGURES = ROOT
+#: The phrases the notebooks glue or show in each language (``companion.glue.words``), found
+#: in the English notebooks by ``tools/glue_messages.py``.
+GLUE = ROOT
 #: The catalogues the package ships compiled.
-PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures")
+PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures", "glue")
 
 
 def code_domains() -> dict[str, Path]:
     """The catalogues of the book's code: gettext domain -> the folder whose ``*.py`` hold
     its English messages (``figures``: the repository, whose notebooks and drawing code
-    ``tools/figure_messages.py`` reads)."""
-    return {"extensions": EXTENSIONS, PACKAGE_DOMAIN: BENCH, "checks": CHECKS, "figures": FIGURES}
+    ``tools/figure_messages.py`` reads; ``glue``: the repository, whose notebooks
+    ``tools/glue_messages.py`` reads)."""
+    return {
+        "extensions": EXTENSIONS,
+        PACKAGE_DOMAIN: BENCH,
+        "checks": CHECKS,
+        "figures": FIGURES,
+        "glue": GLUE,
+    }
 
 
 LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
@@ -140,6 +152,10 @@ def code_messages(domain: str, folder: Path | None = None):
         import figure_messages  # tools/, beside this file
 
         return figure_messages.template(folder or code_domains()[domain])
+    if domain == "glue":
+        import glue_messages  # tools/, beside this file
+
+        return glue_messages.template(folder or code_domains()[domain])
     template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)

@@ -1,0 +1,97 @@
+"""The English phrases the notebooks glue or show in each language, for the catalogue ``glue``.
+
+``companion.glue.words("...")`` and ``companion.glue.markdown("...")`` take their Japanese
+from the gettext catalogue ``glue``; this module finds their English in the English
+notebooks' code cells: the literal text given as the first argument of every call named
+``words`` or ``markdown`` (``glue.words(...)`` too), each with the cell it is in. A call whose
+first argument is an f-string is refused (:class:`ComputedText`): its figures belong in
+named placeholders, ``words("{n} seeds", n=n)``, so that the catalogue holds one message
+whatever the run's figures. A call with ``en=`` and ``ja=`` (two texts composed in each
+language by the package) holds no message.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The functions whose first argument is a message of the catalogue.
+CALLS = frozenset({"words", "markdown"})
+
+
+class ComputedText(ValueError):
+    """A ``words``/``markdown`` call whose text is computed (an f-string, a ``+``)."""
+
+
+def _line(line: str) -> str:
+    """A cell's line as Python: a line magic's code (``%time x = 1`` is ``x = 1``), nothing
+    for another magic or a shell line."""
+    stripped = line.lstrip()
+    if stripped.startswith(("%time ", "%timeit ")):
+        return line[: len(line) - len(stripped)] + stripped.split(None, 1)[1]
+    return "" if stripped.startswith(("%", "!")) else line
+
+
+def _parse(source: str) -> ast.Module | None:
+    """A code cell as Python (:func:`_line`); None if it does not parse."""
+    lines = [_line(line) for line in source.split("\n")]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def code_messages(source: str, where: str = "<cell>") -> list[tuple[int, str]]:
+    """(line, message) of every catalogue text in the code ``source``.
+
+    Raises:
+        ComputedText: a ``words``/``markdown`` call whose first argument is a computed text.
+    """
+    tree = _parse(source)
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in CALLS:
+            continue
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.append((node.lineno, first.value))
+        elif isinstance(first, (ast.JoinedStr, ast.BinOp)):
+            raise ComputedText(
+                f"{where}, line {node.lineno}: {name}({ast.unparse(first)[:60]}, ...): give the "
+                'text as a literal with named placeholders, e.g. words("{n} seeds", n=n)'
+            )
+    return found
+
+
+def notebook_messages(path: Path) -> list[tuple[int, str]]:
+    """(cell number, message) of every catalogue text in a notebook's code cells."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = []
+    for number, cell in enumerate(nb["cells"], 1):
+        if cell["cell_type"] == "code":
+            where = f"{path.name}, cell {number}"
+            found += [(number, text) for _, text in code_messages("".join(cell["source"]), where)]
+    return found
+
+
+def template(root: Path = ROOT):
+    """The English messages of the English notebooks (``<root>/notebooks/*.ipynb``) as a Babel
+    template catalogue (domain ``glue``), each with the notebooks and cells it was found in.
+
+    Raises:
+        ComputedText: as :func:`code_messages`.
+    """
+    from babel.messages.catalog import Catalog
+
+    catalog = Catalog(domain="glue", project="Deep reinforcement learning in JAX", fuzzy=False)
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        for cell, text in notebook_messages(path):
+            flags = ("python-brace-format",) if "{" in text else ()
+            catalog.add(text, locations=[(f"notebooks/{path.name}", cell)], flags=flags)
+    return catalog
