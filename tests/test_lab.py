@@ -10,7 +10,7 @@ import pytest
 from notebook_runner import NOTEBOOKS, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from make_lab import HIDING_TAGS, SOLUTION_TAG, student_copy  # noqa: E402
+from make_lab import BOOK_ONLY_TAG, HIDING_TAGS, SOLUTION_TAG, student_copy  # noqa: E402
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -21,17 +21,37 @@ def test_every_chapter_has_solutions_and_the_student_copy_stubs_them(path):
         i for i, c in enumerate(nb.cells) if SOLUTION_TAG in c.metadata.get("tags", [])
     ]
     assert solution_cells, f"{path.name} has no cell tagged {SOLUTION_TAG!r}"
-    for i, (orig, stu) in enumerate(zip(nb.cells, student.cells)):
+    kept = [
+        (i, c) for i, c in enumerate(nb.cells) if BOOK_ONLY_TAG not in c.metadata.get("tags", [])
+    ]
+    assert [c.id for _, c in kept] == [c.id for c in student.cells]
+    for (i, orig), stu in zip(kept, student.cells):
         if i in solution_cells:
             assert "raise NotImplementedError(" in stu.source
             assert orig.source not in stu.source
             assert "exercise" in stu.metadata["tags"]
         else:
             assert stu == orig
-    assert len(student.cells) == len(nb.cells)
-    assert (
-        nb.cells[solution_cells[0]].source != student.cells[solution_cells[0]].source
-    )  # nb untouched
+    assert "raise NotImplementedError(" not in nb.cells[solution_cells[0]].source  # untouched
+
+
+def test_cells_that_only_check_the_books_results_are_left_out_of_the_student_copy():
+    """Chapter 9's regression run of the saved configuration (about 10 s on the tiny budget)
+    and its assertion about the untrained network's outputs check the book, not the student:
+    the student copy leaves them out, the solutions keep them, and a book-only cell is never
+    an exercise's cell."""
+    nb = nbformat.read(ROOT / "notebooks" / "09_generalising.ipynb", as_version=4)
+    book_only = [c.id for c in nb.cells if BOOK_ONLY_TAG in c.metadata.get("tags", [])]
+    assert book_only == ["gen-g02", "8cd5b669"]
+    student = student_copy(nb)
+    assert len(student.cells) == len(nb.cells) - 2
+    assert not {c.id for c in student.cells} & set(book_only)
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            tags = cell.metadata.get("tags", [])
+            if BOOK_ONLY_TAG in tags:
+                assert cell.cell_type == "code" and SOLUTION_TAG not in tags, (path.name, cell.id)
+                assert "glue(" not in cell.source, (path.name, cell.id)  # the prose needs it
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -65,24 +85,39 @@ def test_stub_drops_every_hiding_tag():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_student_copy_runs_up_to_its_first_stub(path, executed_notebook):
-    """Before its first stub a student copy holds the chapter's own cells, so the chapter's
-    execution on the tiny budget (shared with tests/test_notebooks.py) is the student copy's
-    execution up to there: it must reach the stub without an error. Nothing before the stub
-    may depend on the folder it runs from (student copies run from lab/student/), and the stub
-    raises NotImplementedError."""
+    """Before its first stub a student copy holds the chapter's own cells but the book-only
+    ones, so the chapter's execution on the tiny budget (shared with tests/test_notebooks.py)
+    runs the student copy's cells up to there: they must reach the stub without an error. No
+    cell the student copy keeps reads a name that only a book-only cell binds. Nothing before
+    the stub may depend on the folder it runs from (student copies run from lab/student/),
+    and the stub raises NotImplementedError."""
     nb = nbformat.read(path, as_version=4)
     student = student_copy(nb)
     first_stub = next(
         i for i, c in enumerate(student.cells) if "exercise" in c.metadata.get("tags", [])
     )
-    assert [c.source for c in student.cells[:first_stub]] == [
-        c.source for c in nb.cells[:first_stub]
-    ]
+    kept = [c for c in nb.cells if BOOK_ONLY_TAG not in c.metadata.get("tags", [])]
+    assert [c.source for c in student.cells[:first_stub]] == [c.source for c in kept[:first_stub]]
+    bound_by_book_only = set()
+    for cell in nb.cells:
+        if BOOK_ONLY_TAG in cell.metadata.get("tags", []):
+            bound_by_book_only |= set(_bindings(cell.source))
+        elif cell.cell_type == "code":
+            bound_by_book_only -= set(_bindings(cell.source))
+            names = [
+                n for n in ast.walk(ast.parse(_python(cell.source))) if isinstance(n, ast.Name)
+            ]
+            stored = {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+            used = {n.id for n in names if isinstance(n.ctx, ast.Load)} - stored
+            assert not used & bound_by_book_only, (path.name, cell.id, used & bound_by_book_only)
+    before = {c.id for c in student.cells[:first_stub]}
     ran = executed_notebook(path)
     code_before = [
         c
-        for c in ran.cells[:first_stub]
-        if c.cell_type == "code" and "skip-execution" not in c.metadata.get("tags", [])
+        for c in ran.cells
+        if c.id in before
+        and c.cell_type == "code"
+        and "skip-execution" not in c.metadata.get("tags", [])
     ]  # a skip-execution cell (a live widget) runs in Jupyter only, never in a build
     assert code_before and all(c.execution_count is not None for c in code_before)
     assert not any(o.output_type == "error" for c in code_before for o in c.outputs)
@@ -141,13 +176,18 @@ def test_glued_figures_are_filled_in_from_the_books_run():
 CHECK_CALL = re.compile(r"\b((?:companion\.checks\.)?check_\w+)\(")
 
 
+def _python(source: str) -> str:
+    """A cell's code as IPython runs it (its magics turned into calls)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
 def _bindings(source: str) -> dict[str, ast.stmt]:
     """``{name: statement}`` for every top-level name a cell binds (IPython's magics read as
     IPython reads them)."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
     found = {}
-    for node in ast.parse(TransformerManager().transform_cell(source)).body:
+    for node in ast.parse(_python(source)).body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 found[(alias.asname or alias.name).split(".")[0]] = node
