@@ -20,125 +20,32 @@ from pathlib import Path
 
 import jax
 import pytest
-import test_check_bank_agents as agents_bank
-import test_check_bank_basics as bank
-import test_check_bank_foundations as foundations_bank
-import test_check_bank_silent_bugs as silent_bank
-import test_checks_chapters as planted
-import test_checks_performance as performance_tests
-import test_checks_ppo as ppo_tests
 from babel.messages.pofile import read_po
 
 import companion
 import companion.checks as checks
+from checks.answers import RIGHT, banks
 from companion import language
 from companion.checks import CheckFailed
 from companion.checks import _messages as messages
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "locales" / "ja" / "LC_MESSAGES" / "checks.po"
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
-def _rows(*tables) -> list:
-    """``(answer, English regex)`` rows from the banks' ``(what, answer, message)`` tables and
-    the chapter tests' ``(answer, message)`` lists; a row that is a ``pytest.param`` too, but
-    for one its ``skipif`` leaves out here (a JAX without the function the answer calls)."""
-    rows = []
-    for table in tables:
-        for row in table:
-            marks = getattr(row, "marks", ())
-            if not any(mark.name == "skipif" and mark.args[0] for mark in marks):
-                rows.append(tuple(getattr(row, "values", row))[-2:])
-    return rows
+def _rows(bank: list) -> list:
+    """``(answer, English regex, marks)`` for each row of a bank (a row's marks: a ``skipif``
+    for a JAX without the function the answer calls, a warning the answer raises)."""
+    return [(*tuple(getattr(row, "values", row))[1:], getattr(row, "marks", ())) for row in bank]
 
 
-#: The checks whose messages are translated, with the wrong answers the existing banks give
-#: them (test_check_bank_*.py, test_checks_*.py) and a right answer.
-WRONG = {
-    "check_softplus_grad": (
-        _rows(bank.WRONG_SOFTPLUS, planted.PLANTED_SOFTPLUS),
-        bank.RIGHT_SOFTPLUS[0],
-    ),
-    "check_discounted_returns": (
-        _rows(bank.WRONG_RETURNS, planted.PLANTED_RETURNS),
-        bank.RIGHT_RETURNS[0],
-    ),
-    "check_noisy_batch": (
-        _rows(bank.WRONG_NOISY, planted.PLANTED_NOISY),
-        planted.good_noisy_batch,
-    ),
-    "check_checkpointed_propagation": (_rows(bank.WRONG_CHECKPOINT), bank.RIGHT_CHECKPOINT[0]),
-    "check_settle": (_rows(bank.WRONG_SETTLE), bank.RIGHT_SETTLE[0]),
-    "check_success_by_reach": (_rows(bank.WRONG_REACH), bank.RIGHT_REACH[0]),
-    "check_mlp_apply": (_rows(bank.WRONG_MLP), bank.RIGHT_MLP[0]),
-    "check_frozen_constant": (_rows(bank.WRONG_FROZEN), bank.RIGHT_FROZEN[0]),
-    "check_per_example_grad_norms": (_rows(bank.WRONG_NORMS), bank.RIGHT_NORMS[0]),
-    "check_decayed_training": (
-        [(make(), message) for _what, make, message in bank.WRONG_DECAYED],
-        bank.RIGHT_DECAYED[0](),
-    ),
-    "check_cross_talk": (_rows(silent_bank.WRONG_CROSS_TALK), silent_bank.RIGHT_CROSS_TALK[0]),
-    "check_allreduce_bytes": (_rows(bank.WRONG_ALLREDUCE), bank.ring),
-    "check_pays_from": (_rows(bank.WRONG_PAYS), bank.RIGHT_PAYS[0]),
-    "check_compilations": (
-        _rows(silent_bank.WRONG_COMPILATIONS),
-        silent_bank.RIGHT_COMPILATIONS[0],
-    ),
-    "check_batched_rollout": (
-        _rows(performance_tests.WRONG_BATCHED_ROLLOUT, bank.WRONG_BATCHED),
-        performance_tests.batched_scan,
-    ),
-    "check_rollout_bytes": (
-        _rows(performance_tests.WRONG_ROLLOUT_BYTES)
-        + [
-            (lambda t, n, per_step=per_step: per_step * t * n, message)
-            for _what, per_step, message in bank.WRONG_BYTES
-        ],
-        performance_tests.right_rollout_bytes,
-    ),
-    "check_bend": (_rows(bank.WRONG_BEND), bank.RIGHT_BEND[0]),
-}
-
-
-def _tables(*tables) -> dict:
-    """``{check: (rows, right answer)}`` from the banks' ``pytest.param(check, answer,
-    message)`` tables, whose right answers have no message."""
-    found = {}
-    for table in tables:
-        check = table[0].values[0]
-        rows = [(p.values[1], p.values[2]) for p in table if p.values[2] is not None]
-        right = next(p.values[1] for p in table if p.values[2] is None)
-        found[check] = (rows, right)
-    return found
-
-
-WRONG |= _tables(
-    foundations_bank.LEGAL_FRACTION,
-    foundations_bank.UP_FIRST,
-    foundations_bank.CLASSIFY,
-    foundations_bank.COUNT_ENDINGS,
-    foundations_bank.ACTION_VALUES,
-    foundations_bank.REINFORCE,
-    foundations_bank.Q_LEARNING,
-    foundations_bank.SEMI_IMPLICIT,
-    foundations_bank.BALANCING,
-    agents_bank.N_STEP,
-    agents_bank.SAMPLE_WINDOWS,
-    agents_bank.DOUBLE_DQN,
-    agents_bank.Q_OVERSHOOT,
-    agents_bank.GAE,
-    agents_bank.DUAL_CLIP,
-    agents_bank.EPSILON,
-    agents_bank.LATE_SUCCESS,
-    agents_bank.ROLLOUT_KEYS,
-    agents_bank.COLLECTOR,
-)
-WRONG["check_fill_one_loss"] = (_rows(ppo_tests.WRONG_FILL_ONE), ppo_tests.fill_loss)
+#: Every check, with the wrong answers of its bank (``test_<module>.py``) and a right answer.
+WRONG = {check: (_rows(bank), RIGHT[check][0]) for check, bank in banks().items()}
 CASES = [
-    pytest.param(check, answer, english, id=f"{check[6:]}-{i}")
+    pytest.param(check, answer, english, marks=marks, id=f"{check[6:]}-{i}")
     for check, (rows, _right) in WRONG.items()
-    for i, (answer, english) in enumerate(rows)
+    for i, (answer, english, marks) in enumerate(rows)
 ]
 
 

@@ -2,7 +2,7 @@
 
 An exercise states what its answer returns: an array of a dtype and a shape (float32
 ``(batch,)``), a Python number, a pair, a pytree. For every check of ``companion.checks``
-the check's first right answer (``test_checks_unfoolable.RIGHT``) is wrapped three ways, each
+the check's first right answer (``answers.RIGHT``) is wrapped three ways, each
 breaking one part of the contract: the type (a tuple or list for an array, one array for a
 pair, a str or a list for a number), the dtype (int32 for float32, a float for an int) and the
 shape (an extra leading axis). Each wrapped answer must fail with a message that names the
@@ -25,9 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_checks_unfoolable import RIGHT
 
 import companion.checks as checks
+from checks.answers import RIGHT
 from companion.checks import CheckFailed
 
 #: A contract message: "<output> should return|be|yield|hold <contract>; ... it|they

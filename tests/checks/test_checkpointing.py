@@ -1,0 +1,69 @@
+"""check_checkpointed_propagation (chapter 11): right answers and its bank of wrong answers
+(``WRONG_*``: slip, answer, verdict).
+
+What the check guards, and the case that breaks each plausible wrong answer:
+
+check_checkpointed_propagation (jax.checkpoint around the scan's body, same outputs)
+- where the checkpoint is: around the whole scan or call, none at all, named;
+- its policy: one that saves everything, named; a dots policy passes;
+- the same network: relu in the body changes (logits, value) (generic); another network's
+  class holds other arrays; a model instead of the class is told to pass the class.
+"""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+from checks.answers import (
+    bank_params,
+    checkpointed_class,
+    generic,
+    passes,
+    rejects,
+    right_params,
+)
+from companion.agents import ppo
+
+# --- a checkpointed copy of ppo.PropagationActorCritic ------------------------------
+
+
+RIGHT_CHECKPOINT = [
+    checkpointed_class(),
+    checkpointed_class(policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable),
+]
+
+
+WRONG_CHECKPOINT = [
+    ("around the whole scan", checkpointed_class("scan"), r"wraps the whole scan"),
+    ("around the whole call", checkpointed_class("call"), r"wraps the whole scan \(or the whole"),
+    ("no checkpoint", checkpointed_class("none"), r"there is no jax.checkpoint"),
+    (
+        "a policy that saves everything",
+        checkpointed_class(policy=jax.checkpoint_policies.everything_saveable),
+        r"saves everything",
+    ),
+    (
+        "relu in the body",
+        checkpointed_class(activation=jax.nn.relu),
+        generic(r"\(logits, value\) differ"),
+    ),
+    ("a model, not the class", checkpointed_class()(jax.random.key(0)), r"pass the class itself"),
+    ("another network's class", ppo.ValueIterationActorCritic, r"holds other arrays"),
+]
+
+
+#: The check's right answers and its bank of wrong ones.
+RIGHTS = {"check_checkpointed_propagation": RIGHT_CHECKPOINT}
+BANKS = {"check_checkpointed_propagation": WRONG_CHECKPOINT}
+
+
+@pytest.mark.parametrize("check, answer", right_params(RIGHTS))
+def test_a_right_answer_passes(check, answer, capsys):
+    passes(check, answer, capsys)
+
+
+@pytest.mark.parametrize("check, wrong, verdict", bank_params(BANKS))
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+def test_a_wrong_answer_gets_its_verdict(check, wrong, verdict):
+    rejects(check, wrong, verdict)

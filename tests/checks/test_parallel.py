@@ -1,0 +1,215 @@
+"""check_allreduce_bytes, check_data_parallel_grad, check_pays_from (chapter 12): right answers,
+each check's bank of wrong answers (``WRONG_*``: slip, answer, verdict) and the multi-device
+cases (8 simulated devices, in a process of their own).
+
+What each check guards, and the case that breaks each plausible wrong answer:
+
+check_allreduce_bytes (``2 (n - 1) / n * 4 * num_params`` per device)
+- the factor 2, the (n - 1) / n (one device's case), 4 bytes a float, named;
+- per device: all devices' traffic together, bits, a cost on one device, named.
+
+check_data_parallel_grad (pmean of the shards' gradients, meshes of 1 to 8 devices)
+- the whole batch split: a gradient that never splits is named;
+- a mean: a loss summed over rows, psum for pmean (8 devices), named;
+- an all-reduce and one result: none (the first device's rows only), stacked (8 devices);
+- the contract: an extra axis; 2 g + 1 is generic.
+
+check_pays_from (the smallest num_envs from which every ratio exceeds ``above``)
+- from which it pays for good: the first that pays (a larger one falls back), the
+  largest, named; sizes given out of order (the dict's order named);
+- ``>`` not ``>=``, ``above`` used, None (not -1) where none pays, a size, not a ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+from notebook_runner import ROOT
+
+from checks.answers import (
+    _pays_suffix,
+    _rows_summed,
+    _summed_parts_gradient,
+    bank_params,
+    generic,
+    mean_gradient,
+    passes,
+    pays_answer,
+    rejects,
+    right_params,
+    ring,
+)
+
+# --- check_allreduce_bytes: allreduce_bytes(num_params, num_devices) --------------------
+
+
+RIGHT_ALLREDUCE = [ring, lambda p, n: int(8 * p * (n - 1) // n)]
+
+
+WRONG_ALLREDUCE = [
+    (
+        "every device's traffic together",
+        lambda p, n: n * ring(p, n),
+        r"multiplies by n - 1 .*all n devices send together",
+    ),
+    ("bits", lambda p, n: 8 * ring(p, n), r"counts bits"),
+]
+
+
+WRONG_ALLREDUCE += [
+    ("half the traffic", lambda p, n: ring(p, n) / 2, "counts half the traffic"),
+    ("parameters, not bytes", lambda p, n: ring(p, n) / 4, "counts parameters, not bytes"),
+    (
+        "traffic on one device",
+        lambda p, n: ring(p, n) if n > 1 else 40,
+        "one device has nothing to exchange",
+    ),
+    ("8 p (n - 1)", lambda p, n: 8 * p * (n - 1), "multiplies by n - 1"),
+    # 8 * p on every case but one device, where it is right: the (n - 1) / n is missing
+    ("8 p", lambda p, n: 0 if n == 1 else 8 * p, r"leaves out \(n - 1\) / n"),
+]
+
+
+# --- check_data_parallel_grad: mean_gradient(w, x, y, mesh) ------------------------------
+
+
+RIGHT_DATA_PARALLEL = [mean_gradient, _summed_parts_gradient]
+
+
+def _whole_batch_gradient(w, x, y, mesh):
+    return jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+
+
+WRONG_DATA_PARALLEL = [
+    (
+        "twice plus one",
+        lambda w, x, y, mesh: 2 * mean_gradient(w, x, y, mesh) + 1,
+        generic("mean_gradient differs from the reference on a mesh of 1 device"),
+    ),
+    ("an extra axis", lambda w, x, y, mesh: mean_gradient(w, x, y, mesh)[None], r"shape \(1, 3\)"),
+    # on this process's one device: the rows per device are the whole batch
+    ("the loss summed over rows", _rows_summed, r"a sum over its rows, not a mean"),
+    ("the whole batch on each device", _whole_batch_gradient, "never splits the batch"),
+]
+
+
+_EIGHT_DEVICES = """
+import json, sys
+import jax, jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+from companion import parallel
+from companion.checks import CheckFailed, check_data_parallel_grad
+from checks.answers import mean_gradient, _rows_summed
+
+def sharded(collective=jax.lax.pmean, out=P()):
+    def answer(w, x, y, mesh):
+        def on_each_device(w, x, y):
+            return collective(jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w), "devices")
+        return parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), out)(
+            w, x, y)
+    return answer
+
+answers = {"right": mean_gradient, "psum": sharded(jax.lax.psum),
+           "no all-reduce": sharded(lambda g, axis: g), "stacked": sharded(out=P("devices")),
+           "rows summed": _rows_summed}
+out = {"devices": len(jax.devices())}
+for name, answer in answers.items():
+    try:
+        check_data_parallel_grad(answer)
+        out[name] = "passed"
+    except CheckFailed as exc:
+        out[name] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.devices
+def test_data_parallel_mistakes_on_eight_devices():
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", _EIGHT_DEVICES],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    messages = json.loads(run.stdout.strip().splitlines()[-1])
+    assert messages["devices"] == 8
+    assert messages["right"] == "passed"
+    assert "summed, not averaged" in messages["psum"]
+    assert "the first device's rows only" in messages["no all-reduce"]
+    assert "gradients are stacked" in messages["stacked"]
+    assert "a sum over its rows, not a mean" in messages["rows summed"]
+
+
+# --- check_pays_from: pays_from(ratios, above) ----------------------------------------
+
+
+RIGHT_PAYS = [pays_answer, _pays_suffix]
+
+
+WRONG_PAYS = [
+    (
+        "the first that pays",
+        lambda r, a: next((n for n in sorted(r) if r[n] > a), None),
+        r"the first num_envs whose ratio exceeds above, though a larger one falls back",
+    ),
+    (
+        "the largest that pays",
+        lambda r, a: max((n for n in r if r[n] > a), default=None),
+        r"the largest num_envs that pays",
+    ),
+    ("the dict's order", lambda r, a: _pays_unsorted(r, a), r"the dict's order"),
+    (">= for >", lambda r, a: pays_answer(r, a - 1e-12), r"a ratio equal to above counts"),
+    ("above ignored", lambda r, a: pays_answer(r), r"above is ignored"),
+    (
+        "the ratio returned",
+        lambda r, a: None if pays_answer(r, a) is None else r[pays_answer(r, a)],
+        r"returned the Python float 1.08\. That is a ratio, not the number of environments",
+    ),
+    ("-1 for none", lambda r, a: pays_answer(r, a) or -1, r"= -1, where no num_envs pays"),
+]
+
+
+def _pays_unsorted(ratios, above):
+    start = None
+    for n in ratios:
+        start = (n if start is None else start) if ratios[n] > above else None
+    return start
+
+
+#: Each check's right answers and its bank of wrong ones.
+RIGHTS = {
+    "check_allreduce_bytes": RIGHT_ALLREDUCE,
+    "check_data_parallel_grad": RIGHT_DATA_PARALLEL,
+    "check_pays_from": RIGHT_PAYS,
+}
+BANKS = {
+    "check_allreduce_bytes": WRONG_ALLREDUCE,
+    "check_data_parallel_grad": WRONG_DATA_PARALLEL,
+    "check_pays_from": WRONG_PAYS,
+}
+
+
+@pytest.mark.parametrize("check, answer", right_params(RIGHTS))
+def test_a_right_answer_passes(check, answer, capsys):
+    passes(check, answer, capsys)
+
+
+@pytest.mark.parametrize("check, wrong, verdict", bank_params(BANKS))
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+def test_a_wrong_answer_gets_its_verdict(check, wrong, verdict):
+    rejects(check, wrong, verdict)

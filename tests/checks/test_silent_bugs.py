@@ -1,0 +1,180 @@
+"""check_cross_talk (chapter 10): right answers and its bank of wrong answers (``WRONG_*``:
+slip, answer, verdict).
+
+What the check guards, and the case that breaks each plausible wrong answer:
+
+check_cross_talk (largest |d2L/dv_i dt_j| over i != j; six losses of known cross-talk)
+- off the diagonal: the diagonal included, for all shapes or (B, 1) values only (a
+  square mask on the (B, 1, B) Jacobian raises and is told the shape), named; on one
+  case only, generic;
+- the mixed derivative: the values or targets twice, a first derivative, named;
+- |entries| and their maximum: signed, abs after the max, mean, sum, a jvp summing rows;
+- fires: a detector that returns 0; a float, not a bool or an array, a function passed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from checks.answers import (
+    _mixed_block,
+    bank_params,
+    cross_talk_hessian,
+    cross_talk_jacobian,
+    generic,
+    rejects,
+)
+from companion.checks import check_cross_talk
+
+# --- check_cross_talk: cross_talk(loss, values, targets) ------------------------------
+
+
+def cross_talk_loop(loss, values, targets):
+    """One pair at a time: the derivative of one entry of the gradient by one target."""
+    flat = values.reshape(-1)
+    largest = 0.0
+    for i in range(flat.size):
+
+        def grad_i(t, i=i):
+            return jax.grad(loss)(values, t).reshape(-1)[i]
+
+        row = jax.grad(grad_i)(targets)
+        for j in range(targets.size):
+            if j != i:
+                largest = max(largest, abs(float(row[j])))
+    return largest
+
+
+RIGHT_CROSS_TALK = [cross_talk_jacobian, cross_talk_loop, cross_talk_hessian]
+
+
+def _with_diagonal(loss, values, targets):
+    return float(np.abs(_mixed_block(loss, values, targets)).max())
+
+
+def _mask_without_reshape(loss, values, targets):
+    jac = jax.jacfwd(jax.grad(loss), argnums=1)(values, targets)  # (B, 1, B) for (B, 1) values
+    return float(jnp.abs(jac * (1.0 - jnp.eye(targets.size))).max())
+
+
+def _values_twice(loss, values, targets):
+    hess = jax.hessian(loss)(values, targets).reshape(values.size, values.size)
+    return float(jnp.abs(hess * (1.0 - jnp.eye(values.size))).max())
+
+
+def _targets_twice(loss, values, targets):
+    hess = jax.hessian(loss, argnums=1)(values, targets)
+    return float(jnp.abs(hess * (1.0 - jnp.eye(targets.size))).max())
+
+
+def _off_diagonal(loss, values, targets):
+    block = _mixed_block(loss, values, targets)
+    return block[~np.eye(values.size, targets.size, dtype=bool)]
+
+
+def _jvp_all_targets(loss, values, targets):
+    """Moves every target at once: the sums of the rows, diagonal included."""
+    _, rows = jax.jvp(lambda t: jax.grad(loss)(values, t), (targets,), (jnp.ones_like(targets),))
+    return float(jnp.abs(rows).max())
+
+
+def _index_with_a_square_mask(loss, values, targets):
+    jac = np.asarray(jax.jacfwd(jax.grad(loss), argnums=1)(values, targets))
+    return float(np.abs(jac[~np.eye(values.shape[0], dtype=bool)]).max())
+
+
+def _diagonal_on_one_case(loss, values, targets):
+    """Includes the diagonal only for B = 6: a mistake on one case is not named."""
+    full = values.size == 6
+    block = _mixed_block(loss, values, targets)
+    mask = np.ones_like(block, bool) if full else ~np.eye(values.size, dtype=bool)
+    return float(np.abs(block[mask]).max())
+
+
+WRONG_CROSS_TALK = [
+    ("the diagonal included", _with_diagonal, r"includes the diagonal i = j, where a per-sample"),
+    (
+        "a (B, 1, B) Jacobian masked without a reshape",
+        _mask_without_reshape,
+        r"with values of shape \(B, 1\) it includes the diagonal.*reshape it",
+    ),
+    ("never fires: always 0", lambda loss, v, t: 0.0, r"returns 0 for every loss"),
+    (
+        "never fires: jax.hessian(loss), the values twice",
+        _values_twice,
+        r"∂²L/∂v_i∂v_j, the values against each other",
+    ),
+    ("the targets twice", _targets_twice, r"∂²L/∂t_i∂t_j, the targets against each other"),
+    ("a signed maximum", lambda *a: float(_off_diagonal(*a).max()), r"largest signed entry"),
+    (
+        "the absolute value after the maximum",
+        lambda *a: abs(float(_off_diagonal(*a).max())),
+        r"absolute value after the maximum",
+    ),
+    (
+        "first order: the gradient by the targets",
+        lambda loss, v, t: float(jnp.abs(jax.grad(loss, argnums=1)(v, t)).max()),
+        r"returns a first derivative",
+    ),
+    (
+        "first order: the gradient by the values",
+        lambda loss, v, t: float(jnp.abs(jax.grad(loss)(v, t)).max()),
+        r"returns a first derivative",
+    ),
+    (
+        "the mean off the diagonal",
+        lambda *a: float(np.abs(_off_diagonal(*a)).mean()),
+        r"averages the \|entries\|",
+    ),
+    (
+        "the sum off the diagonal",
+        lambda *a: float(np.abs(_off_diagonal(*a)).sum()),
+        r"adds entries of ∂²L/∂v_i∂t_j together",
+    ),
+    (
+        "a jvp that moves all targets at once",
+        _jvp_all_targets,
+        r"adds entries of ∂²L/∂v_i∂t_j together",
+    ),
+    (
+        "a bool: is there cross-talk?",
+        lambda *a: bool(np.abs(_off_diagonal(*a)).max() > 0),
+        r"it returned the bool (True|False)",
+    ),
+    (
+        "one maximum per row",
+        lambda *a: np.abs(_mixed_block(*a)).max(axis=1),
+        r"should return a float .*; it returned a float32 array of shape \(\d,\)",
+    ),
+    (
+        "a square mask on the (B, 1, B) Jacobian",
+        _index_with_a_square_mask,
+        r"raised IndexError.*Here values have shape \(B, 1\).*\(B, 1, B\)",
+    ),
+    (
+        "the diagonal on one case only",
+        _diagonal_on_one_case,
+        generic(r"differs from the reference on targets centred within groups of three"),
+    ),
+    ("a function not passed", 0.0, r"expected your function, got float"),
+]
+
+
+@pytest.mark.parametrize("answer", RIGHT_CROSS_TALK, ids=lambda f: f.__name__)
+def test_cross_talk_right_answers_pass(answer, capsys):
+    check_cross_talk(answer)
+    assert "check passed: cross_talk gives 0 for three per-sample" in capsys.readouterr().out
+
+
+#: The check's right answers (they pass in their own test, above) and its bank of wrong ones.
+RIGHTS = {"check_cross_talk": RIGHT_CROSS_TALK}
+BANKS = {"check_cross_talk": WRONG_CROSS_TALK}
+
+
+@pytest.mark.parametrize("check, wrong, verdict", bank_params(BANKS))
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+def test_a_wrong_answer_gets_its_verdict(check, wrong, verdict):
+    rejects(check, wrong, verdict)
