@@ -178,15 +178,16 @@ BRANCHED_OK = {
 
 
 def _words_in(nodes, code: str) -> list[str]:
-    """The ``en=`` texts of the ``words(...)`` calls under ``nodes``, less placeholders for an
-    absent result (an English text that starts with a parenthesis, "(not measured here)")."""
+    """The English texts (the first argument, or ``en=``) of the ``words(...)`` calls under
+    ``nodes``, less placeholders for an absent result (an English text that starts with a
+    parenthesis, "(not measured here)")."""
     import ast
 
     found = []
     for node in nodes:
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "words":
-                en = [k.value for k in call.keywords if k.arg == "en"]
+                en = call.args[:1] or [k.value for k in call.keywords if k.arg == "en"]
                 if en and isinstance(en[0], ast.Constant) and str(en[0].value).startswith("("):
                     continue
                 found.append(ast.get_source_segment(code, en[0]) if en else "words(...)")
@@ -234,6 +235,12 @@ def test_no_cell_chooses_its_wording_by_a_result():
             False,
         ),
         ("assert a > b\nt = words(en=f'{a} against {b}', ja=f'{a} 対 {b}')", False),
+        ("x = words('grew') if a > b else words('stayed')", True),
+        (
+            "if r is None:\n    t = words('(not measured here)')\nelse:\n"
+            "    t = words('{r} times', r=f'{r:.2f}')",
+            False,
+        ),
     ],
 )
 def test_the_branch_scan_tells_a_verdict_from_a_placeholder(source, flagged):
