@@ -175,6 +175,7 @@ def test_a_card_is_written_in_its_pages_language(tmp_path, monkeypatch, book_lan
     """The card as a page of each edition gets it: every label, the difficulty, the times and
     the Colab link in the build's language, from the catalogue of the extensions' words."""
     import chapter_cards
+    import edition_notebooks
 
     monkeypatch.setattr(chapter_cards, "_machine", lambda: ("Test CPU", 2))
     book_language("ja")
@@ -191,7 +192,13 @@ def test_a_card_is_written_in_its_pages_language(tmp_path, monkeypatch, book_lan
         "Colab で開く",
     ):
         assert words in text, words
-    assert "notebooks/ja/07_dqn.ipynb" in card.next_node(lambda n: "refuri" in n)["refuri"]
+    link = card.next_node(lambda n: "refuri" in n)["refuri"]
+    # the reader's notebook of the page's edition, on the branch every Colab link opens
+    branch = edition_notebooks.COLAB_BRANCH
+    assert (
+        link
+        == f"https://colab.research.google.com/github/o/b/blob/{branch}/notebooks/ja/07_dqn.ipynb"
+    )
     for english in ("This page", "You build", "Difficulty", "advanced", "min", "cores", "GPU;"):
         assert english not in text, english
     book_language("en")
