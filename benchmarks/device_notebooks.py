@@ -70,8 +70,10 @@ def run_one(path: Path, progress: Path | None = None) -> dict:
     """Run ``path``'s code cells in order in this process's IPython shell.
 
     Returns:
-        dict: ``passed``, ``seconds``, ``cells`` (run), ``slowest`` (``{"cell", "seconds",
-        "first_line"}``) and, on a failure, ``failed_cell`` and ``error`` (the traceback's end).
+        dict: ``passed``, ``seconds``, ``cells`` (run), ``slowest`` (``{"id", "seconds",
+        "first_line"}``: a cell named by its nbformat id, which stays when cells are added
+        above, never by its index) and, on a failure, ``failed_cell`` (``{"id",
+        "first_line"}``) and ``error`` (the traceback's end).
     """
     os.chdir(path.parent)  # as a kernel started on the notebook would
     from IPython.core.interactiveshell import InteractiveShell
@@ -86,13 +88,11 @@ def run_one(path: Path, progress: Path | None = None) -> dict:
         record["cells"] += 1
         if record["slowest"] is None or seconds > record["slowest"]["seconds"]:
             record["slowest"] = {
-                "cell": cell["index"],
                 "id": cell["id"],
                 "seconds": round(seconds, 2),
                 "first_line": _first_line(cell["source"]),
             }
         record["last_cell"] = {
-            "cell": cell["index"],
             "id": cell["id"],
             "seconds": round(seconds, 2),
             "first_line": _first_line(cell["source"]),
@@ -106,7 +106,6 @@ def run_one(path: Path, progress: Path | None = None) -> dict:
             record.update(
                 passed=False,
                 failed_cell={
-                    "cell": cell["index"],
                     "id": cell["id"],
                     "first_line": _first_line(cell["source"]),
                 },

@@ -45,9 +45,9 @@ def _cell_seconds(cell) -> float | None:
 def time_to_first_exercise(path: Path, timeout: int = 1200) -> dict:
     """Run ``path``'s student copy on the tiny budget up to its first stub.
 
-    Returns ``{"seconds", "cells", "slowest": [{"cell", "id", "seconds", "first_line"}]}``
-    (``cell``: the index when measured; ``id``: nbformat's cell id, which stays when cells
-    are added above).
+    Returns ``{"seconds", "cells", "slowest": [{"id", "seconds", "first_line"}]}``: each slow
+    cell named by nbformat's cell id, which stays when cells are added or left out above it
+    (an index would name another cell then), and its first line.
 
     Raises:
         RuntimeError: if a cell before the stub raises, or the stub does not.
@@ -77,18 +77,14 @@ def time_to_first_exercise(path: Path, timeout: int = 1200) -> dict:
     else:
         raise RuntimeError(f"{path.name}: the first stub did not raise")
     seconds = time.perf_counter() - start
-    timed = [
-        (i, c.get("id"), _cell_seconds(c), c.source)
-        for i, c in enumerate(nb.cells[:first])
-        if c.cell_type == "code"
-    ]
-    slowest = sorted((t for t in timed if t[2] is not None), key=lambda t: -t[2])[:3]
+    timed = [(c.id, _cell_seconds(c), c.source) for c in nb.cells[:first] if c.cell_type == "code"]
+    slowest = sorted((t for t in timed if t[1] is not None), key=lambda t: -t[1])[:3]
     return {
         "seconds": seconds,
         "cells": len(timed),
         "slowest": [
-            {"cell": i, "id": j, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
-            for i, j, s, src in slowest
+            {"id": j, "seconds": s, "first_line": src.strip().splitlines()[0][:80]}
+            for j, s, src in slowest
         ],
     }
 
