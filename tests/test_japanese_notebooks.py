@@ -60,7 +60,7 @@ def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
     """Same cells, ids and code (metadata included: the execution cache's key), no outputs,
     the python3 kernel, except that the setup cell ends by choosing Japanese for the
     self-checks' messages; each Markdown cell keeps its glued figures; the prose is Japanese;
-    the badge opens the Japanese notebook; relative links reach their files from
+    the badge opens the Japanese reader's notebook; relative links reach their files from
     notebooks/ja."""
     english = nbformat.read(path, as_version=4)
     japanese = nbformat.read(tn.translated_path(path, "ja"), as_version=4)
@@ -84,7 +84,7 @@ def test_a_japanese_notebook_has_the_english_code_and_translated_prose(path):
                 assert (ROOT / "notebooks" / "ja" / target).resolve().is_file(), target
     title, badge = japanese.cells[:2]
     assert _JAPANESE.search(title.source) and title.source.startswith("# ")
-    assert _colab(f"notebooks/ja/{path.name}") in badge.source
+    assert _reader(f"notebooks/ja/{path.name}") in badge.source
 
 
 def test_the_japanese_setup_cell_makes_the_self_checks_speak_japanese(monkeypatch):

@@ -130,8 +130,13 @@ def test_companion_lower_bounds_hold_on_every_colab_runtime():
 
 
 def test_every_notebook_opens_with_a_colab_badge_that_the_book_leaves_out():
-    """A notebook (on GitHub, in Jupyter) opens with its title and an Open-in-Colab badge; the
-    badge's cell is removed from the book, whose pages have a launch button for Colab."""
+    """A notebook (on GitHub, in Jupyter) opens with its title and an Open-in-Colab badge,
+    which opens its reader's notebook (the figures of its prose filled in) on the branch that
+    the workflow publishes; the badge's cell is removed from the book, whose pages have a
+    launch button for Colab."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from edition_notebooks import COLAB_BRANCH
+
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     repo = config["repository"]["url"].removeprefix("https://github.com/")
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
@@ -139,7 +144,7 @@ def test_every_notebook_opens_with_a_colab_badge_that_the_book_leaves_out():
         title, badge = nbformat.read(path, as_version=4).cells[:2]
         link = (
             f"https://colab.research.google.com/github/{repo}/blob/"
-            f"{config['repository']['branch']}/notebooks/{path.name}"
+            f"{COLAB_BRANCH}/notebooks/{path.name}"
         )
         assert title.cell_type == "markdown" and title.source.startswith("# "), path.name
         assert badge.cell_type == "markdown" and link in badge.source, path.name
