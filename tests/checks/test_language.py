@@ -64,6 +64,9 @@ def _english_after(monkeypatch):
 OPAQUE = {"error", "message", "value", "text", "line", "arguments"}
 #: Three English words in a row: prose, which a message in Japanese must not keep.
 _PROSE = re.compile(r"\b[a-z]{2,} [a-z]{2,} [a-z]{2,}\b")
+#: A parenthesised ending, one level of parentheses inside: the items' details that follow
+#: a description of a tuple or a list.
+_DETAIL = re.compile(r" \((?:[^()]|\([^()]*\))*\)$")
 
 
 @functools.cache
@@ -128,6 +131,13 @@ def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
             for told in _fills(translated, japanese):
                 if all(_is_translation(fill[f], told[f], f in OPAQUE) for f in fill):
                     return True
+    # a description followed by its items' details, "a tuple of 2 arrays (int32 (10,), ...)":
+    # the details are data, the same in both languages, after the description's translation
+    detail = _DETAIL.search(english)
+    if detail and detail.start() > 0 and japanese.endswith(detail.group()):
+        head, told = english[: detail.start()], japanese[: -len(detail.group())]
+        if _is_translation(head, told):
+            return True
     # data (a shape, a list, a number) stays as it is, even where it looks like a template
     return japanese == english and not (parsed and _PROSE.search(english))
 
@@ -246,3 +256,8 @@ def test_the_parser_is_not_fooled_by_an_untranslated_message():
     assert _is_translation("a float32 array of shape (3,)", "形 (3,) の float32 配列")
     assert not _is_translation("a float32 array of shape (3,)", "形 (4,) の float32 配列")
     assert _is_translation("grad_x", "grad_x")  # no entry: itself
+    described = "a tuple of 2 arrays (int32 (10,), float32 (10, 2))"
+    assert _is_translation(described, "2 個の 配列 からなる tuple (int32 (10,), float32 (10, 2))")
+    assert not _is_translation(
+        described, "2 個の 配列 からなる tuple (int32 (9,), float32 (10, 2))"
+    )
