@@ -139,6 +139,29 @@ def words(text: str | None = None, /, *, en=None, ja=None, **values) -> Words:
     return Words(en, ja)
 
 
+def listing(items, *, conjunction: str = "and") -> Words:
+    """``items`` (texts, or phrases of :func:`words`) listed in each language: "4, 6 and 7"
+    and 「4、6、7」; with ``conjunction="or"``, "1,000 or 200" and 「1,000 または 200」.
+
+    Raises:
+        ValueError: if ``items`` is empty or ``conjunction`` is neither "and" nor "or".
+    """
+    items = list(items)
+    if not items:
+        raise ValueError("listing: items: expected at least one item")
+    if conjunction not in ("and", "or"):
+        raise ValueError(f"listing: conjunction: expected 'and' or 'or', got {conjunction!r}")
+    texts = [x if isinstance(x, Words) else Words(str(x), str(x)) for x in items]
+    if len(texts) == 1:
+        return texts[0]
+    earlier = texts[0]
+    for item in texts[1:-1]:
+        earlier = words("{earlier}, {later}", earlier=earlier, later=item)
+    if conjunction == "and":
+        return words("{earlier} and {last}", earlier=earlier, last=texts[-1])
+    return words("{earlier} or {last}", earlier=earlier, last=texts[-1])
+
+
 def markdown(text: str | None = None, /, *, en=None, ja=None, **values):
     """A Markdown output (a caption, a results table) in English and in Japanese:
     ``markdown("Mean return over {n} seeds", n=n)``, its Japanese from the catalogue

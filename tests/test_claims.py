@@ -174,6 +174,8 @@ def test_the_code_scan_finds_a_composed_comparison(source, hits):
 #: Code cells (by id) that choose between two wordings by a result, and why that is no claim.
 BRANCHED_OK = {
     "b7e2c4a1": "10: span() writes one value or a range of values, a format",
+    "5a594f3e": "07: whether total_steps fills whole blocks, arithmetic on the config",
+    "gen-g06": "09: mazes of one size or of several, a format",
 }
 
 

@@ -73,6 +73,8 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "EXTENSIONS", tmp_path / "no_code")  # no words of the code's
     monkeypatch.setattr(tool, "BENCH", tmp_path / "no_code")
     monkeypatch.setattr(tool, "CHECKS", tmp_path / "no_code")
+    monkeypatch.setattr(tool, "FIGURES", tmp_path / "no_code")  # no notebooks, no drawing code
+    monkeypatch.setattr(tool, "GLUE", tmp_path / "no_code")
     found = tool.problems("ja")
     assert len(found) == 2
     assert "fuzzy" in found[0] and "Old sentence" in found[0]

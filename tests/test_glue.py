@@ -211,6 +211,8 @@ def test_the_catalogue_finds_the_notebooks_phrases_and_refuses_a_computed_one(tm
     assert glue_messages.code_messages(code) == [(1, "(never)"), (2, "{n} seeds")]
     with pytest.raises(glue_messages.ComputedText, match=r"cell 3, line 1: words\(f'\{n\} seeds'"):
         glue_messages.code_messages("words(f'{n} seeds')", "nb.ipynb, cell 3")
+    with pytest.raises(glue_messages.ComputedText, match=r"words\(h, \.\.\.\)"):
+        glue_messages.code_messages("[words(h) for h in ('seed', 'maze')]")
 
 
 def test_a_changed_english_phrase_turns_its_japanese_fuzzy(tmp_path):
@@ -240,3 +242,24 @@ def test_a_changed_english_phrase_turns_its_japanese_fuzzy(tmp_path):
     editions.update_code_catalogue("ja", "glue", tmp_path, locales)
     entry = editions._read(po)["(not measured on this machine)"]
     assert entry.fuzzy and entry.string == "（ここでは未測定）"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_no_english_notebook_writes_japanese_in_its_code(path):
+    """The Japanese of the pages lives in the catalogues only: a phrase a cell glues or shows
+    is written once, in English (``words("...")``), so that an edit of it turns its
+    translation fuzzy; a Japanese text in code would go stale unseen, and Colab would show it
+    in the English notebook."""
+    import json
+    import re
+
+    japanese = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff01-\uff5e]")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    found = [
+        (number, line.strip()[:60])
+        for number, cell in enumerate(cells, 1)
+        if cell["cell_type"] == "code"
+        for line in "".join(cell["source"]).splitlines()
+        if japanese.search(line)
+    ]
+    assert not found, f"Japanese in the code of {path.name} (cell, line): {found[:5]}"

@@ -47,7 +47,7 @@ def code_messages(source: str, where: str = "<cell>") -> list[tuple[int, str]]:
     """(line, message) of every catalogue text in the code ``source``.
 
     Raises:
-        ComputedText: a ``words``/``markdown`` call whose first argument is a computed text.
+        ComputedText: a ``words``/``markdown`` call whose first argument is not a literal.
     """
     tree = _parse(source)
     found = []
@@ -61,7 +61,7 @@ def code_messages(source: str, where: str = "<cell>") -> list[tuple[int, str]]:
         first = node.args[0]
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             found.append((node.lineno, first.value))
-        elif isinstance(first, (ast.JoinedStr, ast.BinOp)):
+        else:  # an f-string, a variable: no message the catalogue could hold
             raise ComputedText(
                 f"{where}, line {node.lineno}: {name}({ast.unparse(first)[:60]}, ...): give the "
                 'text as a literal with named placeholders, e.g. words("{n} seeds", n=n)'
@@ -81,8 +81,9 @@ def notebook_messages(path: Path) -> list[tuple[int, str]]:
 
 
 def template(root: Path = ROOT):
-    """The English messages of the English notebooks (``<root>/notebooks/*.ipynb``) as a Babel
-    template catalogue (domain ``glue``), each with the notebooks and cells it was found in.
+    """The English messages of the English notebooks (``<root>/notebooks/*.ipynb``) and of
+    ``companion/glue.py`` as a Babel template catalogue (domain ``glue``), each with the
+    notebooks and cells (or lines) it was found in.
 
     Raises:
         ComputedText: as :func:`code_messages`.
@@ -90,8 +91,14 @@ def template(root: Path = ROOT):
     from babel.messages.catalog import Catalog
 
     catalog = Catalog(domain="glue", project="Deep reinforcement learning in JAX", fuzzy=False)
+    found = []
     for path in sorted((root / "notebooks").glob("*.ipynb")):
-        for cell, text in notebook_messages(path):
-            flags = ("python-brace-format",) if "{" in text else ()
-            catalog.add(text, locations=[(f"notebooks/{path.name}", cell)], flags=flags)
+        found += [(f"notebooks/{path.name}", cell, text) for cell, text in notebook_messages(path)]
+    package = root / "companion" / "glue.py"  # its own phrases (the separators of a list)
+    if package.is_file():
+        source = package.read_text(encoding="utf-8")
+        found += [("companion/glue.py", n, t) for n, t in code_messages(source, "glue.py")]
+    for where, line, text in found:
+        flags = ("python-brace-format",) if "{" in text else ()
+        catalog.add(text, locations=[(where, line)], flags=flags)
     return catalog
