@@ -75,6 +75,7 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "CHECKS", tmp_path / "no_code")
     monkeypatch.setattr(tool, "FIGURES", tmp_path / "no_code")  # no notebooks, no drawing code
     monkeypatch.setattr(tool, "GLUE", tmp_path / "no_code")
+    monkeypatch.setattr(tool, "QUIZZES", tmp_path / "no_code")
     found = tool.problems("ja")
     assert len(found) == 2
     assert "fuzzy" in found[0] and "Old sentence" in found[0]
@@ -239,6 +240,58 @@ def test_every_quiz_has_a_japanese_translation_with_the_same_answers(path):
     check_translation(
         json.loads(path.read_text()), json.loads(translated.read_text()), f"ja/{path.name}"
     )
+
+
+def test_the_committed_translated_quizzes_are_what_the_catalogue_gives():
+    """notebooks/quizzes/ja is written from the English quizzes and quizzes.po (make
+    catalogues): an edit of a Japanese quiz by hand, or a catalogue entry not yet written
+    out, shows here."""
+    import quiz_messages  # noqa: PLC0415  (tools/quiz_messages.py)
+
+    catalog = editions._read(editions.LOCALES / "ja" / "LC_MESSAGES" / "quizzes.po")
+    for name, text in quiz_messages.written(catalog).items():
+        committed = (ROOT / "notebooks" / "quizzes" / "ja" / name).read_text(encoding="utf-8")
+        assert committed == text, f"ja/{name} differs from the catalogue: run make catalogues"
+
+
+def test_a_changed_english_question_turns_its_translation_fuzzy(tmp_path):
+    """A quiz's question reworded in English: its entry becomes one to review (the old
+    translation kept as a suggestion) and the translated quiz keeps the English until a
+    translator has reviewed it, which the catalogue check and the quiz check both refuse."""
+    import quiz_messages  # noqa: PLC0415
+
+    quizzes = tmp_path / "quizzes"
+    quizzes.mkdir()
+    question = {
+        "question": "Which call compiles?",
+        "type": "multiple_choice",
+        "answers": [
+            {"answer": "The first.", "correct": True, "feedback": "A new shape compiles."},
+            {"answer": "None.", "correct": False, "feedback": "jit compiles on a first call."},
+        ],
+    }
+    (quizzes / "01_x.json").write_text(json.dumps([question]))
+    locales = tmp_path / "locales"
+    po = editions.update_code_catalogue("ja", "quizzes", quizzes, locales)
+    catalog = editions._read(po)
+    for message in catalog:
+        if message.id:
+            message.string = "訳：" + message.id
+    from babel.messages.pofile import write_po
+
+    with po.open("wb") as f:
+        write_po(f, catalog, width=88)
+    assert (
+        json.loads(quiz_messages.written(editions._read(po), quizzes)["01_x.json"])[0]["question"]
+        == "訳：Which call compiles?"
+    )
+    question["question"] = "Which of the calls compiles?"
+    (quizzes / "01_x.json").write_text(json.dumps([question]))
+    editions.update_code_catalogue("ja", "quizzes", quizzes, locales)
+    entry = editions._read(po).get("Which of the calls compiles?", context="01_x")
+    assert entry.fuzzy and entry.string == "訳：Which call compiles?"
+    written = json.loads(quiz_messages.written(editions._read(po), quizzes)["01_x.json"])
+    assert written[0]["question"] == "Which of the calls compiles?"  # English until reviewed
 
 
 def test_a_translated_quiz_with_another_correct_answer_is_refused():

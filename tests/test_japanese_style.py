@@ -273,9 +273,9 @@ def test_a_title_shown_by_a_reference_is_quoted():
     assert not found, _report(found, "references in a sentence without 「」")
 
 
-#: Catalogues of plain text, printed rather than rendered as Markdown: the self-checks'
-#: messages, whose asterisks are products and powers (``gamma**k``), not emphasis.
-PLAIN = ("checks.po",)
+#: Catalogues of text not rendered as Markdown: the self-checks' messages (printed; their
+#: asterisks are products and powers, ``gamma**k``) and the quizzes' (HTML: ``V*`` is V-star).
+PLAIN = ("checks.po", "quizzes.po")
 
 
 def test_every_emphasis_renders():

@@ -25,7 +25,9 @@ diagrams' words, the animation player's controls; domain ``figures``,
 ``companion/figure_words.py``, found by ``tools/figure_messages.py``) and the phrases the
 notebooks glue into their prose or show as results (domain ``glue``,
 ``companion/glue.py``, found by ``tools/glue_messages.py``); the package ships the last four
-compiled (``companion/locale``, :func:`compile_package_catalogue`). It then writes the
+compiled (``companion/locale``, :func:`compile_package_catalogue`). The quizzes' texts are a
+catalogue too (domain ``quizzes``, ``tools/quiz_messages.py``), from which each language's
+quizzes are written (``notebooks/quizzes/<language>/``, committed). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -64,6 +66,9 @@ FIGURES = ROOT
 #: The phrases the notebooks glue or show in each language (``companion.glue.words``), found
 #: in the English notebooks by ``tools/glue_messages.py``.
 GLUE = ROOT
+#: The quizzes' texts, from the English quizzes (``tools/quiz_messages.py``), from which
+#: ``catalogues`` writes each language's quizzes.
+QUIZZES = ROOT / "notebooks" / "quizzes"
 #: The catalogues the package ships compiled.
 PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures", "glue")
 
@@ -79,6 +84,7 @@ def code_domains() -> dict[str, Path]:
         "checks": CHECKS,
         "figures": FIGURES,
         "glue": GLUE,
+        "quizzes": QUIZZES,
     }
 
 
@@ -138,7 +144,17 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
             print(f"{domain}: {update_code_catalogue(language, domain)}")
         for domain in PACKAGE_DOMAINS:
             print(f"{domain}: {compile_package_catalogue(language, domain=domain)}")
+        print(f"quizzes: {len(write_quizzes(language))} written")
     notebooks(languages)
+
+
+def write_quizzes(language: str, locales: Path | None = None) -> list[Path]:
+    """Write ``notebooks/quizzes/<language>/*.json`` from the English quizzes and the
+    catalogue ``quizzes`` (``tools/quiz_messages.py``); the paths that changed."""
+    import quiz_messages  # tools/, beside this file
+
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / "quizzes.po"
+    return quiz_messages.write(_read(po), language, QUIZZES)
 
 
 def code_messages(domain: str, folder: Path | None = None):
@@ -156,6 +172,10 @@ def code_messages(domain: str, folder: Path | None = None):
         import glue_messages  # tools/, beside this file
 
         return glue_messages.template(folder or code_domains()[domain])
+    if domain == "quizzes":
+        import quiz_messages  # tools/, beside this file
+
+        return quiz_messages.template(folder or code_domains()[domain])
     template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
@@ -355,7 +375,7 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
             elif not all(forms):
                 found.append(f"{name}: untranslated: {text[:70]!r}")
-            elif str(name) in code:  # the words of the book's code: format strings
+            elif str(name) in code and str(name) != "quizzes.po":  # code: format strings
                 found += [f"{name}: {p}: {text[:70]!r}" for p in placeholder_differences(message)]
             elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
                 # a title re-parsed as Markdown: "1. ..." would be a list, the title English
