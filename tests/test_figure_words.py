@@ -5,7 +5,9 @@ images (``book/_ext/figure_widths.py``)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -149,6 +151,11 @@ def test_the_figures_texts_are_found_in_the_code_that_draws_them():
             'box(ax, 1, 2, 3, 4, "Replay buffer", "past transitions")',
             'every = N_(f"every {period} steps")',
             'print("not a figure")',
+            'makers = {"medium (fixed)": 1, "random": 2}',
+            "for ax, (name, maker) in zip(axes, makers.items()):",
+            "    ax.set_title(name)",
+            'for ax, values, title in [(a, 1, "TD loss"), (b, 2, "x")]:',
+            '    ax.set(title=f"{title}, seed 0")',
         ]
     )
     found = [text for _, text in figure_messages.code_texts(source)]
@@ -161,6 +168,10 @@ def test_the_figures_texts_are_found_in_the_code_that_draws_them():
             "Replay buffer",
             "past transitions",
             "every {period} steps",
+            "medium (fixed)",
+            "random",
+            "{title}, seed 0",
+            "TD loss",
         ]
     )
 
@@ -236,3 +247,45 @@ def test_each_editions_page_keeps_only_its_own_figures(tmp_path, language):
     assert alt == {"en": "Training loss", "ja": "学習の損失"}[language]
     loop = {"en": ">Loop<", "ja": ">ループ<"}[language]
     assert loop in next(iter(doctree.findall(nodes.raw))).astext()
+
+
+SITE = ROOT / "_build" / "html"
+_IMG = re.compile(r'<img alt="([^"]*)"[^>]*?src="([^"]+)"')
+
+
+def built_figures(page: Path) -> list[tuple[str, str | None]]:
+    """(alternative text, recorded language) of each output image of a built ``page``."""
+    from figure_widths import output_language
+
+    found = []
+    for alt, src in _IMG.findall(page.read_text(encoding="utf-8")):
+        path = (page.parent / src).resolve()
+        if "_images" in path.parts and path.suffix in (".png", ".svg") and path.exists():
+            found.append((html.unescape(alt), output_language(path)))
+    return found
+
+
+@pytest.mark.skipif(
+    not (SITE / "ja" / "notebooks").is_dir(),
+    reason="the book is not built (make book)",
+)
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_the_built_pages_show_the_figures_of_their_edition(language):
+    """Every chapter page carries only its edition's panels and diagrams; on the Japanese
+    pages their alternative texts and the players' controls are Japanese."""
+    folder = SITE / "notebooks" if language == "en" else SITE / "ja" / "notebooks"
+    pages = sorted(folder.glob("[0-9]*.html"))
+    assert len(pages) >= 12
+    recorded = 0
+    for page in pages:
+        figures_ = built_figures(page)
+        other = [alt for alt, lang in figures_ if lang not in (None, language)]
+        assert not other, f"{page.name}: the other edition's figures {other[:3]}"
+        recorded += sum(lang == language for _, lang in figures_)
+        if language == "ja":
+            alts = [alt for alt, lang in figures_ if lang == "ja" and alt]
+            assert all(re.search(JAPANESE, alt) for alt in alts), (page.name, alts[:3])
+            text = page.read_text(encoding="utf-8")
+            if "_anim_img" in text:
+                assert ">ループ</label>" in text and ">Loop</label>" not in text, page.name
+    assert recorded >= 30

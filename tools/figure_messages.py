@@ -6,7 +6,9 @@ messages are found in the code that draws the figures, without markers in the no
 - the literal texts given to matplotlib's text setters (:data:`TEXT_CALLS`, by argument
   position, and the keywords :data:`TEXT_KEYWORDS`: ``ax.set_title("...")``,
   ``ax.plot(x, y, label="...")``, ``ax.set(xlabel="...")``), both texts of a conditional
-  (``"a" if c else "b"``) and the pieces of a ``+`` of texts as one;
+  (``"a" if c else "b"``) and the pieces of a ``+`` of texts as one; a loop variable given
+  as a text takes the texts of the literal it loops over (``for ax, title in [(a, "x")]``,
+  ``for name, g in d.items()`` with ``d`` a dict literal);
 - an f-string as one message whose figures are named placeholders, after the expression
   (``f"over {num_seeds} seeds"`` is ``"over {num_seeds} seeds"``, ``{config.gamma}`` is
   ``{gamma}``; a format spec is dropped, since the drawn text is matched with the figure
@@ -127,6 +129,60 @@ def _texts(node: ast.AST) -> list[str]:
     return found
 
 
+def _loop_values(tree: ast.AST) -> dict[str, list[ast.AST]]:
+    """What each loop variable takes from a literal: ``for ax, title in [(a, "x"), ...]``
+    gives ``title`` the ``"x"``s; ``for name, g in d.items()`` or ``for name in d`` (``d`` a
+    dict literal) the keys of ``d``; through ``zip(...)`` and nested targets too."""
+    bound = {
+        t.id: node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Dict, ast.List, ast.Tuple))
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+
+    def rows(expr: ast.AST) -> list[ast.AST]:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if expr.func.attr == "items" and isinstance(expr.func.value, ast.Name):
+                found = bound.get(expr.func.value.id)
+                if isinstance(found, ast.Dict):
+                    return [ast.Tuple(elts=[k, v]) for k, v in zip(found.keys, found.values)]
+            return []
+        if isinstance(expr, ast.Name):
+            found = bound.get(expr.id)
+            if isinstance(found, ast.Dict):
+                return [k for k in found.keys if k is not None]
+            expr = found
+        return list(expr.elts) if isinstance(expr, (ast.List, ast.Tuple)) else []
+
+    values: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, elements: list[ast.AST]) -> None:
+        if isinstance(target, ast.Name):
+            values.setdefault(target.id, []).extend(elements)
+        elif isinstance(target, ast.Tuple):
+            for i, part in enumerate(target.elts):
+                bind(
+                    part,
+                    [e.elts[i] for e in elements if isinstance(e, ast.Tuple) and i < len(e.elts)],
+                )
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.For):
+            continue
+        source, target = node.iter, node.target
+        if (
+            isinstance(source, ast.Call)
+            and getattr(source.func, "id", "") == "zip"
+            and isinstance(target, ast.Tuple)
+        ):
+            for part, argument in zip(target.elts, source.args):
+                bind(part, rows(argument))
+        else:
+            bind(target, rows(source))
+    return values
+
+
 def code_texts(source: str) -> list[tuple[int, str]]:
     """(line, message) of every text the code ``source`` draws (see the module's notes); a
     source that does not parse (a cell with IPython's ``%`` lines) is read without them."""
@@ -141,6 +197,7 @@ def code_texts(source: str) -> list[tuple[int, str]]:
         except SyntaxError:
             return []
     found = []
+    loops = _loop_values(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -150,6 +207,9 @@ def code_texts(source: str) -> list[tuple[int, str]]:
         arguments += [k.value for k in node.keywords if k.arg in TEXT_KEYWORDS]
         for argument in arguments:
             found += [(node.lineno, text) for text in _texts(argument) if has_words(text)]
+            names = [n.id for n in ast.walk(argument) if isinstance(n, ast.Name)]
+            for value in (v for name in names for v in loops.get(name, [])):
+                found += [(node.lineno, text) for text in _texts(value) if has_words(text)]
     return found
 
 
