@@ -263,3 +263,30 @@ def test_no_english_notebook_writes_japanese_in_its_code(path):
         if japanese.search(line)
     ]
     assert not found, f"Japanese in the code of {path.name} (cell, line): {found[:5]}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_no_notebook_glues_english_as_a_plain_text(path):
+    """Every branch of a cell, including the one a run takes only when a benchmark result
+    cannot be read (in Colab, offline), glues words through ``words``: a plain text with
+    English words (``glue(x="(not measured here)")``) raises in the one run that takes it."""
+    import ast
+    import json
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from companion.glue import english_words
+
+    found = []
+    for number, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"], 1):
+        if cell["cell_type"] != "code":
+            continue
+        source = TransformerManager().transform_cell("".join(cell["source"]))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "glue":
+                for keyword in node.keywords:
+                    value = keyword.value
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        if english_words(value.value):
+                            found.append((number, keyword.arg, value.value))
+    assert not found, f"{path.name}: plain English glued (cell, name, text): {found}"

@@ -25,20 +25,13 @@ class ComputedText(ValueError):
     """A ``words``/``markdown`` call whose text is computed (an f-string, a ``+``)."""
 
 
-def _line(line: str) -> str:
-    """A cell's line as Python: a line magic's code (``%time x = 1`` is ``x = 1``), nothing
-    for another magic or a shell line."""
-    stripped = line.lstrip()
-    if stripped.startswith(("%time ", "%timeit ")):
-        return line[: len(line) - len(stripped)] + stripped.split(None, 1)[1]
-    return "" if stripped.startswith(("%", "!")) else line
-
-
 def _parse(source: str) -> ast.Module | None:
-    """A code cell as Python (:func:`_line`); None if it does not parse."""
-    lines = [_line(line) for line in source.split("\n")]
+    """A code cell as Python, IPython's magics and shell lines turned into calls (as the
+    kernel runs them); None if it does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
     try:
-        return ast.parse("\n".join(lines))
+        return ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return None
 
@@ -56,6 +49,11 @@ def code_messages(source: str, where: str = "<cell>") -> list[tuple[int, str]]:
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in ("run_line_magic", "run_cell_magic"):  # %time x = words("..."): its code
+            code = node.args[-1]
+            if isinstance(code, ast.Constant) and isinstance(code.value, str):
+                found += [(node.lineno, t) for _, t in code_messages(code.value, where)]
+            continue
         if name not in CALLS:
             continue
         first = node.args[0]
