@@ -76,6 +76,9 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "FIGURES", tmp_path / "no_code")  # no notebooks, no drawing code
     monkeypatch.setattr(tool, "GLUE", tmp_path / "no_code")
     monkeypatch.setattr(tool, "QUIZZES", tmp_path / "no_code")
+    strings = tmp_path / "strings.js"  # a playground without words
+    strings.write_text("var MAZE_PLAYGROUND_STRINGS = {\n  en: {\n  },\n  ja: {\n  }\n};\n")
+    monkeypatch.setattr(tool, "PLAYGROUND", strings)
     found = tool.problems("ja")
     assert len(found) == 2
     assert "fuzzy" in found[0] and "Old sentence" in found[0]
@@ -292,6 +295,30 @@ def test_a_changed_english_question_turns_its_translation_fuzzy(tmp_path):
     assert entry.fuzzy and entry.string == "訳：Which call compiles?"
     written = json.loads(quiz_messages.written(editions._read(po), quizzes)["01_x.json"])
     assert written[0]["question"] == "Which of the calls compiles?"  # English until reviewed
+
+
+def test_the_playgrounds_japanese_is_what_the_catalogue_gives_and_follows_the_english(
+    tmp_path,
+):
+    """strings.js's Japanese block is written from playground.po (make catalogues); an
+    English message reworded turns fuzzy, and its block keeps the English until reviewed."""
+    import shutil
+
+    import playground_messages as pm  # noqa: PLC0415  (tools/playground_messages.py)
+
+    catalog = editions._read(editions.LOCALES / "ja" / "LC_MESSAGES" / "playground.po")
+    assert pm.written(catalog, "ja") == pm.STRINGS.read_text(encoding="utf-8"), (
+        "strings.js's ja block differs from the catalogue: run make catalogues"
+    )
+    strings = shutil.copy(pm.STRINGS, tmp_path / "strings.js")
+    locales = tmp_path / "locales"
+    shutil.copytree(editions.LOCALES / "ja", locales / "ja")
+    text = strings.read_text(encoding="utf-8").replace("run: 'Run',", "run: 'Run it',", 1)
+    strings.write_text(text, encoding="utf-8")
+    po = editions.update_code_catalogue("ja", "playground", strings, locales)
+    entry = editions._read(po).get("Run it", context="run")
+    assert entry.fuzzy and entry.string == "実行"
+    assert pm.blocks(pm.written(editions._read(po), "ja", strings))["ja"]["run"] == "Run it"
 
 
 def test_a_translated_quiz_with_another_correct_answer_is_refused():

@@ -27,7 +27,9 @@ notebooks glue into their prose or show as results (domain ``glue``,
 ``companion/glue.py``, found by ``tools/glue_messages.py``); the package ships the last four
 compiled (``companion/locale``, :func:`compile_package_catalogue`). The quizzes' texts are a
 catalogue too (domain ``quizzes``, ``tools/quiz_messages.py``), from which each language's
-quizzes are written (``notebooks/quizzes/<language>/``, committed). It then writes the
+quizzes are written (``notebooks/quizzes/<language>/``, committed), and so are the maze
+playground's words (domain ``playground``, ``tools/playground_messages.py``: each language's
+block of ``book/_static/playground/strings.js``). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -69,6 +71,9 @@ GLUE = ROOT
 #: The quizzes' texts, from the English quizzes (``tools/quiz_messages.py``), from which
 #: ``catalogues`` writes each language's quizzes.
 QUIZZES = ROOT / "notebooks" / "quizzes"
+#: The maze playground's words, from the English block of its strings.js
+#: (``tools/playground_messages.py``), from which ``catalogues`` writes each language's block.
+PLAYGROUND = ROOT / "book" / "_static" / "playground" / "strings.js"
 #: The catalogues the package ships compiled.
 PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures", "glue")
 
@@ -85,6 +90,7 @@ def code_domains() -> dict[str, Path]:
         "figures": FIGURES,
         "glue": GLUE,
         "quizzes": QUIZZES,
+        "playground": PLAYGROUND,
     }
 
 
@@ -145,7 +151,17 @@ def catalogues(languages=tuple(LANGUAGES)) -> None:
         for domain in PACKAGE_DOMAINS:
             print(f"{domain}: {compile_package_catalogue(language, domain=domain)}")
         print(f"quizzes: {len(write_quizzes(language))} written")
+        print(f"playground: {write_playground(language)}")
     notebooks(languages)
+
+
+def write_playground(language: str, locales: Path | None = None) -> str:
+    """Write ``language``'s block of the playground's ``strings.js`` from the catalogue
+    ``playground`` (``tools/playground_messages.py``); what happened, in words."""
+    import playground_messages  # tools/, beside this file
+
+    po = (locales or LOCALES) / language / "LC_MESSAGES" / "playground.po"
+    return "written" if playground_messages.write(_read(po), language, PLAYGROUND) else "unchanged"
 
 
 def write_quizzes(language: str, locales: Path | None = None) -> list[Path]:
@@ -176,6 +192,10 @@ def code_messages(domain: str, folder: Path | None = None):
         import quiz_messages  # tools/, beside this file
 
         return quiz_messages.template(folder or code_domains()[domain])
+    if domain == "playground":
+        import playground_messages  # tools/, beside this file
+
+        return playground_messages.template(folder or code_domains()[domain])
     template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)

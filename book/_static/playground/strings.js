@@ -1,7 +1,9 @@
 /*
  * The maze playground's words (playground.js), in English and in Japanese: every label,
  * message and aria-label the page shows. {name} in a message stands for a value playground.js
- * fills in; numbers are written the same in both languages.
+ * fills in; numbers are written the same in both languages. Edit the English block; the
+ * Japanese block is written by `make catalogues` from locales/ja/LC_MESSAGES/playground.po
+ * (tools/playground_messages.py), where a changed English message turns fuzzy.
  */
 var MAZE_PLAYGROUND_STRINGS = {
   en: {
@@ -76,76 +78,60 @@ var MAZE_PLAYGROUND_STRINGS = {
     progress: 'Step {steps} of at most {limit}. Shortest path from the start: {best} steps.'
   },
   ja: {
-    agentLabel: 'エージェント：',
-    agentPlanning: 'planning（価値反復）',
-    agentPropagation: 'propagation',
-    sizeLabel: 'サイズ：',
-    rowsAria: '行数',
-    rowsUnit: '行 ×',
-    colsAria: '列数',
-    colsUnit: '列',
-    speedLabel: '速度：',
-    speedAria: '速度',
-    speedValue: '毎秒 {speed} ステップ',
-    clickLabel: 'クリックの動作：',
-    modeWall: '壁の切り替え',
-    modeStart: 'スタートの配置',
-    modeTarget: 'ゴールの配置',
-    step: '1 ステップ',
-    run: '実行',
-    pause: '一時停止',
-    reset: 'リセット',
-    randomMaze: 'ランダムな迷路',
-    clearWalls: '壁をすべて消去',
-    valueMapToggle: '価値マップ',
-    policyHeading: 'この状態での方策',
-    moveUp: '上',
-    moveRight: '右',
-    moveDown: '下',
-    moveLeft: '左',
-    valueLine: '価値の推定値 V(s)：{value}。クリティックが学習した収益の見積もりです。{bound}。' +
-      'エージェントは最も確率の高い移動を選びます（貪欲方策）。',
-    valueLineOver: '価値の推定値 V(s)：{value}。クリティックが学習した収益の見積もりです。' +
-      '{bound}。これは推定値で上限に縛られないため、ここでは 1 を {excess} 上回っています。' +
-      'エージェントは最も確率の高い移動を選びます（貪欲方策）。',
-    returnBound: '収益は最大でも 1（ゴールでの報酬）です',
-    valueMapHeading: '価値マップ',
-    mapLow: '低',
-    mapHigh: '高（ゴール）',
-    mapPropagation: 'propagation エージェントには価値マップがありません。1 マスあたり 8 個の' +
-      '特徴量は学習で得たもので、価値ではありません。',
-    mapSpreading: '全 {total} 回のうち {done} 回のバックアップを終えた時点の、{width} 個の' +
-      '価値チャネルの平均です。色の付いていないマスには、まだ価値がありません。',
-    mapSettled: '全 {total} 回のうち {done} 回のバックアップを終えた時点の、{width} 個の' +
-      '価値チャネルの平均です。値は落ち着きました。色の付いていない空きマスからは、ゴールへの' +
-      '道がありません。',
-    legend: '緑：エージェント。赤：ゴール（エージェントが乗ると赤い枠になります）。' +
-      '黒い枠：スタート。点：スタートからの最短経路（幅優先探索）。' +
-      'オレンジの枠：エージェントが通ったマス。',
-    cell: '行 {row}・列 {col}：{what}',
-    cellFree: '空き',
-    cellWall: '壁',
-    cellTarget: 'ゴール',
-    cellAgent: 'エージェント',
-    holdsStart: 'このマスにはスタートがあるため、壁にできません。先に「{button}」で' +
-      'スタートを別のマスに移してください。',
-    holdsTarget: 'このマスにはゴールがあるため、壁にできません。先に「{button}」で' +
-      'ゴールを別のマスに移してください。',
-    startOnWall: 'スタートは壁の上に置けません。空いているマスをクリックするか、先に' +
-      '「{button}」でこの壁を外してください。',
-    startOnTarget: 'スタートはゴールと同じマスに置けません。空いているマスをクリックしてください。',
-    targetOnWall: 'ゴールは壁の上に置けません。空いているマスをクリックするか、先に' +
-      '「{button}」でこの壁を外してください。',
-    targetOnStart: 'ゴールはスタートと同じマスに置けません。空いているマスをクリックしてください。',
-    reached: '{steps} ステップでゴールに到達しました（最短経路：{best} ステップ）。',
-    timeLimit: '時間切れです。{limit} ステップ歩いてもゴールに到達しませんでした' +
-      '（最短経路：{best} ステップ）。',
-    timeLimitNoPath: '時間切れです。{limit} ステップ歩いてもゴールに到達しませんでした' +
-      '（スタートからの経路はありません）。',
-    noLegalMove: 'エージェントには可能な移動がありません。隣のマスはすべて壁かグリッドの外です。',
-    noPath: '経路がありません。壁がスタートとゴールを隔てています。エージェントは上限の ' +
-      '{limit} ステップまで歩き続けます。',
-    progress: 'ステップ {steps}（最大 {limit}）。スタートからの最短経路は {best} ステップです。'
+    agentLabel: "エージェント：",
+    agentPlanning: "planning（価値反復）",
+    agentPropagation: "propagation",
+    sizeLabel: "サイズ：",
+    rowsAria: "行数",
+    rowsUnit: "行 ×",
+    colsAria: "列数",
+    colsUnit: "列",
+    speedLabel: "速度：",
+    speedAria: "速度",
+    speedValue: "毎秒 {speed} ステップ",
+    clickLabel: "クリックの動作：",
+    modeWall: "壁の切り替え",
+    modeStart: "スタートの配置",
+    modeTarget: "ゴールの配置",
+    step: "1 ステップ",
+    run: "実行",
+    pause: "一時停止",
+    reset: "リセット",
+    randomMaze: "ランダムな迷路",
+    clearWalls: "壁をすべて消去",
+    valueMapToggle: "価値マップ",
+    policyHeading: "この状態での方策",
+    moveUp: "上",
+    moveRight: "右",
+    moveDown: "下",
+    moveLeft: "左",
+    valueLine: "価値の推定値 V(s)：{value}。クリティックが学習した収益の見積もりです。{bound}。エージェントは最も確率の高い移動を選びます（貪欲方策）。",
+    valueLineOver: "価値の推定値 V(s)：{value}。クリティックが学習した収益の見積もりです。{bound}。これは推定値で上限に縛られないため、ここでは 1 を {excess} 上回っています。エージェントは最も確率の高い移動を選びます（貪欲方策）。",
+    returnBound: "収益は最大でも 1（ゴールでの報酬）です",
+    valueMapHeading: "価値マップ",
+    mapLow: "低",
+    mapHigh: "高（ゴール）",
+    mapPropagation: "伝播エージェントには価値マップがありません。1 マスあたり 8 個の特徴量は学習で得たもので、価値ではありません。",
+    mapSpreading: "全 {total} 回のうち {done} 回のバックアップを終えた時点の、{width} 個の価値チャネルの平均です。色の付いていないマスには、まだ価値がありません。",
+    mapSettled: "全 {total} 回のうち {done} 回のバックアップを終えた時点の、{width} 個の価値チャネルの平均です。値は落ち着きました。色の付いていない空きマスからは、ゴールへの道がありません。",
+    legend: "緑：エージェント。赤：ゴール（エージェントが乗ると赤い枠になります）。黒い枠：スタート。点：スタートからの最短経路（幅優先探索）。オレンジの枠：エージェントが通ったマス。",
+    cell: "行 {row}・列 {col}：{what}",
+    cellFree: "空き",
+    cellWall: "壁",
+    cellTarget: "ゴール",
+    cellAgent: "エージェント",
+    holdsStart: "このマスにはスタートがあるため、壁にできません。先に「{button}」でスタートを別のマスに移してください。",
+    holdsTarget: "このマスにはゴールがあるため、壁にできません。先に「{button}」でゴールを別のマスに移してください。",
+    startOnWall: "スタートは壁の上に置けません。空いているマスをクリックするか、先に「{button}」でこの壁を外してください。",
+    startOnTarget: "スタートはゴールと同じマスに置けません。空いているマスをクリックしてください。",
+    targetOnWall: "ゴールは壁の上に置けません。空いているマスをクリックするか、先に「{button}」でこの壁を外してください。",
+    targetOnStart: "ゴールはスタートと同じマスに置けません。空いているマスをクリックしてください。",
+    reached: "{steps} ステップでゴールに到達しました（最短経路：{best} ステップ）。",
+    timeLimit: "時間切れです。{limit} ステップ歩いてもゴールに到達しませんでした（最短経路：{best} ステップ）。",
+    timeLimitNoPath: "時間切れです。{limit} ステップ歩いてもゴールに到達しませんでした（スタートからの経路はありません）。",
+    noLegalMove: "エージェントには可能な移動がありません。隣のマスはすべて壁かグリッドの外です。",
+    noPath: "経路がありません。壁がスタートとゴールを隔てています。エージェントは上限の {limit} ステップまで歩き続けます。",
+    progress: "ステップ {steps}（最大 {limit}）。スタートからの最短経路は {best} ステップです。"
   }
 };
 
