@@ -56,9 +56,9 @@ colab-test: venv
 # The whole book, executing every notebook on the real budgets, into _build/html, and its
 # Japanese edition from the same execution into _build/html/ja (tools/editions.py).
 # Executed notebooks are cached in _build/.jupyter_cache: an unchanged notebook
-# is not executed again, unless a companion module its imports reach, the package's data or
-# its quiz or the benchmark results it reads changed (tools/book_cache.py then forgets that
-# notebook). The notebooks to execute run one per core (tools/execute_notebooks.py; at most
+# is not executed again, unless a file its last execution read changed (a companion module,
+# the package's data, a benchmark result, its quiz: each kernel records what it opened, and
+# tools/book_cache.py then forgets that notebook). The notebooks to execute run one per core (tools/execute_notebooks.py; at most
 # 4 at a time, as each kernel holds up to a few GB; JOBS=1 runs them one at a time). Any
 # warning or cell error fails the build. Then the reader's notebooks of both editions, the
 # figures the prose quotes filled in from that execution, into _build/html/_notebooks (each
