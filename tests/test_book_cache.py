@@ -447,6 +447,7 @@ def test_a_notebook_that_raises_fails_the_run_and_is_not_cached(tmp_path, monkey
     )
     assert status == 1
     assert "cell 1 is broken" in capsys.readouterr().out
+    assert "cell 1 is broken" in (tmp_path / "_build" / "reports" / "nb.log").read_text()
     with _opened(cache_dir) as cache, pytest.raises(KeyError):
         cache.match_cache_notebook(nbformat.read(path, as_version=4))
 

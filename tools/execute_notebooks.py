@@ -9,8 +9,9 @@ kernel per worker, longest first, and stores each result in the cache the way my
 (``execution_seconds`` included). The build that follows then finds every notebook cached
 and executes nothing.
 
-A notebook that raises is not cached: the script prints its traceback and exits with
-status 1, and ``make book`` stops there.
+A notebook that raises is not cached: the script prints its traceback, keeps it in
+``_build/reports/<name>.log`` (which CI uploads when a run fails) and exits with status 1,
+and ``make book`` stops there.
 
     python tools/execute_notebooks.py [--jobs N] [--cache _build/.jupyter_cache]
 
@@ -176,6 +177,9 @@ def _execute_missing(cache, args, timeout: float) -> int:
             if error is not None:
                 failed.append(rel)
                 print(f"execute_notebooks: {rel} raised after {took:.0f} s:\n{error}", flush=True)
+                report = ROOT / "_build" / "reports" / f"{Path(path).stem}.log"
+                report.parent.mkdir(parents=True, exist_ok=True)
+                report.write_text(f"{rel} raised after {took:.0f} s:\n{error}\n")
                 continue
             record = cache.add_nb_to_project(path)
             cache.cache_notebook_bundle(
