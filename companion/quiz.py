@@ -23,11 +23,6 @@ QUIZ_URL = "https://raw.githubusercontent.com/deep-rl-in-jax/book/main/notebooks
 MIN_QUESTIONS, MAX_QUESTIONS = 4, 6
 #: The languages of the quizzes: English first (the source), then its translations.
 LANGUAGES = ("en", "ja")
-#: Shows each quiz only on a page in its own language (a page without ``lang="ja"``: English).
-EDITION_CSS = (
-    "<style>html[lang|=ja] .quiz-edition:not([lang=ja]), "
-    "html:not([lang|=ja]) .quiz-edition[lang=ja] { display: none; }</style>"
-)
 
 
 def check_quiz(questions: Any, name: str = "quiz") -> None:
@@ -145,11 +140,13 @@ def load_quiz(chapter: str, language: str = "en") -> list[dict]:
 def show_quiz(chapter: str) -> None:
     """Show the quiz of ``chapter`` with jupyterquiz (answers shuffled, feedback on click).
 
-    Each language's quiz is shown in its own ``<div class="quiz-edition" lang="...">``, with
-    a style that hides the quizzes not in the page's language (:data:`EDITION_CSS`); a
-    translation that cannot be loaded is left out. Where the English quiz cannot be loaded
-    (Colab without network), prints why and that the book's web page shows it, instead of
-    failing the notebook.
+    In the book's build (myst-nb installed) each language's quiz is shown in its own
+    ``<div class="edition-text" lang="...">``, which the book's style shows on pages of its
+    language only (``editions.css``, as for :func:`companion.glue.markdown`); a translation
+    that cannot be loaded is left out. Elsewhere (Colab, Jupyter) the quiz is shown in the
+    reader's language (``companion.set_language``; English where it has no translation).
+    Where the English quiz cannot be loaded (Colab without network), prints why and that the
+    book's web page shows it, instead of failing the notebook.
 
     Raises:
         TypeError, ValueError: if ``chapter`` is not a plain name or its quiz is malformed.
@@ -169,7 +166,13 @@ def show_quiz(chapter: str) -> None:
             quizzes.append((language, load_quiz(chapter, language)))
         except FileNotFoundError:
             pass
-    display(HTML(EDITION_CSS))
+    try:
+        import myst_nb  # noqa: F401  (the book's build: every edition's quiz, each page its own)
+    except ImportError:
+        from companion.language import current_language
+
+        reader = [q for q in quizzes if q[0] == current_language()]
+        quizzes = reader or quizzes[:1]
     for language, questions in quizzes:
         with capture_output() as shown:
             display_quiz(questions, shuffle_answers=True, max_width=800)
@@ -178,4 +181,4 @@ def show_quiz(chapter: str) -> None:
                 display(Javascript(output.data["application/javascript"]))
             else:
                 html = output.data["text/html"]
-                display(HTML(f'<div class="quiz-edition" lang="{language}">{html}</div>'))
+                display(HTML(f'<div class="edition-text" lang="{language}">{html}</div>'))

@@ -346,12 +346,43 @@ def test_the_quiz_output_holds_each_language_in_its_own_block():
     finally:
         InteractiveShell.clear_instance()
     html = [o.data["text/html"] for o in shown.outputs if "text/html" in o.data]
-    assert quiz.EDITION_CSS in html[0]
-    blocks = [h for h in html if h.startswith('<div class="quiz-edition"')]
+    blocks = [h for h in html if h.startswith('<div class="edition-text"')]
     languages = [b.split('lang="')[1].split('"')[0] for b in blocks]
-    assert languages == ["en", "ja"]
-    assert "<div" in blocks[1] and "quiz-edition" in blocks[1]
+    assert languages == ["en", "ja"]  # the book's style (editions.css) shows the page's own
     scripts = [o for o in shown.outputs if "application/javascript" in o.data]
     assert len(scripts) == 2
     japanese = json.loads((ROOT / "notebooks" / "quizzes" / "ja" / "07_dqn.json").read_text())
     assert json.dumps(japanese[0]["question"]) in scripts[1].data["application/javascript"]
+
+
+@pytest.mark.parametrize("language, shown", [("en", "en"), ("ja", "ja")])
+def test_outside_the_book_the_quiz_is_in_the_readers_language(monkeypatch, language, shown):
+    """In Colab or Jupyter (no myst-nb, so no edition style) one quiz is shown, the one of the
+    reader's language: a Japanese notebook's setup chooses Japanese."""
+    import builtins
+    import sys as _sys
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from companion import set_language
+
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(_sys.modules, "myst_nb", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    set_language(language)
+    InteractiveShell.instance()
+    try:
+        with capture_output() as out:
+            quiz.show_quiz("07_dqn")
+    finally:
+        InteractiveShell.clear_instance()
+        set_language(None)
+    html = [o.data["text/html"] for o in out.outputs if "text/html" in o.data]
+    assert [h.split('lang="')[1].split('"')[0] for h in html] == [shown]
