@@ -165,19 +165,28 @@ def test_an_unknown_name_is_an_attribute_error():
         diagrams.dqn_flow  # noqa: B018
 
 
-def test_a_chapter_reaches_only_the_module_of_its_diagram():
-    """tools/book_cache.py re-executes a chapter when the module drawing its diagram, or the
-    shared primitives, change, and not for another chapter's diagram."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    from book_cache import reach
+@pytest.mark.subprocess
+def test_a_chapter_reads_only_the_module_of_its_diagram(tmp_path):
+    """The book's cache re-executes a chapter when a file its kernel read changes
+    (tools/book_cache.py records them): drawing one diagram reads the module that draws it
+    and the shared primitives, not another chapter's diagram (``companion.diagrams`` loads a
+    name's module only)."""
+    import subprocess
 
-    package = ROOT / "companion"
-    reached = {
-        p.relative_to(package).as_posix()
-        for p in reach(["from companion.diagrams import dqn_data_flow\n\ndqn_data_flow()"], package)
-    }
-    assert {"diagrams/agents.py", "diagrams/_draw.py", "diagrams/__init__.py"} <= reached
-    assert "diagrams/rl.py" not in reached and "diagrams/planning.py" not in reached
+    sys.path.insert(0, str(ROOT / "tools"))
+    import book_cache
+
+    record = tmp_path / "reads"
+    code = "from companion.diagrams import dqn_data_flow\n\ndqn_data_flow()"
+    env = book_cache.recording_env(record, ROOT)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=300)
+    read = set(book_cache.recorded_reads(record, ROOT))
+    assert {
+        "companion/diagrams/agents.py",
+        "companion/diagrams/_draw.py",
+        "companion/diagrams/__init__.py",
+    } <= read, read
+    assert "companion/diagrams/rl.py" not in read and "companion/diagrams/planning.py" not in read
 
 
 def test_the_package_ships_the_diagrams():
