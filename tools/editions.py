@@ -29,7 +29,8 @@ compiled (``companion/locale``, :func:`compile_package_catalogue`). The quizzes'
 catalogue too (domain ``quizzes``, ``tools/quiz_messages.py``), from which each language's
 quizzes are written (``notebooks/quizzes/<language>/``, committed), and so are the maze
 playground's words (domain ``playground``, ``tools/playground_messages.py``: each language's
-block of ``book/_static/playground/strings.js``). It then writes the
+block of ``book/_static/playground/strings.js``), and the lab's (domain ``lab``,
+``tools/lab_messages.py``: the stubs' words and each solution cell's hint). It then writes the
 translated notebooks (``notebooks/ja/<name>.ipynb``, committed: the Japanese pages' Colab
 button opens them) from the English notebooks and the catalogues
 (``tools/translate_notebooks.py``); ``notebooks`` writes only those.
@@ -74,6 +75,9 @@ QUIZZES = ROOT / "notebooks" / "quizzes"
 #: The maze playground's words, from the English block of its strings.js
 #: (``tools/playground_messages.py``), from which ``catalogues`` writes each language's block.
 PLAYGROUND = ROOT / "book" / "_static" / "playground" / "strings.js"
+#: The lab's words (stub lines, hints, placeholders: ``tools/lab_messages.py``), from the
+#: English notebooks' solution cells and the lab's tools.
+LAB = ROOT / "notebooks"
 #: The catalogues the package ships compiled.
 PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures", "glue")
 
@@ -91,6 +95,7 @@ def code_domains() -> dict[str, Path]:
         "glue": GLUE,
         "quizzes": QUIZZES,
         "playground": PLAYGROUND,
+        "lab": LAB,
     }
 
 
@@ -196,6 +201,10 @@ def code_messages(domain: str, folder: Path | None = None):
         import playground_messages  # tools/, beside this file
 
         return playground_messages.template(folder or code_domains()[domain])
+    if domain == "lab":
+        import lab_messages  # tools/, beside this file
+
+        return lab_messages.template(folder or code_domains()[domain])
     template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
@@ -395,7 +404,7 @@ def problems(language: str, pot: Path | None = None) -> list[str]:
                 found.append(f"{name}: fuzzy (English changed, review it): {text[:70]!r}")
             elif not all(forms):
                 found.append(f"{name}: untranslated: {text[:70]!r}")
-            elif str(name) in code and str(name) != "quizzes.po":  # code: format strings
+            elif str(name) in code and str(name) not in ("quizzes.po", "lab.po"):  # formats
                 found += [f"{name}: {p}: {text[:70]!r}" for p in placeholder_differences(message)]
             elif re.match(r"\d+\. ", text) and re.match(r"\d+\. ", message.string):
                 # a title re-parsed as Markdown: "1. ..." would be a list, the title English

@@ -19,7 +19,8 @@ in the copies' language.
 With ``--language ja`` the copies are made from the Japanese notebooks,
 ``notebooks/ja/*.ipynb`` (``tools/translate_notebooks.py``: the book's Japanese prose, the same
 code), into ``lab/ja/``; their stubs and placeholders are in Japanese, and a stub's hint is
-the translation of the cell's English ``hint`` in ``locales/ja/hints.json``. Their code, its
+the translation of the cell's English ``hint`` in the catalogue ``locales/ja/LC_MESSAGES/lab.po``
+(``tools/lab_messages.py``). Their code, its
 comments and its outputs are in English; the self-checks' messages are in Japanese (the
 Japanese notebooks' setup cell sets ``COMPANION_LANGUAGE=ja``).
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 from pathlib import Path
 
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+import lab_messages  # noqa: E402  (tools/: the copies' words and their catalogue)
 import reader_notebooks  # noqa: E402  (tools/: the book's figures, filled in)
 from edition_notebooks import notebook_path  # noqa: E402  (book/_ext: notebooks/ja/<name>)
 from reader_notebooks import (  # noqa: E402, F401  (in_language, glued_values: for the tests)
@@ -55,61 +56,29 @@ SOLUTION_TAG = "solution"
 #: A cell that only checks the book's own results: the student copy leaves it out.
 BOOK_ONLY_TAG = "book-only"
 HIDING_TAGS = ("hide-input", "hide-cell")  # the book hides solutions; stubs stay visible
-DEFAULT_HINT = (
-    "Write your solutions to the exercises above in this cell. The checks in "
-    "companion.checks say what is wrong, not only that it is wrong."
-)
-
-
 #: What a role reads as in English when the book's run of its notebook is not at hand.
-NO_FIGURE = reader_notebooks.NO_FIGURE["en"]
-#: A language's words in the copies: the stub's first line, its hint when the cell has
-#: none, the placeholder of a glued number.
-WORDS = {
-    "en": {
-        "stub": "# Exercises: replace this cell with your solutions.",
-        "hint": DEFAULT_HINT,
-        "no_figure": reader_notebooks.NO_FIGURE["en"],
-    },
-    "ja": {
-        "stub": "# 演習：このセルをあなたの解答に置き換えてください。",
-        "hint": (
-            "上の演習の解答をこのセルに書いてください。companion.checks のチェックは、"
-            "間違っていることだけでなく、何が間違っているかを示します。"
-        ),
-        "no_figure": reader_notebooks.NO_FIGURE["ja"],
-    },
-}
-#: ``{English hint: translation}`` per language (a solution cell's ``hint`` metadata).
-HINTS = ROOT / "locales" / "{language}" / "hints.json"
+NO_FIGURE = reader_notebooks.NO_FIGURE
 
 
 def stub_source(hint: str, language: str = "en") -> str:
-    return f"{WORDS[language]['stub']}\nraise NotImplementedError({hint!r})\n"
-
-
-def load_hints(language: str) -> dict[str, str]:
-    """``{English hint: translation}`` for ``language`` (:data:`HINTS`); empty for English."""
-    path = Path(str(HINTS).format(language=language))
-    return json.loads(path.read_text()) if language != "en" and path.is_file() else {}
+    return f"{lab_messages.words(language)['stub']}\nraise NotImplementedError({hint!r})\n"
 
 
 def student_copy(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
     """A copy of ``nb`` whose solution cells are stubs, in ``language`` (a cell's ``hint``
-    translated by :func:`load_hints`, kept in English where it has no translation), without
+    translated by the catalogue ``lab``, kept in English where it has no translation), without
     the cells tagged :data:`BOOK_ONLY_TAG`; other cells are unchanged.
 
     Raises:
         ValueError: if a cell tagged ``solution`` is not a code cell.
     """
     student = copy.deepcopy(nb)
-    hints = load_hints(language)
+    translate = lab_messages.translator(language)
     for i, cell in enumerate(student.cells):
         if SOLUTION_TAG in cell.get("metadata", {}).get("tags", []):
             if cell.cell_type != "code":
                 raise ValueError(f"cell {i} is tagged {SOLUTION_TAG!r} but is not a code cell")
-            hint = cell.metadata.get("hint", WORDS[language]["hint"])
-            hint = hints.get(hint, hint)
+            hint = translate(cell.metadata.get("hint", lab_messages.MESSAGES["hint"]))
             cell.source = stub_source(hint, language)
             cell.metadata["tags"] = [
                 t for t in cell.metadata["tags"] if t not in (SOLUTION_TAG, *HIDING_TAGS)
@@ -125,7 +94,7 @@ def student_copy(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.No
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--language", choices=sorted(WORDS), default="en")
+    parser.add_argument("--language", choices=sorted(reader_notebooks.EDITIONS), default="en")
     parser.add_argument("--out", type=Path, help="default: lab, or lab/<language>")
     parser.add_argument(
         "--cache", type=Path, default=CACHE, help="the book build's execution cache"
@@ -158,7 +127,7 @@ def main(argv=None) -> int:
             why = "no executed copy in the cache" if when is None else "not glued by the run"
             print(
                 f"{path.name}: {len(missing)} glued number(s) read "
-                f"{WORDS[language]['no_figure']!r} ({why}; run make book first)",
+                f"{lab_messages.words(language)['no_figure']!r} ({why}; run make book first)",
                 file=sys.stderr,
             )
         stubs = sum(SOLUTION_TAG in c.metadata.get("tags", []) for c in nb.cells)

@@ -41,12 +41,14 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import book_messages  # noqa: E402  (book/_ext: the extensions' catalogue)
 import edition_notebooks  # noqa: E402  (book/_ext: the editions' notebooks and Colab)
+import lab_messages  # noqa: E402  (tools/: the lab's words and their catalogue)
 from edition_notebooks import COLAB_BRANCH, READER_NOTE, notebook_path  # noqa: E402
 
 #: myst-nb's inline glue role, ``{glue:md}`name```, as the book's Markdown writes it.
 GLUE_ROLE = re.compile(r"\{glue:md\}`([^`]+)`")
-#: What a role reads as, per language, when the book's run of its notebook is not at hand.
-NO_FIGURE = {"en": "(a number from the book's run)", "ja": "（本書の実行による数値）"}
+#: What a role reads as, in English, when the book's run of its notebook is not at hand (its
+#: translations: the catalogue ``lab``, ``tools/lab_messages.py``).
+NO_FIGURE = lab_messages.MESSAGES["no_figure"]
 CACHE = ROOT / "_build" / ".jupyter_cache"
 SITE = ROOT / "_build" / "html"
 #: The site's folder of the reader's notebooks, at their repository paths.
@@ -99,8 +101,9 @@ def resolve_glue(
     Returns:
         the names not in ``values``, in order of appearance.
     """
-    if language not in NO_FIGURE:
-        raise ValueError(f"language {language!r}: expected one of {sorted(NO_FIGURE)}")
+    if language not in EDITIONS:
+        raise ValueError(f"language {language!r}: expected one of {sorted(EDITIONS)}")
+    placeholder = lab_messages.words(language)["no_figure"]
     missing: list[str] = []
 
     def figure(match: re.Match) -> str:
@@ -108,7 +111,7 @@ def resolve_glue(
         if name in values:
             return in_language(values[name], language)
         missing.append(name)
-        return NO_FIGURE[language]
+        return placeholder
 
     for cell in nb.cells:
         if cell.cell_type == "markdown":
