@@ -268,3 +268,46 @@ def test_notebook_runs_in_colab_environment(name, path, runtime):
     assert setup.outputs == []  # everything is installed: the setup cell does nothing
     if path.stem == "07_dqn":  # the explorer works with Colab's ipywidgets (7.7.1)
         check_episode_explorer(nb)
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_the_japanese_setup_draws_and_checks_in_japanese(name, runtime):
+    """The Japanese notebooks' setup (COMPANION_LANGUAGE=ja, tools/translate_notebooks.py) in
+    Colab's package set: the Japanese font the package depends on (matplotlib-fontja) is
+    installed and found, a figure's words are drawn in Japanese with it, a glued phrase and a
+    quiz are in Japanese, and a self-check answers a wrong answer in Japanese."""
+    rt = runtime(name)
+    check = (
+        "import os, re\n"
+        "os.environ['COMPANION_LANGUAGE'] = 'ja'\n"
+        "import matplotlib\n"
+        "matplotlib.use('Agg')\n"
+        "import matplotlib.pyplot as plt\n"
+        "from companion import figure_words\n"
+        "from companion.checks import CheckFailed, check_softplus_grad\n"
+        "from companion.glue import markdown\n"
+        "assert figure_words.japanese_font() == 'IPAexGothic'\n"
+        "fig, ax = plt.subplots()\n"
+        "ax.set_title('environment steps (thousands)')\n"
+        "with figure_words.in_language(fig, 'ja'):\n"
+        "    title = ax.get_title()\n"
+        "    fig.canvas.draw()\n"
+        "assert re.search('[\\u3040-\\u30ff\\u3400-\\u9fff]', title), title\n"
+        "assert markdown('seed').data == 'シード'\n"
+        "try:\n"
+        "    check_softplus_grad(lambda x: x)\n"
+        "except CheckFailed as e:\n"
+        "    assert re.search('[\\u3040-\\u30ff\\u3400-\\u9fff]', str(e)), str(e)\n"
+        "else:\n"
+        "    raise AssertionError('a wrong answer passed')\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [rt.python, "-c", check],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=rt.where,
+        env=_env(),
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
