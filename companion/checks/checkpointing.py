@@ -58,6 +58,51 @@ def _checkpoints(jaxpr) -> tuple[list, list]:
     return inside, outside
 
 
+def _holds_checkpoint(eqn) -> bool:
+    """Whether ``eqn`` is a checkpoint or holds one in a program inside it."""
+    if eqn.primitive.name in _CHECKPOINT_PRIMITIVES:
+        return True
+    return any(
+        _holds_checkpoint(inner_eqn)
+        for value in eqn.params.values()
+        for item in (value if isinstance(value, (list, tuple)) else [value])
+        if hasattr(getattr(item, "jaxpr", item), "eqns")
+        for inner_eqn in getattr(item, "jaxpr", item).eqns
+    )
+
+
+def _bodies_checkpointed(jaxpr) -> list:
+    """For each scan of ``jaxpr`` (nested programs included) whose body holds a checkpoint:
+    whether all the body's outputs (its new carry among them) come out of that checkpoint
+    (the body wrapped), rather than of operations outside it (only a part of it wrapped).
+    An output that is a constant or one of the body's inputs passed through counts as wrapped."""
+    found = []
+
+    def walk(jaxpr):
+        for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+            if eqn.primitive.name == "scan":
+                body = eqn.params["jaxpr"].jaxpr
+                holders = [inner for inner in body.eqns if _holds_checkpoint(inner)]
+                covered = {id(var) for inner in holders for var in inner.outvars}
+                covered |= {id(var) for var in body.invars}
+                if holders:
+                    found.append(
+                        all(
+                            id(var) in covered
+                            for var in body.outvars
+                            if not hasattr(var, "val")  # a literal is no activation
+                        )
+                    )
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (list, tuple)) else [value]:
+                    inner = getattr(item, "jaxpr", item)
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(jaxpr)
+    return found
+
+
 @self_check
 def check_checkpointed_propagation(network_class: type) -> None:
     """Check a copy of :class:`companion.agents.ppo.PropagationActorCritic` whose ``lax.scan``
@@ -181,6 +226,14 @@ def check_checkpointed_propagation(network_class: type) -> None:
                 "jax.checkpoint wraps the whole scan (or the whole call), not the scan's body: the "
                 "backward pass then recomputes the scan and stores its iterations all the same. "
                 "Wrap propagate, the body passed to jax.lax.scan"
+            )
+        )
+    if not any(_bodies_checkpointed(program)):
+        fail(
+            _(
+                "jax.checkpoint wraps only a part of the scan's body (the messages, say), not the "
+                "body: the backward pass still stores the activations computed outside it in "
+                "every iteration. Wrap propagate, the body passed to jax.lax.scan"
             )
         )
     policies = {eqn.params.get("policy") for eqn in inside}

@@ -334,6 +334,25 @@ def _show(value: Any, prefix: str, short: bool = False) -> str:
     return prefix + text
 
 
+def _first_shown(got: np.ndarray, expected: np.ndarray, indices: np.ndarray) -> tuple:
+    """The first of ``indices`` whose two values differ as printed (4 decimals), and the two
+    printed; where every difference hides at 4 decimals, the first index, printed to as many
+    decimals (up to 10) as it takes to tell them apart."""
+    firsts = [tuple(int(j) for j in index) for index in indices]
+    for first in firsts:
+        pair = _show(got[first], ""), _show(expected[first], "")
+        if pair[0] != pair[1]:
+            return first, pair
+    first = firsts[0]
+    a, b = (float(np.asarray(v, np.float64)) for v in (got[first], expected[first]))
+    if np.asarray(got).dtype.kind != "f" or not (np.isfinite(a) and np.isfinite(b)):
+        return first, (_show(got[first], ""), _show(expected[first], ""))
+    digits = 5
+    while digits < 10 and f"{a:.{digits}f}" == f"{b:.{digits}f}":
+        digits += 1
+    return first, (f"{a:.{digits}f}", f"{b:.{digits}f}")
+
+
 def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     """Return True when every output is close to its case's expected result; otherwise fail.
 
@@ -367,10 +386,10 @@ def verdict(name: str, cases: list, outputs: list, rtol: float = 1e-5, atol: flo
     where = ""
     if got.shape == expected.shape and got.ndim > 0:
         wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol)
-        first = tuple(int(j) for j in np.argwhere(wrong)[0])
+        first, shown = _first_shown(got, expected, np.argwhere(wrong))
         index = first[0] if len(first) == 1 else first
         where = _(": first at index {index}, it gives {got}, expected {expected}").format(
-            index=index, got=_show(got[first], ""), expected=_show(expected[first], "")
+            index=index, got=shown[0], expected=shown[1]
         )
     lines = [
         _("{name} differs from the reference on {case}{where}").format(

@@ -137,8 +137,9 @@ def _settle_model(
 
 #: What the check says for each mistake it models.
 _COUNT_LAST = N_(
-    "the count includes the last backup, which changed nothing: count only the "
-    "backups that changed something (n + changed)"
+    "the count is one more than the backups that changed something: it includes the last "
+    "backup, which changed nothing, or starts at 1; start it at jnp.int32(0) and add only "
+    "the backups that changed something (n + changed)"
 )
 _STOPS_EARLY = N_(
     "the loop stops after one backup while cells are still changing: its condition "
@@ -231,8 +232,8 @@ def check_settle(settle: Callable) -> None:
     ``jax.lax.while_loop`` stopped after 2 x rows x cols + 4 backups if it has not settled.
 
     Raises:
-        CheckFailed: naming the mistake (no while_loop, more backups than settling takes, the
-            count including the last backup, a loop that stops after one backup, cost taken as
+        CheckFailed: naming the mistake (no while_loop, more backups than settling takes, a
+            count one too many (the last backup counted, or a count from 1), a loop that stops after one backup, cost taken as
             1, walls or directions ignored or swapped, a backup that forgets v and never
             settles), else the first maze and cell that differ; or wrong types, shapes, dtypes.
     """

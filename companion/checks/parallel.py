@@ -31,7 +31,7 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
 
     Raises:
         CheckFailed: for a result that is not one number, or naming the mistake (the factor
-            2, the (n - 1) / n, bytes per float32, all devices' traffic together, bits, a
+            2 or 2 bytes a parameter, the (n - 1) / n, bytes per float32, all devices' traffic together, bits, a
             non-zero cost on one device).
     """
     cases, outputs = [], []
@@ -56,8 +56,10 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
                 right,
                 {
                     _(
-                        "counts half the traffic: a ring all-reduce is a reduce-scatter and then an "
-                        "all-gather, each sending (n - 1) / n of the gradients"
+                        "gives half the bytes: either it counts one phase only (a ring all-reduce "
+                        "is a reduce-scatter and then an all-gather, each sending (n - 1) / n of "
+                        "the gradients) or 2 bytes a parameter (a bfloat16's size; the gradients "
+                        "are float32, 4 bytes each)"
                     ): right / 2,
                     _("counts parameters, not bytes: a float32 is 4 bytes"): right / 4,
                     _(
@@ -209,9 +211,9 @@ _PAYS_CASES = (
         1.0,
     ),
     (
-        N_("ratios that pass 1 once, fall back, then stay above it"),
-        {64: 0.8, 128: 1.05, 256: 0.97, 512: 1.3, 1024: 1.6},
-        [512, 64, 1024, 128, 256],
+        N_("ratios that pass 1 for two sizes, fall back, then stay above it"),
+        {64: 0.8, 128: 1.05, 256: 1.1, 512: 0.97, 1024: 1.3, 2048: 1.6},
+        [512, 64, 2048, 128, 1024, 256],
         1.0,
     ),
     (

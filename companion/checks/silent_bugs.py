@@ -49,6 +49,10 @@ def _softmax_weighted_mse(v, t):
     return jnp.sum(jax.nn.softmax(t) * 0.5 * (v - t) ** 2)
 
 
+def _lagged_mse(v, t):
+    return jnp.mean((v[1:] - t[:-1]) ** 2)
+
+
 def _f32(values) -> jax.Array:
     return jnp.asarray(values, jnp.float32)
 
@@ -97,6 +101,15 @@ _CROSS_TALK_CASES = [
         _f32([-1.0, 3.0, 0.5, 1.0]),
         _f32([0.0, 1.0, 0.5, 2.0]),
     ),
+    (
+        N_(
+            "a lagged loss, jnp.mean((v[1:] - t[:-1]) ** 2), each value against the previous "
+            "target (cross-talk below the diagonal only)"
+        ),
+        _lagged_mse,
+        _f32([0.5, -1.0, 2.0, 0.0]),
+        _f32([1.0, 0.5, -0.5, 2.0]),
+    ),
 ]
 
 _INCLUDES_DIAGONAL = N_(
@@ -131,6 +144,12 @@ _SIGNED = N_(
     "it returns the largest signed entry, not the largest absolute value: the broadcast "
     "loss's cross-talk is negative, -1/25 for every pair; take the maximum of the absolute "
     "values"
+)
+_ONE_TRIANGLE = N_(
+    "it reads one triangle of the block only (np.triu or np.tril with an offset), as if "
+    "∂²L/∂v_i∂t_j were symmetric: in the lagged loss, where each value meets the previous "
+    "target, all the cross-talk lies below the diagonal; take the largest |entry| over every "
+    "pair i ≠ j, above and below the diagonal"
 )
 _ABS_AFTER_MAX = N_(
     "it takes the absolute value after the maximum: in the softmax-weighted loss the largest "
@@ -177,6 +196,7 @@ def _cross_talk_case(label: str, loss: Callable, values, targets) -> Case:
         _TARGETS_TWICE: np.abs(_off_diagonal(_second_block(loss, values, targets, 1, 1))).max(),
         _SIGNED: off.max(),
         _ABS_AFTER_MAX: abs(off.max()),
+        _ONE_TRIANGLE: [np.abs(np.triu(block, 1)).max(), np.abs(np.tril(block, -1)).max()],
         _FIRST_ORDER: [
             np.abs(np.asarray(jax.jit(jax.grad(loss, argnums=n))(values, targets))).max()
             for n in (0, 1)
@@ -224,16 +244,17 @@ def check_cross_talk(cross_talk: Callable) -> None:
 
     ``loss(values, targets)`` returns a float32 scalar; ``values`` float32 ``(B,)`` or
     ``(B, 1)``, ``targets`` float32 ``(B,)``. The answer is called as it is (not under ``jit``:
-    NumPy is fine) on six losses whose cross-talk is known: three per-sample ones (the mean
+    NumPy is fine) on seven losses whose cross-talk is known: three per-sample ones (the mean
     squared error, one that reshapes ``(B, 1)`` values, one with a penalty on the values'
     spread), the broadcast ``(B, 1)``-against-``(B,)`` loss, targets centred within groups of
-    three (cross-talk between some samples only) and a loss weighted by a softmax of the
-    targets (cross-talk of both signs).
+    three (cross-talk between some samples only), a loss weighted by a softmax of the
+    targets (cross-talk of both signs) and a lagged loss (cross-talk below the diagonal
+    only).
 
     Raises:
         CheckFailed: naming the mistake (the diagonal included, for all shapes or for
             ``(B, 1)`` values only; a detector that never fires; the values or the targets
-            differentiated twice; a signed maximum or the absolute value after it; a first
+            differentiated twice; one triangle of the block; a signed maximum or the absolute value after it; a first
             derivative; a mean or a sum of entries); or a result that is not one float (an
             array, a bool, an int).
     """
@@ -271,5 +292,5 @@ def check_cross_talk(cross_talk: Callable) -> None:
         outputs.append(value)
     verdict("cross_talk", _cross_talk_reference(), outputs, rtol=1e-4, atol=1e-6)
     passed(
-        _("cross_talk gives 0 for three per-sample losses and the largest entry for three others")
+        _("cross_talk gives 0 for three per-sample losses and the largest entry for four others")
     )

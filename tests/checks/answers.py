@@ -531,7 +531,8 @@ def _bend_numpy(sweep, slope=0.5):
 
 def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
     """A subclass of ppo.PropagationActorCritic with jax.checkpoint ``where``: around the
-    scan's ``body`` (right), the whole ``scan``, the whole ``call``, or ``none``."""
+    scan's ``body`` (right), the whole ``scan``, the whole ``call``, only the ``messages``
+    summed inside the body, or ``none``."""
 
     class Copy(ppo.PropagationActorCritic):
         def __call__(self, image):
@@ -540,8 +541,11 @@ def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
             open_to = [ppo.neighbour(free, d) * free for d in range(4)]
             injected = x @ self.w_in + self.bias
 
+            def gather(h):
+                return sum(ppo.neighbour(h, d) * open_to[d] for d in range(4))
+
             def propagate(h, _):
-                messages = sum(ppo.neighbour(h, d) * open_to[d] for d in range(4))
+                messages = (jax.checkpoint(gather) if where == "messages" else gather)(h)
                 return activation(h @ self.w_self + messages @ self.w_nbr + injected), None
 
             body = jax.checkpoint(propagate, policy=policy) if where == "body" else propagate
@@ -882,7 +886,7 @@ RIGHT = {
     "check_count_endings": [_count_endings, _count_endings_by_position],
     "check_semi_implicit_step": [_semi_implicit, _euler_by_hand],
     "check_balancing_policy": [
-        lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32),
+        lambda obs: (10 * obs[2] + 2 * obs[3] > 0).astype(jnp.int32),
         lambda obs: jnp.where(obs[2] + 0.5 * obs[3] > 0, 1, 0),
     ],
     "check_action_values": [_action_values, _action_values_where],

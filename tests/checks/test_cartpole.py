@@ -6,19 +6,22 @@ What each check guards, and the case that breaks each plausible wrong answer:
 check_semi_implicit_step (velocities first, positions with the new velocities)
 - semi-implicit, not explicit Euler: named; one position with its old velocity, named;
 - the push: reversed, zero for action 0, named (three states, pushed both ways);
-- the order (x, x_dot, theta, theta_dot); float32; an offset of 0.001 is generic.
+- the order (x, x_dot, theta, theta_dot); float32; an offset of 0.001 is generic, shown
+  at the first element whose difference shows to 4 decimals (or to more decimals).
 
-check_balancing_policy (a pole-only policy, mean return >= 475 over 20 episodes)
+check_balancing_policy (a pole-only policy, 500 steps in each of 150 episodes)
 - reads theta and theta_dot only: probes that change x or x_dot alone break the linear
   controller with x terms;
 - not constant, not reversed: probes with the pole falling either way;
+- which it reads: pairs that differ in theta_dot alone (or theta alone) near the upright
+  pole find a weak gain, so a weak theta_dot gain is not told that it reads theta alone;
 - int32 0 or 1: bool, float, actions 0 and 2 named;
-- balances: 20 episodes of 500 steps from fixed starts (``key(0)``); one failed episode
-  costs at most 500 / 20 = 25, so the mean stays >= 475 with one failure, and a policy that
-  fails 2% of its episodes is caught only when two or more of the 20 fail (and their
-  returns add to less than 500): probability at most 1 - 0.98**20 - 20 * 0.02 * 0.98**19
-  = 0.06, against 1 - 0.98**20 = 0.33 were any failure caught. The check asks for balance
-  on average, not reliability; theta alone and theta_dot alone fail all 20.
+- balances: 150 episodes of 500 steps from fixed starts (``key(0)``), every one of which
+  must reach 500 steps. Power: a policy that fails 2% of its episodes passes only when all
+  150 succeed, probability 0.98**150 = 0.048, so it is caught with probability 0.952 (a
+  mean return >= 475 over 20 episodes caught it with probability at most 0.06).
+  theta + theta_dot, whose mean return is 485, fails 15 of the 150 (the cart leaves the
+  track); theta alone and theta_dot alone fail all 150.
 """
 
 from __future__ import annotations
@@ -103,6 +106,18 @@ WRONG_SEMI_IMPLICIT = [
 
 WRONG_SEMI_IMPLICIT += [
     ("an offset", lambda p, a: _semi_implicit(p, a) + 0.001, generic()),
+    # a difference that 4 decimals hide in the first element: shown where it shows
+    (
+        "a relative error of 1e-4, and theta_dot off by 0.001",
+        lambda p, a: _semi_implicit(p, a) * (1 + 1e-4) + jnp.array([0.0, 0.0, 0.0, 0.001]),
+        generic(r"first at index 3, it gives 0\.5245, expected 0\.5235"),
+    ),
+    # ... or, where every difference hides at 4 decimals, printed to the digits that show it
+    (
+        "a relative error of 1e-4",
+        lambda p, a: _semi_implicit(p, a) * (1 + 1e-4),
+        generic(r"first at index 0, it gives 0\.09790, expected 0\.09789"),
+    ),
 ]
 
 
@@ -110,7 +125,7 @@ WRONG_SEMI_IMPLICIT += [
 
 
 RIGHT_BALANCING = [
-    lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32),  # theta + theta_dot
+    lambda obs: (obs[2] + 0.5 * obs[3] > 0).astype(jnp.int32),  # theta + theta_dot / 2
     # the chapter's gains, where
     lambda obs: jnp.where(10 * obs[2] + 2 * obs[3] > 0, 1, 0),
 ]
@@ -138,13 +153,28 @@ WRONG_BALANCING = [
     (
         "theta alone",
         lambda obs: (obs[2] > 0).astype(jnp.int32),
-        "the pole fell in 20 of them and the cart left the track in 0.*reads theta alone",
+        "the pole fell in 150 of them and the cart left the track in 0.*reads theta alone",
     ),
     # the cart leaves the track, the pole stands: not told that the pole fell
     (
         "theta_dot alone",
         lambda obs: (obs[3] > 0).astype(jnp.int32),
-        "the pole fell in 0 of them and the cart left the track in 20.*reads theta_dot alone",
+        "the pole fell in 0 of them and the cart left the track in 150.*reads theta_dot alone",
+    ),
+    # both read, the theta_dot gain too weak: not told that it reads theta alone
+    (
+        "a weak theta_dot gain",
+        lambda obs: (obs[2] + 0.01 * obs[3] > 0).astype(jnp.int32),
+        r"150 of 150 episodes ended .*: the pole fell in 150 of them and the cart left the "
+        r"track in 0\.$",
+    ),
+    # balances on average (mean return 485), but the cart leaves the track in 10% of the
+    # episodes: every episode must reach 500 steps
+    (
+        "theta + theta_dot, off the track in 10% of the episodes",
+        lambda obs: (obs[2] + obs[3] > 0).astype(jnp.int32),
+        r"15 of 150 episodes ended before 500 steps \(mean return 485\.4\): the pole fell in 0 "
+        r"of them and the cart left the track in 15\.$",
     ),
     ("Python if", lambda obs: 1 if obs[2] + obs[3] > 0 else 0, "under jax.jit"),
 ]

@@ -4,7 +4,8 @@
 What the check guards, and the case that breaks each plausible wrong answer:
 
 check_checkpointed_propagation (jax.checkpoint around the scan's body, same outputs)
-- where the checkpoint is: around the whole scan or call, none at all, named;
+- where the checkpoint is: around the whole scan or call, around a part of the body only
+  (the message sum: the new carry is computed outside it), none at all, named;
 - its policy: one that saves everything, named; a dots policy passes;
 - the same network: relu in the body changes (logits, value) (generic); another network's
   class holds other arrays; a model instead of the class is told to pass the class.
@@ -38,6 +39,11 @@ WRONG_CHECKPOINT = [
     ("around the whole scan", checkpointed_class("scan"), r"wraps the whole scan"),
     ("around the whole call", checkpointed_class("call"), r"wraps the whole scan \(or the whole"),
     ("no checkpoint", checkpointed_class("none"), r"there is no jax.checkpoint"),
+    (
+        "around the message sum inside the body only",
+        checkpointed_class("messages"),
+        r"wraps only a part of the scan's body",
+    ),
     (
         "a policy that saves everything",
         checkpointed_class(policy=jax.checkpoint_policies.everything_saveable),

@@ -4,7 +4,8 @@ of wrong answers (``WRONG_*``: slip, answer, verdict).
 What each check guards, and the case that breaks each plausible wrong answer:
 
 check_settle (max-plus backups in a while_loop until nothing changes; four mazes)
-- the count: the last backup counted, a float count, named;
+- the count: the last backup counted or a count from 1 (the same counts), a float count,
+  named;
 - the stop: jnp.all for jnp.any, a nan difference of -inf cells (stops after one), a
   fixed number of backups (fori_loop or while_loop), named;
 - the backup: cost taken as 1, no mask (through walls), jnp.roll the wrong way, max(v, ...)
@@ -89,7 +90,7 @@ WRONG_SETTLE = [
     (
         "the last backup counted",
         functools.partial(settle_answer, count_every=True),
-        r"the count includes the last backup",
+        r"the count is one more than the backups that changed something: it includes the last",
     ),
     (
         "jnp.all for jnp.any",
@@ -143,6 +144,11 @@ WRONG_SETTLE = [
         "an `if` on a traced value",
         lambda v, m, c: settle_answer(v, m, c) if c > 0 else v,
         r"turns a traced array into a Python value",
+    ),
+    (
+        "a count from 1",
+        lambda v, m, c: (settle_answer(v, m, c)[0], settle_answer(v, m, c)[1] + 1),
+        r"the count is one more .*, or starts at 1",
     ),
 ]
 

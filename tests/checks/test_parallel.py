@@ -5,7 +5,8 @@ cases (8 simulated devices, in a process of their own).
 What each check guards, and the case that breaks each plausible wrong answer:
 
 check_allreduce_bytes (``2 (n - 1) / n * 4 * num_params`` per device)
-- the factor 2, the (n - 1) / n (one device's case), 4 bytes a float, named;
+- the factor 2, the (n - 1) / n (one device's case), 4 bytes a float, named; half the
+  bytes is one phase or 2 bytes a parameter (the same numbers), named as either;
 - per device: all devices' traffic together, bits, a cost on one device, named.
 
 check_data_parallel_grad (pmean of the shards' gradients, meshes of 1 to 8 devices)
@@ -16,7 +17,7 @@ check_data_parallel_grad (pmean of the shards' gradients, meshes of 1 to 8 devic
 
 check_pays_from (the smallest num_envs from which every ratio exceeds ``above``)
 - from which it pays for good: the first that pays (a larger one falls back), the
-  largest, named; sizes given out of order (the dict's order named);
+  first of two paying sizes in a row (a dip after two paying sizes), the largest, named; sizes given out of order (the dict's order named);
 - ``>`` not ``>=``, ``above`` used, None (not -1) where none pays, a size, not a ratio.
 """
 
@@ -63,7 +64,12 @@ WRONG_ALLREDUCE = [
 
 
 WRONG_ALLREDUCE += [
-    ("half the traffic", lambda p, n: ring(p, n) / 2, "counts half the traffic"),
+    ("half the traffic", lambda p, n: ring(p, n) / 2, "gives half the bytes: either it counts one"),
+    (
+        "2 bytes a parameter (a bfloat16's size)",
+        lambda p, n: 2 * (n - 1) / n * 2 * p,
+        r"gives half the bytes: .* or 2 bytes a parameter",
+    ),
     ("parameters, not bytes", lambda p, n: ring(p, n) / 4, "counts parameters, not bytes"),
     (
         "traffic on one device",
@@ -172,6 +178,11 @@ WRONG_PAYS = [
         lambda r, a: max((n for n in r if r[n] > a), default=None),
         r"the largest num_envs that pays",
     ),
+    (
+        "the first of two paying sizes in a row",
+        lambda r, a: _pays_first_pair(r, a),
+        r"the first num_envs whose ratio exceeds above, though a larger one falls back",
+    ),
     ("the dict's order", lambda r, a: _pays_unsorted(r, a), r"the dict's order"),
     (">= for >", lambda r, a: pays_answer(r, a - 1e-12), r"a ratio equal to above counts"),
     ("above ignored", lambda r, a: pays_answer(r), r"above is ignored"),
@@ -182,6 +193,15 @@ WRONG_PAYS = [
     ),
     ("-1 for none", lambda r, a: pays_answer(r, a) or -1, r"= -1, where no num_envs pays"),
 ]
+
+
+def _pays_first_pair(ratios, above):
+    """The first size whose next one also pays (a dip after two paying sizes is missed)."""
+    sizes = sorted(ratios)
+    for a, b in zip(sizes, sizes[1:]):
+        if ratios[a] > above and ratios[b] > above:
+            return a
+    return sizes[-1] if ratios[sizes[-1]] > above else None
 
 
 def _pays_unsorted(ratios, above):

@@ -3,11 +3,13 @@ slip, answer, verdict).
 
 What the check guards, and the case that breaks each plausible wrong answer:
 
-check_cross_talk (largest |d2L/dv_i dt_j| over i != j; six losses of known cross-talk)
+check_cross_talk (largest |d2L/dv_i dt_j| over i != j; seven losses of known cross-talk)
 - off the diagonal: the diagonal included, for all shapes or (B, 1) values only (a
   square mask on the (B, 1, B) Jacobian raises and is told the shape), named; on one
   case only, generic;
 - the mixed derivative: the values or targets twice, a first derivative, named;
+- every pair: one triangle of the block (a lagged loss has cross-talk below the diagonal
+  only, the softmax-weighted one a larger |entry| above it), named;
 - |entries| and their maximum: signed, abs after the max, mean, sum, a jvp summing rows;
 - fires: a detector that returns 0; a float, not a bool or an array, a function passed.
 """
@@ -108,6 +110,16 @@ WRONG_CROSS_TALK = [
         r"∂²L/∂v_i∂v_j, the values against each other",
     ),
     ("the targets twice", _targets_twice, r"∂²L/∂t_i∂t_j, the targets against each other"),
+    (
+        "one triangle: the block's upper triangle",
+        lambda loss, v, t: float(np.abs(np.triu(_mixed_block(loss, v, t), 1)).max()),
+        r"reads one triangle of the block only",
+    ),
+    (
+        "one triangle: the block's lower triangle",
+        lambda loss, v, t: float(np.abs(np.tril(_mixed_block(loss, v, t), -1)).max()),
+        r"reads one triangle of the block only",
+    ),
     ("a signed maximum", lambda *a: float(_off_diagonal(*a).max()), r"largest signed entry"),
     (
         "the absolute value after the maximum",
