@@ -166,6 +166,13 @@ def test_the_recorder_lists_what_a_process_and_its_children_read(tmp_path):
         "notebooks/quizzes/nb.json",
     ]
     assert book_cache.changed_reads(None, root) == ["(no record)"]
+    # a file edited while the run was going: the run may have read it before the edit
+    import time
+
+    before = time.time() - 60
+    late = book_cache.recorded_reads(record, root, since=before)
+    assert late["companion/trees.py"] == book_cache.CHANGED_DURING_RUN
+    assert "companion/trees.py" in book_cache.changed_reads(late, root)
 
 
 def _cache_both(book, cache_dir):

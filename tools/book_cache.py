@@ -188,17 +188,30 @@ def _sha(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def recorded_reads(record: Path, root: Path = ROOT) -> dict[str, str | None]:
+#: The digest kept for a file that changed while the execution ran: it matches no file, so
+#: the notebook executes again (it may have read the file before the change).
+CHANGED_DURING_RUN = "changed while the notebook ran"
+
+
+def recorded_reads(
+    record: Path, root: Path = ROOT, since: float | None = None
+) -> dict[str, str | None]:
     """The files under :data:`INPUTS` that ``record`` lists (one path relative to ``root`` a
     line, as the recorder writes), each with the SHA-256 of its contents now (``None`` when
-    it does not exist). A missing ``record`` lists nothing."""
+    it does not exist; :data:`CHANGED_DURING_RUN` when it was modified after ``since``, the
+    execution's start, a ``time.time()``). A missing ``record`` lists nothing."""
     lines = record.read_text().splitlines() if record.is_file() else []
     kept = {
         line
         for line in lines
         if line.startswith(INPUTS) and "__pycache__" not in line and not line.endswith(".pyc")
     }
-    return {path: _sha(root / path) for path in sorted(kept)}
+    reads = {}
+    for path in sorted(kept):
+        file = root / path
+        late = since is not None and file.is_file() and file.stat().st_mtime > since
+        reads[path] = CHANGED_DURING_RUN if late else _sha(file)
+    return reads
 
 
 def store_reads(cache: Path, stem: str, reads: dict[str, str | None]) -> None:

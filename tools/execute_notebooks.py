@@ -98,6 +98,7 @@ def _execute(
         record = Path(tmp) / "reads"
         # this worker's environment is the kernel's: set for each notebook it runs
         os.environ.update(book_cache.recording_env(record, ROOT))
+        start = time.time()
         result = single_nb_execution(
             notebook,
             cwd=str(Path(path).parent),
@@ -110,7 +111,7 @@ def _execute(
             # require.js and the widget manager from a CDN for nothing.
             store_widget_state=False,
         )
-        reads = book_cache.recorded_reads(record, ROOT)
+        reads = book_cache.recorded_reads(record, ROOT, since=start)
     if result.err is not None:
         return path, None, result.time, result.exc_string, None, reads
     to_first_exercise = seconds_to_first_exercise(notebook)
