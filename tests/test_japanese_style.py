@@ -268,6 +268,14 @@ def test_no_space_beside_japanese_punctuation():
     assert not found, _report(found, "half-width spaces beside Japanese punctuation")
 
 
+def test_a_colon_after_japanese_is_full_width():
+    """「ランダムな迷路：成功率」, not 「ランダムな迷路: 成功率」: after a Japanese word the colon is
+    Japanese punctuation (in maths, code and Latin text an ASCII colon stays)."""
+    after_japanese = re.compile(r"[\u3040-\u30ff\u3400-\u9fff）]: ")
+    found = [(w, text[:60]) for w, text in all_texts() if after_japanese.search(text)]
+    assert not found, _report(found, "ASCII colons after Japanese")
+
+
 def test_a_title_shown_by_a_reference_is_quoted():
     found = [(w, s) for w, text in catalogue_texts() for s in unquoted_references(text)]
     assert not found, _report(found, "references in a sentence without 「」")
