@@ -79,7 +79,18 @@ def _catalogue(language: str) -> gettext.NullTranslations:
 
 def translation(text: str, language: str) -> str:
     """``text``'s translation into ``language`` in the catalogue :data:`DOMAIN` (``text``
-    itself in English, or when the catalogue has none)."""
+    itself in English, or when the catalogue has none).
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
+        ValueError: if ``language`` is not one of ``companion.language.LANGUAGES``.
+    """
+    from companion.language import LANGUAGES
+
+    if not isinstance(text, str):
+        raise TypeError(f"translation: text: expected a str, got {type(text).__name__}")
+    if language not in LANGUAGES:
+        raise ValueError(f"translation: language: expected one of {LANGUAGES}, got {language!r}")
     return text if language == "en" else _catalogue(language).gettext(text)
 
 

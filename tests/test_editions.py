@@ -75,10 +75,8 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "CHECKS", tmp_path / "no_code")
     monkeypatch.setattr(tool, "FIGURES", tmp_path / "no_code")  # no notebooks, no drawing code
     monkeypatch.setattr(tool, "GLUE", tmp_path / "no_code")
-    monkeypatch.setattr(tool, "QUIZZES", tmp_path / "no_code")
-    strings = tmp_path / "strings.js"  # a playground without words
-    strings.write_text("var MAZE_PLAYGROUND_STRINGS = {\n  en: {\n  },\n  ja: {\n  }\n};\n")
-    monkeypatch.setattr(tool, "PLAYGROUND", strings)
+    for name in ("QUIZZES", "PLAYGROUND", "LAB"):  # no quizzes, playground or lab words
+        monkeypatch.setattr(tool, name, tmp_path / "no_code")
     found = tool.problems("ja")
     assert len(found) == 2
     assert "fuzzy" in found[0] and "Old sentence" in found[0]

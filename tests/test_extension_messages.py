@@ -44,6 +44,8 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
     for name, other in (("EXTENSIONS", "extensions"), ("BENCH", "companion"), ("CHECKS", "checks")):
         monkeypatch.setattr(editions, name, code if domain == other else tmp_path / "none")
     monkeypatch.setattr(editions, "FIGURES", tmp_path / "none")  # tests/test_figure_words.py
+    for name in ("GLUE", "QUIZZES", "PLAYGROUND", "LAB"):  # tests/test_glue.py, test_editions.py
+        monkeypatch.setattr(editions, name, tmp_path / "none")
     return code, locales
 
 

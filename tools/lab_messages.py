@@ -49,6 +49,8 @@ def template(folder: Path = NOTEBOOKS):
     from babel.messages.catalog import Catalog
 
     catalog = Catalog(domain="lab", project="Deep reinforcement learning in JAX", fuzzy=False)
+    if not folder.is_dir():  # no notebooks: no lab
+        return catalog
     for key, text in MESSAGES.items():
         catalog.add(text, locations=[("tools/lab_messages.py", 1)], auto_comments=[key])
     for name, number, hint in hints(folder):

@@ -54,6 +54,8 @@ def template(strings: Path = STRINGS):
     catalog = Catalog(
         domain="playground", project="Deep reinforcement learning in JAX", fuzzy=False
     )
+    if not strings.is_file():  # no playground: no words
+        return catalog
     for key, text in blocks(strings.read_text(encoding="utf-8"))["en"].items():
         catalog.add(text, locations=[("book/_static/playground/strings.js", 1)], context=key)
     return catalog

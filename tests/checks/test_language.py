@@ -213,7 +213,7 @@ def test_every_named_mistake_is_told_in_japanese(check, capsys):
         ), en
         assert _JAPANESE.search(ja) and _is_translation(en, ja), (en, ja)
     assert passed.startswith("check passed: ")
-    assert told.startswith("チェックに合格: ") and _JAPANESE.search(told[8:])
+    assert told.startswith("チェックに合格：") and _JAPANESE.search(told[8:])
     assert _is_translation(passed.strip(), told.strip())
 
 
