@@ -152,7 +152,8 @@ def words(text: str | None = None, /, *, en=None, ja=None, **values) -> Words:
 
 def listing(items, *, conjunction: str = "and") -> Words:
     """``items`` (texts, or phrases of :func:`words`) listed in each language: "4, 6 and 7"
-    and 「4、6、7」; with ``conjunction="or"``, "1,000 or 200" and 「1,000 または 200」.
+    in English, each language's separators and conjunction from the catalogue :data:`DOMAIN`
+    (Japanese lists with the ideographic comma); ``conjunction="or"`` for "1,000 or 200".
 
     Raises:
         ValueError: if ``items`` is empty or ``conjunction`` is neither "and" nor "or".
