@@ -142,6 +142,18 @@ def _env():
     return {k: v for k, v in env.items() if k not in NO_CACHE}
 
 
+def _python(rt, code: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``code`` run by the runtime environment's Python, in its folder, as Colab would."""
+    return subprocess.run(
+        [rt.python, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=rt.where,
+        env=_env(),
+    )
+
+
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
     cache = {}
@@ -193,14 +205,7 @@ def test_setup_cell_makes_imports_work_and_then_does_nothing(name, runtime):
         f"for name in {IMPORTS!r}: importlib.import_module(name)\n"
         "print(companion.__file__)"
     )
-    out = subprocess.run(
-        [rt.python, "-c", check],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=rt.where,
-        env=_env(),
-    )
+    out = _python(rt, check)
     assert out.returncode == 0, out.stderr[-3000:]
     assert str(rt.where / "env") in out.stdout  # installed into the environment
     again = rt._ipython()
@@ -302,12 +307,5 @@ def test_the_japanese_setup_draws_and_checks_in_japanese(name, runtime):
         "    raise AssertionError('a wrong answer passed')\n"
         "print('ok')\n"
     )
-    out = subprocess.run(
-        [rt.python, "-c", check],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=rt.where,
-        env=_env(),
-    )
+    out = _python(rt, check, timeout=600)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
