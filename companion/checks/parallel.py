@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -188,16 +189,24 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
 def _pays_reference(ratios: dict, above: float, mode: str = "") -> int | None:
     """The smallest ``num_envs`` from which every ratio exceeds ``above``; ``mode`` plants a
     mistake: "first" (the first that exceeds, whatever follows), "unsorted" (dict order),
-    "at_least" (>=), "last" (the largest that exceeds)."""
-    sizes = list(ratios) if mode == "unsorted" else sorted(ratios)
-    pays = [(r >= above) if mode == "at_least" else (r > above) for r in map(ratios.get, sizes)]
+    "at_least" (>=), "last" (the largest that exceeds), "by_ratio" (sizes sorted by their
+    ratio), "paired" (sizes sorted, the ratios left in the dict's order), "below" (the size
+    just below the answer), "best" (the paying size of the largest ratio)."""
+    sizes = sorted(ratios, key=ratios.get) if mode == "by_ratio" else sorted(ratios)
+    sizes = list(ratios) if mode == "unsorted" else sizes
+    values = list(ratios.values()) if mode == "paired" else [ratios[n] for n in sizes]
+    pays = [(r >= above) if mode == "at_least" else (r > above) for r in values]
     if mode == "first":
         return next((n for n, p in zip(sizes, pays) if p), None)
     if mode == "last":
         return next((n for n, p in zip(sizes[::-1], pays[::-1]) if p), None)
+    if mode == "best":
+        return max((n for n, p in zip(sizes, pays) if p), key=ratios.get, default=None)
     start = None
     for n, p in zip(sizes, pays):
         start = (start if start is not None else n) if p else None
+    if mode == "below" and start is not None and start != sizes[0]:
+        return sizes[sizes.index(start) - 1]
     return start
 
 
@@ -228,8 +237,69 @@ _PAYS_CASES = (
         [64, 256, 1024, 4096, 16384],
         1.2,
     ),
+    (
+        N_("ratios above 1 from the second size on, not rising with it"),
+        {64: 0.5, 128: 1.4, 256: 1.2, 512: 1.6},
+        [256, 512, 64, 128],
+        1.0,
+    ),
     (N_("ratios that never pass 1"), {64: 0.4, 256: 0.6, 1024: 0.9}, [256, 1024, 64], 1.0),
+    (N_("ratios that all pass 1"), {64: 1.3, 256: 2.2, 1024: 1.9}, [1024, 64, 256], 1.0),
 )
+
+
+def _pays_named(call: str, ratios: dict, above: float, expected: Any, got: Any) -> str:
+    """What ``got`` breaks of what any answer must meet on one set of ratios (None where some
+    size pays, a size where none does, an int that is not a size measured), or ""."""
+    if isinstance(got, (bool, np.bool_)) or not (got is None or isinstance(got, (int, np.integer))):
+        return ""  # the contract's message
+    sizes = sorted(ratios)
+    if expected is None and got in (0, -1):
+        return _("{call} = {value}, where no num_envs pays: return None").format(
+            call=call, value=repr(got)
+        )
+    if expected is None and got in ratios:
+        return _(
+            "{call} = {value}, where no num_envs pays (the largest, {largest}, has ratio "
+            "{ratio}, not above {above}): return None"
+        ).format(
+            call=call,
+            value=repr(int(got)),
+            largest=sizes[-1],
+            ratio=ratios[sizes[-1]],
+            above=above,
+        )
+    if got is None and expected is not None:
+        every = expected == sizes[0]
+        return (
+            _(
+                "{call} = None, but every num_envs pays here, the smallest included: "
+                "return the smallest, {expected}"
+            )
+            if every
+            else _(
+                "{call} = None, but every num_envs from {expected} on has a ratio above "
+                "{above}: return {expected}"
+            )
+        ).format(call=call, expected=expected, above=above)
+    if got is not None and got not in ratios:
+        position = None if expected is None else sizes.index(expected)
+        return _(
+            "{call} = {value}, which is not one of the sizes measured ({sizes}){why}; "
+            "return a num_envs, a key of ratios"
+        ).format(
+            call=call,
+            value=repr(int(got)),
+            sizes=", ".join(map(str, sizes)),
+            why=(
+                _(": it is the answer's position among the sorted sizes")
+                if got == position
+                else _(": it is how many sizes pay")
+                if got == sum(r > above for r in ratios.values())
+                else ""
+            ),
+        )
+    return ""
 
 
 @self_check
@@ -250,18 +320,13 @@ def check_pays_from(pays_from: Callable) -> None:
             None), else the first set that differs.
     """
     require_function(pays_from, "pays_from")
-    cases, outputs = [], []
+    cases, outputs, broken = [], [], []
     for label, ratios, order, above in _PAYS_CASES:
         ratios, label = {n: ratios[n] for n in order}, _(label)
         call = _("pays_from(ratios, above={above}) on {case}").format(above=above, case=label)
         got = run_answer(pays_from, dict(ratios), above, call=call, jit=False)
         expected = _pays_reference(ratios, above)
-        if expected is None and isinstance(got, int) and got in (0, -1):
-            fail(
-                _("{call} = {value}, where no num_envs pays: return None").format(
-                    call=call, value=repr(got)
-                )
-            )
+        broken.append(_pays_named(call, ratios, above, expected, got))
         got = require_number(
             got,
             call,
@@ -297,6 +362,22 @@ def check_pays_from(pays_from: Callable) -> None:
             _(
                 "above is ignored (1.0 throughout): compare with the above passed in"
             ): _pays_reference(ratios, 1.0),
+            _(
+                "the sizes are sorted by their ratio, not by num_envs: a smaller ratio at a "
+                "larger size comes first then. Sort the sizes themselves, sorted(ratios)"
+            ): _pays_reference(ratios, above, "by_ratio"),
+            _(
+                "the sizes are sorted but the ratios are not: each size is compared with "
+                "another size's ratio. Read each size's own ratio, ratios[n]"
+            ): _pays_reference(ratios, above, "paired"),
+            _(
+                "it returns the size just below the answer, the last one that does not pay: "
+                "the answer is the first size of the paying run, the one after it"
+            ): _pays_reference(ratios, above, "below"),
+            _(
+                "it returns the size with the largest ratio: the question is the smallest size "
+                "from which every larger one pays"
+            ): _pays_reference(ratios, above, "best"),
         }
         inputs = {
             "num_envs": sorted(ratios),
@@ -306,5 +387,11 @@ def check_pays_from(pays_from: Callable) -> None:
         }
         cases.append(Case(label, inputs, code(expected), {m: code(v) for m, v in mistakes.items()}))
         outputs.append(code(got))
+    named = any(
+        all(case.mistakes.get(message, case.expected) == out for case, out in zip(cases, outputs))
+        for message in cases[0].mistakes
+    )
+    if not named and any(broken):
+        fail(next(b for b in broken if b))
     verdict("pays_from", cases, outputs, rtol=0, atol=1e-9)
     passed(_("pays_from finds the smallest num_envs from which data parallelism pays"))

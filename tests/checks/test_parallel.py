@@ -19,6 +19,12 @@ check_pays_from (the smallest num_envs from which every ratio exceeds ``above``)
 - from which it pays for good: the first that pays (a larger one falls back), the
   first of two paying sizes in a row (a dip after two paying sizes), the largest, named; sizes given out of order (the dict's order named);
 - ``>`` not ``>=``, ``above`` used, None (not -1) where none pays, a size, not a ratio.
+- sorted by size: ratios that do not rise with the size (above 1 from the second size on)
+  name sizes sorted by their ratio, and sizes sorted with the ratios left in the dict's
+  order; the paying size of the largest ratio and the size just below the answer, named;
+- what any answer meets, named on the set that breaks it: None where every size pays (a set
+  where all pay) or where a run pays, a size where none pays, an int that is no size (the
+  answer's position, how many sizes pay).
 """
 
 from __future__ import annotations
@@ -193,6 +199,77 @@ WRONG_PAYS = [
     ),
     ("-1 for none", lambda r, a: pays_answer(r, a) or -1, r"= -1, where no num_envs pays"),
 ]
+
+
+WRONG_PAYS += [
+    (
+        "None where every size pays",
+        lambda r, a: None if pays_answer(r, a) == min(r) else pays_answer(r, a),
+        r"= None, but every num_envs pays here, the smallest included: return the smallest, 64",
+    ),
+    (
+        "sizes sorted by their ratio",
+        lambda r, a: _pays_by_ratio(r, a),
+        r"sorted by their ratio, not by num_envs",
+    ),
+    (
+        "the last size that does not pay",
+        lambda r, a: _pays_below(r, a),
+        r"the size just below the answer, the last one that does not pay",
+    ),
+    (
+        "the answer's position",
+        lambda r, a: None if pays_answer(r, a) is None else sorted(r).index(pays_answer(r, a)),
+        r"= 2, which is not one of the sizes measured .*the answer's position",
+    ),
+    (
+        "the largest size where none pays",
+        lambda r, a: max(r) if pays_answer(r, a) is None else pays_answer(r, a),
+        r"= 1024, where no num_envs pays \(the largest, 1024, has ratio 0.9",
+    ),
+    (
+        "sizes sorted, ratios in the dict's order",
+        lambda r, a: _pays_run(zip(sorted(r), r.values()), a),
+        r"the sizes are sorted but the ratios are not",
+    ),
+    (
+        "the size of the largest ratio",
+        lambda r, a: max((n for n in r if r[n] > a), key=r.get, default=None),
+        r"the size with the largest ratio",
+    ),
+    (
+        "how many sizes pay",
+        lambda r, a: sum(v > a for v in r.values()) or None,
+        r"= 3, which is not one of the sizes measured .*how many sizes pay",
+    ),
+    (
+        "None unless every size pays",
+        lambda r, a: min(r) if all(v > a for v in r.values()) else None,
+        r"= None, but every num_envs from 1024 on has a ratio above 1.0: return 1024",
+    ),
+]
+
+
+def _pays_run(pairs, above):
+    """The first size of the last run of paying (size, ratio) pairs, in the order given."""
+    start = None
+    for n, ratio in pairs:
+        start = (n if start is None else start) if ratio > above else None
+    return start
+
+
+def _pays_by_ratio(ratios, above):
+    return _pays_run(sorted(ratios.items(), key=lambda item: item[1]), above)
+
+
+def _pays_below(ratios, above):
+    """The largest size that does not pay (the smallest if none fails, None if the largest
+    fails)."""
+    sizes = sorted(ratios)
+    if ratios[sizes[-1]] <= above:
+        return None
+    failing = [n for n in sizes if ratios[n] <= above]
+    return failing[-1] if failing else sizes[0]
 
 
 def _pays_first_pair(ratios, above):
