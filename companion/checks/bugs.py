@@ -282,9 +282,11 @@ def check_collector(collect: Callable) -> None:
     Runs the answer under ``jax.jit`` (``num_steps`` static).
 
     Raises:
-        CheckFailed: naming the mistake (``terminated`` late, missing or set at truncations,
-            ``next_obs`` of the next episode, ``obs`` stale or not reset after an episode end,
-            one action throughout, actions dependent from step to step or not a fair coin), or
+        CheckFailed: naming the mistake (``terminated`` late, missing, inverted, set at
+            truncations or holding them, ``next_obs`` of the next episode or equal to ``obs``,
+            the two swapped, ``obs`` stale or not reset after an episode end, an action
+            recorded that is not the one stepped, one action throughout, actions dependent
+            from step to step or not a fair coin), or
             a result that is not a ``Transition`` of those dtypes and shapes.
     """
     require_function(collect, "collect")
@@ -376,6 +378,23 @@ def check_collector(collect: Callable) -> None:
                 "step_autoreset keeps, not timestep.obs"
             )
         )
+    same = np.all(np.isclose(next_obs, obs, rtol=1e-5, atol=1e-6), axis=1)
+    if same.mean() > 0.5:
+        fail(
+            _(
+                "collect: next_obs equals obs at {count} of {steps} steps: it is the observation "
+                "the step started from, not the one it produced. Store timestep.next_obs"
+            ).format(count=int(same.sum()), steps=num_steps)
+        )
+    back = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(next_obs), jnp.asarray(action)))
+    if np.mean(np.all(np.isclose(back, obs, rtol=1e-5, atol=1e-6), axis=1)) > 0.5:
+        fail(
+            _(
+                "collect: obs and next_obs are swapped: obs is the state after next_obs and the "
+                "action. obs is the observation the step starts from (the carry), next_obs "
+                "timestep.next_obs"
+            )
+        )
     # obs, judged by the answer's own next_obs: it continues where that shows no episode end,
     # and starts afresh where it does
     fell_next = _fallen(next_obs)
@@ -414,6 +433,25 @@ def check_collector(collect: Callable) -> None:
                 steps=num_steps
             )
         )
+    other = np.asarray(jax.vmap(cartpole.dynamics)(jnp.asarray(obs), jnp.asarray(1 - action)))
+    if wrong.any() and np.all(np.isclose(next_obs, other, rtol=1e-5, atol=1e-6)[wrong]):
+        stepped = np.where(wrong, 1 - action, action)
+        late = np.array_equal(action[1:], stepped[:-1])
+        fail(
+            (
+                _(
+                    "collect: the action recorded is the previous step's: at steps {steps} "
+                    "next_obs is the state after obs and the other action. Record action_t, "
+                    "the action this step passes to step_autoreset"
+                )
+                if late
+                else _(
+                    "collect: the action recorded is not the action stepped: at steps {steps} "
+                    "next_obs is the state after obs and the other action. Record action_t, "
+                    "the action passed to step_autoreset, and draw it once"
+                )
+            ).format(steps=np.flatnonzero(wrong)[:5].tolist())
+        )
     if wrong.any():
         fail(
             _("collect: next_obs is not the state after obs and action at steps {steps}").format(
@@ -448,6 +486,21 @@ def check_collector(collect: Callable) -> None:
                     "collect: terminated is one step late, and it is set at truncations too "
                     "(timestep.done): take timestep.terminated of this step"
                 )
+            )
+        if truncated.any() and np.array_equal(terminated, truncated):
+            fail(
+                _(
+                    "collect: terminated is True exactly at the {count} truncations (the time "
+                    "limit, {limit} steps here) and never where the pole fell: it holds "
+                    "timestep.truncated. Store timestep.terminated"
+                ).format(count=int(truncated.sum()), limit=limit)
+            )
+        if np.array_equal(terminated, ~fell):
+            fail(
+                _(
+                    "collect: terminated is inverted: True at the steps where the episode goes "
+                    "on and False at the {count} where the pole fell or the cart left the track"
+                ).format(count=int(fell.sum()))
             )
         if not terminated.any():
             fail(

@@ -14,7 +14,12 @@ check_decayed_training (SGD compiled once, learning rate ``0.1 * 0.97**step``)
 check_collector (300 steps of auto-resetting CartPole, time limit 30, random policy)
 - terminated on the step it happens: the printed flag one step late, no flag, ``done``
   (also True at truncations), extra flags, each named;
-- obs and next_obs: next_obs from the next episode, a stale obs, next_obs carried as obs;
+- obs and next_obs: next_obs from the next episode, a stale obs, next_obs carried as obs,
+  next_obs equal to obs (the observation before the step), the two swapped (obs the state
+  after next_obs and the action), each named;
+- the action recorded is the one stepped: where next_obs follows from obs and the other
+  action, a second draw and the previous step's action are named;
+- terminated holding the truncations, or inverted, named;
 - the policy's coin: one key for every step, a biased coin (75%), alternating actions;
   statistics of 300 steps (share of 1s within 0.15 of 50%, repeats within 0.15 of the
   independent rate): a coin biased by 15 points or more is caught.
@@ -285,6 +290,57 @@ WRONG_COLLECTOR += [
         "done for terminated",
         _fixed("07_dqn", "collect", "terminated=terminated_t,", "terminated=timestep.done,", DQN),
         "also True at the .* truncations",
+    ),
+]
+
+
+WRONG_COLLECTOR += [
+    (
+        "the action recorded drawn apart from the one stepped",
+        collector(
+            (
+                "action=action_t,",
+                "action=jax.random.bernoulli(jax.random.fold_in(action_key, 1)).astype(jnp.int32),",
+            )
+        ),
+        r"the action recorded is not the action stepped: at steps \[",
+    ),
+    (
+        "next_obs the observation before the step",
+        collector(("next_obs=timestep.next_obs,", "next_obs=obs_t,")),
+        r"next_obs equals obs at 300 of 300 steps: it is the observation the step started from",
+    ),
+    (
+        "terminated holds the truncations",
+        collector(("terminated=timestep.terminated,", "terminated=timestep.truncated,")),
+        r"terminated is True exactly at the \d+ truncations .* holds timestep.truncated",
+    ),
+    (
+        "obs and next_obs swapped",
+        collector(
+            ("next_obs=timestep.next_obs,", "next_obs=OBS,"),
+            ("obs=obs_t,", "obs=timestep.next_obs,"),
+            ("next_obs=OBS,", "next_obs=obs_t,"),
+        ),
+        r"obs and next_obs are swapped",
+    ),
+    (
+        "the previous step's action recorded",
+        collector(
+            ("env_state, obs_t, terminated_t = carry", "env_state, obs_t, previous = carry"),
+            ("action=action_t,", "action=previous,"),
+            (_CARRY, "return (env_state, timestep.obs, action_t), transition"),
+            (
+                "carry = (env_state, obs, jnp.bool_(False))",
+                "carry = (env_state, obs, jnp.int32(0))",
+            ),
+        ),
+        r"the action recorded is the previous step's",
+    ),
+    (
+        "terminated inverted",
+        collector(("terminated=timestep.terminated,", "terminated=~timestep.terminated,")),
+        r"terminated is inverted: True at the steps where the episode goes on",
     ),
 ]
 
