@@ -296,28 +296,50 @@ def check_n_step_target(n_step_target: Callable) -> None:
     passed(_("n_step_target stops at terminations and truncations and bootstraps correctly"))
 
 
-def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) -> Case:
-    """``q_mean`` of ``num_seeds`` runs: 0 in the warm-up, a climb, then a last quarter of
-    mean ``late[s]`` whose first iterations (and the one before) equal ``late[s]``, so every
-    usual way of cutting the last quarter (by index or by steps, > or >=) gives that mean."""
+def _late_spread(length: int) -> np.ndarray:
+    """Offsets of sum 0 for the end of a last quarter: no suffix of them averages 0, and their
+    median is not 0."""
+    fixed = {4: [6.0, -1.0, -2.0, -3.0], 8: [15.0, -1.0, -2.0, -3.0, -4.0, -5.0, 2.0, -2.0]}
+    if length in fixed:
+        return np.asarray(fixed[length])
+    rest = -np.arange(1.0, length)
+    return np.concatenate([[-rest.sum()], rest])
+
+
+def _overshoot_case(env_steps, warmup, late, gamma, seed, label) -> Case:
+    """``q_mean`` of runs with ``env_steps`` ``(seeds, iterations)``: 0 in the warm-up, a
+    climb, then a last quarter of the steps of mean ``late[s]`` whose first iterations (and
+    the one before) equal ``late[s]``, so every usual way of cutting the last quarter of the
+    steps (of the last count or of the total, > or >=) gives that mean."""
     rng = np.random.default_rng(seed)
-    env_steps = np.tile(np.arange(iterations, dtype=np.int32) * num_envs, (num_seeds, 1))
-    start = iterations - iterations // 4  # the last quarter's first iteration
+    env_steps = np.asarray(env_steps, np.int32)
+    num_seeds, iterations = env_steps.shape
+    mask = env_steps > 0.75 * env_steps.max(axis=1, keepdims=True)  # each seed's last quarter
     q = np.zeros((num_seeds, iterations), np.float32)
-    spread = {6: [6.0, -1.0, -2.0, -3.0], 10: [15.0, -1.0, -2.0, -3.0, -4.0, -5.0, 2.0, -2.0]}
     for s in range(num_seeds):
+        start = int(np.argmax(mask[s]))
         q[s, warmup : start - 1] = np.sort(rng.uniform(5.0, late[s], start - 1 - warmup))
         q[s, start - 1 : start + 2] = late[s]
-        q[s, start + 2 :] = late[s] + np.asarray(spread[iterations // 4])
+        q[s, start + 2 :] = late[s] + _late_spread(iterations - start - 2)
     bound = 1.0 / (1.0 - gamma)
-    quarter, q64 = slice(start, None), q.astype(np.float64)
+    q64 = q.astype(np.float64)
     learned = np.where(q64 != 0, q64, np.nan)
+
+    def over(cut, how=np.mean):
+        return np.array([how(row[keep]) for row, keep in zip(q64, cut)])
+
+    by_index = np.zeros_like(mask)
+    by_index[:, iterations - iterations // 4 :] = True
+    by_all = env_steps > 0.75 * env_steps.max()
+    mean = over(mask)
+    longer = {
+        cut: over(env_steps > fraction * env_steps.max(axis=1, keepdims=True)) - bound
+        for cut, fraction in (("1/4", 0.25), ("1/2", 0.5))
+    }
     return Case(
-        _("{seeds} seeds of {iterations} iterations of {steps} steps, gamma {gamma}").format(
-            seeds=num_seeds, iterations=iterations, steps=num_envs, gamma=gamma
-        ),
+        label,
         {"q_mean": q, "env_steps": env_steps, "gamma": gamma},
-        q64[:, quarter].mean(1) - bound,
+        mean - bound,
         {
             _(
                 "this is the mean over the whole run, the warm-up's zeros included: average "
@@ -330,23 +352,24 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
                 "this is the mean over the first quarter of training; the question is about "
                 "its last quarter"
             ): q64[:, : iterations // 4].mean(1) - bound,
-            _("this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)"): (
-                q64[:, quarter].mean(1)
-            ),
+            _("this is the mean Q-value itself: subtract the bound 1 / (1 - gamma)"): mean,
             _(
                 "the difference is reversed: the overshoot is Q minus the bound 1 / (1 - gamma), "
                 "positive above it"
-            ): bound - q64[:, quarter].mean(1),
+            ): bound - mean,
             _(
                 "the bound is 1 / (1 - gamma), the discounted sum of a reward of 1 from now on, "
                 "not gamma / (1 - gamma)"
-            ): q64[:, quarter].mean(1) - gamma * bound,
+            ): mean - gamma * bound,
             _(
                 "the overshoot is clipped at 0: report the signed difference, negative where "
                 "the values stay below the bound"
-            ): np.maximum(q64[:, quarter].mean(1) - bound, 0),
+            ): np.maximum(mean - bound, 0),
             _("this is the largest value of the last quarter; average it"): (
-                q64[:, quarter].max(1) - bound
+                over(mask, np.max) - bound
+            ),
+            _("this is the median of the last quarter, not its mean"): (
+                over(mask, np.median) - bound
             ),
             _("this is the last iteration's value alone; average the last quarter"): (
                 q64[:, -1] - bound
@@ -354,8 +377,44 @@ def _overshoot_case(num_seeds, iterations, num_envs, warmup, late, gamma, seed) 
             _(
                 "the bound is the number 100, which is 1 / (1 - gamma) for gamma 0.99 only: "
                 "compute it from gamma"
-            ): q64[:, quarter].mean(1) - 100.0,
+            ): mean - 100.0,
+            _(
+                "the last quarter is cut by iteration index, not by environment steps: where "
+                "the iterations take unequal numbers of steps, the last quarter of the "
+                "iterations is not the last quarter of the steps. Keep the iterations whose "
+                "env_steps pass 3/4 of the seed's last"
+            ): over(by_index) - bound,
+            _(
+                "the last quarter is cut at 3/4 of the largest env_steps of all seeds: cut each "
+                "seed at 3/4 of its own env_steps (the max of its row)"
+            ): over(by_all) - bound,
+            **{
+                _(
+                    "this averages the iterations whose env_steps pass {cut} of the last: the "
+                    "last quarter starts at 3/4"
+                ).format(cut=cut): value
+                for cut, value in longer.items()
+            },
+            _(
+                "this averages |Q - bound|, the distance from the bound: report the signed "
+                "difference, negative where the values stay below the bound"
+            ): over(mask, lambda row: np.abs(row - bound).mean()),
+            _(
+                "the late values are summed over all seeds together (a sum without axis=1): "
+                "sum each seed's row, then divide by its count"
+            ): (q64 * mask).sum() / mask.sum(1) - bound,
         },
+    )
+
+
+def _even_steps(num_seeds: int, iterations: int, num_envs: int) -> np.ndarray:
+    """``env_steps`` of runs whose iterations each take ``num_envs`` steps."""
+    return np.tile(np.arange(iterations) * num_envs, (num_seeds, 1))
+
+
+def _overshoot_label(num_seeds: int, iterations: int, num_envs: int, gamma: float) -> str:
+    return _("{seeds} seeds of {iterations} iterations of {steps} steps, gamma {gamma}").format(
+        seeds=num_seeds, iterations=iterations, steps=num_envs, gamma=gamma
     )
 
 
@@ -366,19 +425,43 @@ def check_q_overshoot(q_overshoot: Callable) -> None:
     ``q_mean`` float32 and ``env_steps`` int32 ``(seeds, iterations)``, as ``dqn.make_train``'s
     metrics (``q_mean`` is 0 in the warm-up; ``env_steps`` counts the steps before each
     iteration); ``gamma`` a float. Returns a float array ``(seeds,)``: each seed's mean
-    ``q_mean`` over the last quarter of its training, minus ``1 / (1 - gamma)`` (negative where
+    ``q_mean`` over the last quarter of its environment steps, minus ``1 / (1 - gamma)`` (negative where
     the values stay below). Called on NumPy arrays, not under ``jit``; the cases agree for
-    every usual cut of the last quarter (by index or by steps).
+    every usual cut of the last quarter of the steps (> or >=, of the last count or of the
+    total), and one case takes unequal steps per iteration, and more of them in one seed.
 
     Raises:
         CheckFailed: naming the mistake (the whole run, all of training after the warm-up or
-            its first quarter, no bound or the bound reversed, ``gamma / (1 - gamma)``,
-            clipped at 0, the largest or the last value), or a result that is not a float
-            array ``(seeds,)`` (one value for all seeds, say).
+            its first quarter, a cut at 1/4 or 1/2, by iteration index or at 3/4 of all seeds'
+            steps, no bound or the bound reversed, ``gamma / (1 - gamma)``, clipped at 0, the
+            distance, the largest, the median or the last value, a sum over all seeds), or a
+            result that is not a float array ``(seeds,)`` (one value for all seeds, say).
     """
+    # the second seed of the third case takes 1 step an iteration, then 9: its last quarter of
+    # steps is its last 5 iterations, and its steps reach further than the first seed's
+    uneven = np.stack([np.arange(32) * 4, np.r_[np.arange(17), 16 + 9 * np.arange(1, 16)]])
     cases = [
-        _overshoot_case(3, 40, 2, 6, (112.0, 96.5, 104.0), 0.99, 41),
-        _overshoot_case(2, 24, 4, 4, (9.0, 13.5), 0.9, 42),
+        _overshoot_case(
+            _even_steps(3, 40, 2),
+            6,
+            (112.0, 96.5, 104.0),
+            0.99,
+            41,
+            _overshoot_label(3, 40, 2, 0.99),
+        ),
+        _overshoot_case(
+            _even_steps(2, 24, 4), 4, (9.0, 13.5), 0.9, 42, _overshoot_label(2, 24, 4, 0.9)
+        ),
+        _overshoot_case(
+            uneven,
+            4,
+            (11.0, 8.5),
+            0.9,
+            43,
+            _("2 seeds of 32 iterations whose steps per iteration differ, gamma {gamma}").format(
+                gamma=0.9
+            ),
+        ),
     ]
     outputs = []
     for case in cases:

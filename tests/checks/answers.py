@@ -449,6 +449,13 @@ def q_overshoot_by_index(q_mean, env_steps, gamma):
     return np.array([row[-quarter:].mean() for row in q_mean]) - 1.0 / (1.0 - gamma)
 
 
+def q_overshoot_loop(q_mean, env_steps, gamma):
+    """By steps, a loop over the seeds: each seed's iterations past 3/4 of its last count."""
+    return np.array(
+        [row[steps > steps[-1] * 3 / 4].mean() for row, steps in zip(q_mean, env_steps)]
+    ) - 1.0 / (1.0 - gamma)
+
+
 def late_success_loop(success_by_start, k):
     return np.array([row[~np.isnan(row)][-k:].mean() for row in success_by_start])
 
@@ -908,7 +915,7 @@ RIGHT = {
     "check_gae_from_values": [gae_from_values_answer, _gae_loop],
     "check_fill_one_loss": [fill_loss, _fill_loss_masked_entropy],
     "check_rollout_keys": [_rollout(), _rollout()],
-    "check_q_overshoot": [q_overshoot_by_steps, q_overshoot_by_index],
+    "check_q_overshoot": [q_overshoot_by_steps, q_overshoot_loop],
     "check_late_success": [late_success_loop, late_success_vectorised],
     "check_batched_rollout": [
         batched_scan,

@@ -21,7 +21,12 @@ check_double_dqn_target (online argmax, target network's value)
 check_q_overshoot (late mean Q minus 1 / (1 - gamma), per seed; NumPy)
 - late training: the whole run, all after the warm-up, the last value, the largest;
 - the bound: none, reversed, typed as 100, clipped at 0, named;
-- one value per seed (a float array (seeds,)); the cut by index or by steps both pass.
+- one value per seed (a float array (seeds,)); the mean, not the median, named;
+- the last quarter of each seed's environment steps, as the exercise says: a case whose
+  iterations take 1 step, then 9, in one seed (4 in the other, fewer in all) names the cut by
+  iteration index and the cut at 3/4 of all seeds' steps; the cuts at 1/4 and 1/2, named;
+  every cut by steps (> or >=, of the last count or of the total) passes;
+- the signed difference of the mean: the distance |Q - bound| and a sum over all seeds, named.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from checks.answers import (
     passes,
     q_overshoot_by_index,
     q_overshoot_by_steps,
+    q_overshoot_loop,
     rejects,
     right_params,
 )
@@ -260,7 +266,7 @@ def q_overshoot_jax(q_mean, env_steps, gamma):
 
 RIGHT_Q_OVERSHOOT = [
     q_overshoot_by_steps,  # by steps, vectorised
-    q_overshoot_by_index,  # by index, a loop
+    q_overshoot_loop,  # by steps past 3/4 of the last, a loop
     q_overshoot_jax,  # by steps >= 3/4 of the total, jax.numpy
 ]
 WRONG_Q_OVERSHOOT = [
@@ -301,6 +307,57 @@ WRONG_Q_OVERSHOOT = [
         lambda q, s, g: q_overshoot_by_steps(q, s, g).mean(),
         r"float array of shape \(3,\) \(one value per seed\); it returned a float64 NumPy "
         r"scalar\. Average over the iterations",
+    ),
+]
+
+
+def _late(env_steps, fraction=0.75, per_seed=True):
+    top = env_steps.max(axis=1, keepdims=True) if per_seed else env_steps.max()
+    return env_steps > fraction * top
+
+
+WRONG_Q_OVERSHOOT += [
+    (
+        "the last quarter of the iterations",
+        q_overshoot_by_index,
+        r"cut by iteration index, not by environment steps",
+    ),
+    (
+        "gamma / (1 - gamma) for the bound",
+        lambda q, s, g: q_overshoot_by_steps(q, s, g) + 1 / (1 - g) - g / (1 - g),
+        r"not gamma / \(1 - gamma\)",
+    ),
+    (
+        "the median of the last quarter",
+        lambda q, s, g: np.array([np.median(r[k]) for r, k in zip(q, _late(s))]) - 1 / (1 - g),
+        r"the median of the last quarter, not its mean",
+    ),
+    (
+        "the cut at 3/4 of all seeds' steps",
+        lambda q, s, g: (
+            np.array([r[k].mean() for r, k in zip(q, _late(s, per_seed=False))]) - 1 / (1 - g)
+        ),
+        r"cut at 3/4 of the largest env_steps of all seeds",
+    ),
+    (
+        "the last three quarters (a cut at 1/4)",
+        lambda q, s, g: np.array([r[k].mean() for r, k in zip(q, _late(s, 0.25))]) - 1 / (1 - g),
+        r"env_steps pass 1/4 of the last: the last quarter starts at 3/4",
+    ),
+    (
+        "the last half",
+        lambda q, s, g: np.array([r[k].mean() for r, k in zip(q, _late(s, 0.5))]) - 1 / (1 - g),
+        r"env_steps pass 1/2 of the last",
+    ),
+    (
+        "the distance from the bound",
+        lambda q, s, g: np.array([np.abs(r[k] - 1 / (1 - g)).mean() for r, k in zip(q, _late(s))]),
+        r"averages \|Q - bound\|, the distance",
+    ),
+    (
+        "a sum over all seeds",
+        lambda q, s, g: (q * _late(s)).sum() / _late(s).sum(axis=1) - 1 / (1 - g),
+        r"summed over all seeds together \(a sum without axis=1\)",
     ),
 ]
 
