@@ -103,6 +103,44 @@ def _bodies_checkpointed(jaxpr) -> list:
     return found
 
 
+def _has_scan(jaxpr) -> bool:
+    """Whether ``jaxpr`` (nested programs included) holds a ``lax.scan``."""
+    return any(
+        eqn.primitive.name == "scan"
+        or any(
+            _has_scan(getattr(item, "jaxpr", item))
+            for value in eqn.params.values()
+            for item in (value if isinstance(value, (list, tuple)) else [value])
+            if hasattr(getattr(item, "jaxpr", item), "eqns")
+        )
+        for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns
+    )
+
+
+def _kept_per_iteration(model, images: jnp.ndarray, iterations: int) -> tuple[int, int]:
+    """What the backward pass of ``jax.vmap(model)(images)`` keeps from the scan's iterations:
+    the residuals of ``jax.vjp`` (traced, never computed) stacked over the ``iterations`` axis,
+    as (bytes per iteration, arrays). The scan stacks whatever its body keeps on a leading
+    axis of length ``iterations``, which no other residual has here (3 images of 5 x 6)."""
+    import equinox as eqx
+
+    arrays, static = eqx.partition(model, eqx.is_array)
+
+    def pullback(arrays):
+        def total(arrays):
+            logits, value = jax.vmap(eqx.combine(arrays, static))(images)
+            return jnp.sum(logits) + jnp.sum(value)
+
+        return jax.vjp(total, arrays)[1]
+
+    kept = [
+        leaf
+        for leaf in jax.tree.leaves(jax.eval_shape(pullback, arrays))
+        if leaf.ndim and leaf.shape[0] == iterations
+    ]
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in kept) // iterations, len(kept)
+
+
 @self_check
 def check_checkpointed_propagation(network_class: type) -> None:
     """Check a copy of :class:`companion.agents.ppo.PropagationActorCritic` whose ``lax.scan``
@@ -110,7 +148,7 @@ def check_checkpointed_propagation(network_class: type) -> None:
     original, with the checkpoint inside the scan's body (so that the backward pass stores one
     carry per iteration and recomputes the rest).
 
-    ``network_class(key, width=4, hidden_sizes=(8,), iterations=6)`` must hold the original's
+    ``network_class(key, width=4, hidden_sizes=(8,), iterations=7)`` must hold the original's
     arrays (fields and shapes); with its arrays in the original class, the check compares the
     logits and values of three 5 x 6 mazes (``jax.vmap``, under ``jax.jit``) and the gradients
     of their sum, and reads the program.
@@ -118,8 +156,10 @@ def check_checkpointed_propagation(network_class: type) -> None:
     Raises:
         CheckFailed: when the class is not passed (a model built from it), its call does not
             return ``(logits, value)``, float32 ``(4,)`` and ``()``, its arrays, outputs or
-            gradients differ, there is no ``jax.checkpoint``, it wraps the whole scan
-            or call instead of the body, or its policy saves everything.
+            gradients differ, the program has no ``lax.scan``, there is no
+            ``jax.checkpoint``, it wraps the whole scan or call instead of the body, or the
+            backward pass keeps more than one carry per iteration (a part of the body
+            wrapped, or a policy that saves the body's activations).
     """
     import equinox as eqx
 
@@ -128,8 +168,8 @@ def check_checkpointed_propagation(network_class: type) -> None:
     if isinstance(network_class, eqx.Module):
         fail(_("check_checkpointed_propagation: pass the class itself, not a model built from it"))
     require_function(network_class, "network_class")
-    sizes = dict(width=4, hidden_sizes=(8,), iterations=6)
-    call = "network_class(key, width=4, hidden_sizes=(8,), iterations=6)"
+    sizes = dict(width=4, hidden_sizes=(8,), iterations=7)
+    call = "network_class(key, width=4, hidden_sizes=(8,), iterations=7)"
     # both models traced, never compiled, and given the same arrays: their initialisation
     # (orthogonal matrices) is not what the exercise changes
     copy = run_answer(
@@ -210,6 +250,14 @@ def check_checkpointed_propagation(network_class: type) -> None:
             )
         )
     program = run_answer(jax.make_jaxpr(model), images[0], call=call, jit=False)
+    if not _has_scan(program):
+        fail(
+            _(
+                "the copy's program has no jax.lax.scan: a Python loop copies the body into the "
+                "program once per iteration. Keep jax.lax.scan(propagate, ...) as the original "
+                "has it and wrap its body, propagate, in jax.checkpoint"
+            )
+        )
     inside, outside = _checkpoints(program)
     if not inside and not outside:
         fail(
@@ -243,5 +291,38 @@ def check_checkpointed_propagation(network_class: type) -> None:
                 "jax.checkpoint's policy saves everything (everything_saveable): it recomputes "
                 "nothing. Leave the policy out, so that only the body's inputs are saved"
             )
+        )
+    # what the exercise is about: the memory the backward pass keeps per iteration. The body
+    # under jax.checkpoint keeps its input, one carry (3 images x 5 x 6 cells x width, float32);
+    # the original keeps more (which this JAX shows, or the measure is left out).
+    iterations = sizes["iterations"]
+    carry_bytes = images.shape[0] * images.shape[2] * images.shape[3] * sizes["width"] * 4
+    if len(_CHECKPOINT_REFERENCE) == 1:
+        _CHECKPOINT_REFERENCE.append(_kept_per_iteration(reference, images, iterations))
+    original_bytes, _arrays = _CHECKPOINT_REFERENCE[1]
+    kept_bytes, kept_arrays = _kept_per_iteration(model, images, iterations)
+    if original_bytes >= 2 * carry_bytes and kept_bytes >= 2 * carry_bytes:
+        values = dict(
+            kept=kept_bytes,
+            arrays=kept_arrays,
+            original=original_bytes,
+            carry=carry_bytes,
+        )
+        if policies - {None, jax.checkpoint_policies.nothing_saveable}:
+            fail(
+                _(
+                    "the backward pass keeps {kept} bytes of each iteration ({arrays} arrays; the "
+                    "original {original}, one carry {carry}): the policy given to jax.checkpoint "
+                    "saves the body's activations, so it recomputes little or nothing. Leave the "
+                    "policy out: jax.checkpoint then keeps only the body's input, the carry"
+                ).format(**values)
+            )
+        fail(
+            _(
+                "the backward pass keeps {kept} bytes of each iteration ({arrays} arrays; the "
+                "original {original}, one carry {carry}): jax.checkpoint wraps only a part of the "
+                "scan's body, and what is computed outside it is kept in every iteration. Wrap "
+                "propagate, the whole body passed to jax.lax.scan"
+            ).format(**values)
         )
     passed(_("the copy's outputs and gradients are the original's; jax.checkpoint wraps the body"))

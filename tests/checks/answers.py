@@ -539,7 +539,8 @@ def _bend_numpy(sweep, slope=0.5):
 def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
     """A subclass of ppo.PropagationActorCritic with jax.checkpoint ``where``: around the
     scan's ``body`` (right), the whole ``scan``, the whole ``call``, only the ``messages``
-    summed inside the body, or ``none``."""
+    summed inside the body, only the body's last ``tanh``, an ``identity`` on the body's
+    output, around the body of a Python ``loop`` in place of the scan, or ``none``."""
 
     class Copy(ppo.PropagationActorCritic):
         def __call__(self, image):
@@ -553,11 +554,18 @@ def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
 
             def propagate(h, _):
                 messages = (jax.checkpoint(gather) if where == "messages" else gather)(h)
-                return activation(h @ self.w_self + messages @ self.w_nbr + injected), None
+                pre = h @ self.w_self + messages @ self.w_nbr + injected
+                new = (jax.checkpoint(activation) if where == "tanh" else activation)(pre)
+                return (jax.checkpoint(lambda c: c)(new) if where == "identity" else new), None
 
-            body = jax.checkpoint(propagate, policy=policy) if where == "body" else propagate
+            wrapped = where in ("body", "loop")
+            body = jax.checkpoint(propagate, policy=policy) if wrapped else propagate
 
             def run(h):
+                if where == "loop":
+                    for _ in range(self.iterations):
+                        h, _ = body(h, None)
+                    return h
                 return jax.lax.scan(body, h, length=self.iterations)[0]
 
             h = (jax.checkpoint(run) if where == "scan" else run)(jnp.tanh(x @ self.embed))

@@ -6,7 +6,15 @@ What the check guards, and the case that breaks each plausible wrong answer:
 check_checkpointed_propagation (jax.checkpoint around the scan's body, same outputs)
 - where the checkpoint is: around the whole scan or call, around a part of the body only
   (the message sum: the new carry is computed outside it), none at all, named;
-- its policy: one that saves everything, named; a dots policy passes;
+- what it saves (the exercise's point): the residuals of ``jax.vjp`` stacked over the
+  scan's 7 iterations, measured per iteration against one carry (3 images x 5 x 6 x 4
+  float32). Kept twice a carry or more fails: a policy that saves everything (by name,
+  its own ``lambda``, or ``save_anything_except_these_names()``), the dots policy (the
+  body's two products are each as large as the carry, so it keeps as much as the original),
+  named as a policy; a checkpoint around an identity on the output or around the last tanh
+  (the outputs come out of the checkpoint, the work does not), named as a part of the body;
+  ``nothing_saveable`` passes;
+- a scan: a Python loop over checkpointed bodies, named;
 - the same network: relu in the body changes (logits, value) (generic); another network's
   class holds other arrays; a model instead of the class is told to pass the class.
 """
@@ -31,7 +39,7 @@ from companion.agents import ppo
 
 RIGHT_CHECKPOINT = [
     checkpointed_class(),
-    checkpointed_class(policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable),
+    checkpointed_class(policy=jax.checkpoint_policies.nothing_saveable),
 ]
 
 
@@ -48,6 +56,36 @@ WRONG_CHECKPOINT = [
         "a policy that saves everything",
         checkpointed_class(policy=jax.checkpoint_policies.everything_saveable),
         r"saves everything",
+    ),
+    (
+        "a policy of its own that saves everything",
+        checkpointed_class(policy=lambda *args, **params: True),
+        r"keeps \d+ bytes of each iteration .*the policy given to jax.checkpoint saves",
+    ),
+    (
+        "save_anything_except_these_names() with no name: saves everything",
+        checkpointed_class(policy=jax.checkpoint_policies.save_anything_except_these_names()),
+        r"the policy given to jax.checkpoint saves the body's activations",
+    ),
+    (
+        "a policy that saves the matrix products, as large as the carry here",
+        checkpointed_class(policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable),
+        r"the policy given to jax.checkpoint saves the body's activations",
+    ),
+    (
+        "a checkpoint around an identity on the body's output",
+        checkpointed_class("identity"),
+        r"keeps \d+ bytes of each iteration .*wraps only a part of the scan's body",
+    ),
+    (
+        "only the body's last tanh checkpointed",
+        checkpointed_class("tanh"),
+        r"wraps only a part of the scan's body",
+    ),
+    (
+        "a Python loop over checkpointed bodies in place of the scan",
+        checkpointed_class("loop"),
+        r"has no jax.lax.scan: a Python loop",
     ),
     (
         "relu in the body",
