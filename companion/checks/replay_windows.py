@@ -29,6 +29,64 @@ def _time_buffer(num_added: int, capacity: int):
     return buffer
 
 
+def _drawn_apart(where: str, steps: np.ndarray, diffs: np.ndarray) -> None:
+    """Fail: the steps of a window (``steps`` ``(batch, n)``) are not start, start + 1, ..."""
+    example = steps[np.argmax(np.any(diffs != 1, axis=1))].tolist()
+    fail(
+        _(
+            "{where}, the steps of a window are drawn apart (for example {example}): draw one "
+            "start per row and take the n slots start, start + 1, ..., start + n - 1"
+        ).format(where=where, example=example)
+    )
+
+
+def _name_non_uniform(where: str, counts: np.ndarray, first: int) -> None:
+    """Fail, saying how the windows' ``counts`` (window starting at step ``first`` first) are
+    not uniform: one end piled up, both ends drawn half as often, or a trend."""
+    inner = counts[1:-1]
+    level = inner.mean()
+    flat = np.max(np.abs(inner - level)) <= 0.25 * level
+    last = first + counts.size - 1
+    for end, step in ((-1, last), (0, first)):
+        others = np.delete(counts, end)
+        if counts[end] > 1.5 * level and np.max(np.abs(others - others.mean())) <= 0.25 * level:
+            fail(
+                _(
+                    "{where}, the window starting at step {step} is drawn {count} times, the "
+                    "others about {level} each: starts beyond the windows are clipped to it. "
+                    "Draw each start uniformly from the size - n + 1 windows"
+                ).format(where=where, step=step, count=int(counts[end]), level=int(round(level)))
+            )
+    if flat and counts[0] < 0.75 * level and counts[-1] < 0.75 * level:
+        fail(
+            _(
+                "{where}, the first and the last window are drawn about half as often as the "
+                "others (counts {counts}): rounding a uniform float gives the end windows half "
+                "a bin. Take the floor (or jax.random.randint)"
+            ).format(where=where, counts=counts.tolist())
+        )
+    trend = np.corrcoef(np.arange(counts.size), counts)[0, 1]
+    if abs(trend) > 0.9:
+        fail(
+            (
+                _(
+                    "sample_windows is not uniform over the windows: the earlier windows are "
+                    "drawn more often (counts {counts}, oldest first)"
+                )
+                if trend < 0
+                else _(
+                    "sample_windows is not uniform over the windows: the later windows are drawn "
+                    "more often (counts {counts}, oldest first)"
+                )
+            ).format(counts=counts.tolist())
+        )
+    fail(
+        _("sample_windows is not uniform over the windows: counts {counts}").format(
+            counts=counts.tolist()
+        )
+    )
+
+
 @self_check
 def check_sample_windows(sample_windows: Callable) -> None:
     """Check ``sample_windows(buffer, key, batch_size, n)``: uniform n-step windows.
@@ -42,8 +100,10 @@ def check_sample_windows(sample_windows: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (empty slots, crossing ``position``, indices clamped at
-            the last slot, steps repeated or out of order, mixed slots, the last window never
-            drawn, not uniform, shape or dtype, key ignored).
+            the last slot, steps repeated, out of order or drawn apart, mixed slots, one start
+            for the batch, the last window never drawn, starts clipped to an end window, end
+            windows rounded to half a bin, a trend or other non-uniform counts, shape or dtype,
+            key ignored).
     """
     require_function(sample_windows, "sample_windows")
     batch_size, n = 4000, 3
@@ -111,6 +171,8 @@ def check_sample_windows(sample_windows: Callable) -> None:
                         "% capacity"
                     ).format(where=where, example=example, step=in_last_slot)
                 )
+            if not np.all(np.isin(diffs, (0, 1))):
+                _drawn_apart(where, steps, diffs)
             fail(
                 _(
                     "{where}, some windows repeat a step (for example {example}): the n slots "
@@ -121,17 +183,28 @@ def check_sample_windows(sample_windows: Callable) -> None:
         if np.all(diffs == -1):
             fail(_("sample_windows returns the steps of each window in reverse time order"))
         if not np.all(diffs == 1):
-            fail(
-                _(
-                    "{where}, some windows are not consecutive steps (for example {example}): "
-                    "a window must not cross the write position, where the newest transition "
-                    "is followed by the oldest. Count starts from the oldest slot, "
-                    "(position - size) % capacity"
-                ).format(where=where, example=steps[np.argmax(np.any(diffs != 1, axis=1))].tolist())
-            )
+            example = steps[np.argmax(np.any(diffs != 1, axis=1))].tolist()
+            held = min(added, buffer.capacity)
+            if np.all(np.isin(diffs, (1, 1 - held))):  # from the newest step to the oldest
+                fail(
+                    _(
+                        "{where}, some windows are not consecutive steps (for example "
+                        "{example}): a window must not cross the write position, where the "
+                        "newest transition is followed by the oldest. Count starts from the "
+                        "oldest slot, (position - size) % capacity"
+                    ).format(where=where, example=example)
+                )
+            _drawn_apart(where, steps, diffs)
         counts = np.bincount(steps[:, 0] - first, minlength=last - first + 1)
         if counts.size > last - first + 1:
             fail(_("{where}, a window starts after step {step}").format(where=where, step=last))
+        if np.unique(steps[:, 0]).size == 1:
+            fail(
+                _(
+                    "{where}, every window of the batch starts at step {step}: draw batch_size "
+                    "starts, one per row (shape (batch_size,)), not one for the whole batch"
+                ).format(where=where, step=int(steps[0, 0]))
+            )
         if counts[-1] == 0:
             fail(
                 _(
@@ -148,11 +221,7 @@ def check_sample_windows(sample_windows: Callable) -> None:
             )
         expected = batch_size / counts.size
         if np.max(np.abs(counts - expected)) > 0.25 * expected:
-            fail(
-                _("sample_windows is not uniform over the windows: counts {counts}").format(
-                    counts=counts.tolist()
-                )
-            )
+            _name_non_uniform(where, counts, first)
     again = run_answer(sample_windows, buffer, jax.random.key(added), batch_size, n, call=call)
     if not np.array_equal(np.asarray(again["t"]), steps):
         fail(

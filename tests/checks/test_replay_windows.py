@@ -8,8 +8,14 @@ check_sample_windows (n consecutive filled steps, uniform starts, never across `
 - from the oldest slot, wrapping round the capacity: no offset crosses the write
   position, no ``% capacity`` indexes past the end, named;
 - n consecutive steps in time order; one window per row (fields from two windows);
-- uniform over every window: the last window never drawn, the minimum of two draws
-  (counts within 25% of uniform), named;
+- uniform over every window: the last window never drawn, the minimum of two draws (the
+  earlier windows more often), starts clipped to the last window, a uniform float rounded
+  (the end windows half as often), one start for the whole batch (counts within 25% of
+  uniform), named;
+- one start a row, n slots from it: each step drawn apart named (not told it crosses the
+  write position: the steps jump by other amounts than newest to oldest); the oldest slot
+  taken to be position and a count back from position one slot short reach empty slots;
+  counting back from the newest passes;
 - the key passed in: a key of its own, named;
 - the contract: time first, the stored data returned.
 """
@@ -109,7 +115,7 @@ WRONG_SAMPLE_WINDOWS += [
                 uniform_start(b, jax.random.fold_in(k, 1), size, n),
             )
         ),
-        "not uniform",
+        "not uniform over the windows: the earlier windows are drawn more often",
     ),
     (
         "its own key(0)",
@@ -132,6 +138,70 @@ WRONG_SAMPLE_WINDOWS += [
     ),
     ("three arguments", lambda b, k, size: None, "raised TypeError"),
     ("no wrap round the capacity", _windows_without_wrap, "% capacity"),
+]
+
+
+def _windows_from(first_slot):
+    """Windows whose first slots ``first_slot(buffer, key, batch_size, n)`` gives, wrapped."""
+
+    def sample_windows(buffer, key, batch_size, n):
+        first = first_slot(buffer, key, batch_size, n) % buffer.capacity
+        slots = (first[:, None] + jnp.arange(n)) % buffer.capacity
+        return jax.tree.map(lambda leaf: leaf[slots], buffer.data)
+
+    return sample_windows
+
+
+def _back(b, k, size, n, short=0):
+    """First slots counted back from the write position (``short`` slots too few)."""
+    return b.position - n + short - jax.random.randint(k, (size,), 0, b.size - n + 1)
+
+
+RIGHT_SAMPLE_WINDOWS += [_windows_from(_back)]  # counted back from the newest
+
+
+def _windows_drawn_apart(buffer, key, batch_size, n):
+    """Each step of a window drawn on its own."""
+    oldest = (buffer.position - buffer.size) % buffer.capacity
+    start = jax.random.randint(key, (batch_size, n), 0, buffer.size - n + 1)
+    slots = (oldest + start) % buffer.capacity
+    return jax.tree.map(lambda leaf: leaf[slots], buffer.data)
+
+
+WRONG_SAMPLE_WINDOWS += [
+    (
+        "the oldest slot taken to be position",
+        _windows_from(lambda b, k, size, n: b.position + uniform_start(b, k, size, n)),
+        "reach into empty slots",
+    ),
+    (
+        "starts over the whole buffer clipped to the last window",
+        windows_with(
+            lambda b, k, size, n: jnp.minimum(jax.random.randint(k, (size,), 0, b.size), b.size - n)
+        ),
+        r"the window starting at step 5 is drawn \d+ times, the others about \d+ each: starts "
+        r"beyond the windows are clipped",
+    ),
+    (
+        "one start for the whole batch",
+        windows_with(lambda b, k, size, n: jnp.full((size,), uniform_start(b, k, 1, n)[0])),
+        r"every window of the batch starts at step \d+: draw batch_size starts",
+    ),
+    ("each step drawn apart", _windows_drawn_apart, r"the steps of a window are drawn apart"),
+    (
+        "a uniform float rounded",
+        windows_with(
+            lambda b, k, size, n: jnp.round(jax.random.uniform(k, (size,)) * (b.size - n)).astype(
+                jnp.int32
+            )
+        ),
+        r"the first and the last window are drawn about half as often",
+    ),
+    (
+        "counted back from position one slot short",
+        _windows_from(lambda b, k, size, n: _back(b, k, size, n, short=1)),
+        r"reach into empty slots",
+    ),
 ]
 
 
