@@ -11,6 +11,8 @@ from companion.checks._contract import require_array
 from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
+    _Differs,
+    fail,
     passed,
     run_answer,
     self_check,
@@ -63,8 +65,46 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
                 "the reward is dropped at a termination: (1 - terminated) multiplies only the "
                 "bootstrap, the target after a termination is the reward"
             ): ((1.0 - np.asarray(terminated)) * (reward + gamma * chosen)),
+            _(
+                "gamma is missing: the bootstrap is discounted, r + gamma * (1 - terminated) * ..."
+            ): (reward + (1.0 - np.asarray(terminated)) * chosen),
+            _(
+                "this is the smaller of the two networks' values of the chosen action (clipped "
+                "double Q-learning, as in TD3): double DQN evaluates it with the target network "
+                "alone"
+            ): reward + keep * _gather(np.minimum(q_online, q_target), q_online.argmax(-1)),
+            _(
+                "the two networks' values are averaged, then maxed: the online network chooses "
+                "the action (its argmax), the target network alone evaluates it"
+            ): reward + keep * (0.5 * (q_online + q_target)).max(-1),
         },
     )
+
+
+def _name_wrong_action(cases: list, outputs: list) -> None:
+    """Fail, naming the row, where every target is ``r + gamma (1 - d) q_next_target[a]`` of some
+    action ``a`` but some ``a`` is not the online network's argmax."""
+    first = None
+    for case, out in zip(cases, outputs):
+        reward, terminated = np.asarray(case.inputs["reward"]), case.inputs["terminated"]
+        q_online, q_target = case.inputs["q_next_online"], case.inputs["q_next_target"]
+        keep = case.inputs["gamma"] * (1.0 - np.asarray(terminated))
+        options = reward[:, None] + keep[:, None] * q_target  # (B, actions)
+        fits = np.isclose(np.asarray(out)[:, None], options, rtol=1e-5, atol=1e-6)
+        if not fits.any(axis=1).all():
+            return
+        best = q_online.argmax(-1)
+        for row in range(len(reward)):
+            if first is None and not fits[row, best[row]]:
+                first = (case.label, row, int(np.argmax(fits[row])), int(best[row]))
+    if first is not None:
+        fail(
+            _(
+                "double_dqn_target evaluates another action than the online network's argmax: "
+                "on {case}, row {row} takes q_next_target's value of action {action}, where "
+                "argmax q_next_online is {best}"
+            ).format(case=first[0], row=first[1], action=first[2], best=first[3])
+        )
 
 
 @self_check
@@ -79,8 +119,10 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (the plain DQN target, the online network's values, the
-            roles swapped, termination ignored or dropping the reward, gamma on the reward, a
-            one-hot product maxed, wrong shape or dtype).
+            roles swapped, termination ignored or dropping the reward, gamma on the reward or
+            missing, a one-hot product maxed, the smaller of the two networks' values, the two
+            averaged and maxed, the row whose evaluated action is not the online argmax,
+            wrong shape or dtype).
     """
     cases = [
         _double_dqn_case(
@@ -127,14 +169,23 @@ def check_double_dqn_target(double_dqn_target: Callable) -> None:
                 why=_("one target per transition, like reward"),
             )
         )
-    verdict("double_dqn_target", cases, outputs)
+    try:
+        verdict("double_dqn_target", cases, outputs)
+    except _Differs:
+        _name_wrong_action(cases, outputs)
+        raise
     passed(_("double_dqn_target: the online network chooses, the target network evaluates"))
 
 
 def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=()):
     """The n-step target by a plain loop; each name in ``mistakes`` plants a known error."""
     reward, terminated, truncated = (np.asarray(a) for a in (reward, terminated, truncated))
-    best = np.asarray(q_next, np.float64).max(axis=-1)
+    q_next = np.asarray(q_next, np.float64)
+    best = q_next.max(axis=-1)
+    if "mean_actions" in mistakes:
+        best = q_next.mean(axis=-1)
+    if "argmax_actions" in mistakes:
+        best = q_next.argmax(axis=-1).astype(np.float64)
     batch, n = reward.shape
     out = np.zeros(batch)
     for b in range(batch):
@@ -149,6 +200,9 @@ def _n_step_reference(reward, terminated, truncated, q_next, gamma, mistakes=())
             stop_early = "argmax_no_end" in mistakes and not ends.any()  # argmax of no end: 0
             if term or trunc or k == n - 1 or stop_early:
                 boot = best[b, n - 1] if "last_step" in mistakes else best[b, k]
+                boot = best[b, 0] if "first_step" in mistakes else boot
+                if "rewards_after" in mistakes:
+                    total += sum(gamma**j * reward[b, j] for j in range(k + 1, n))
                 power = {"gamma_n": gamma**n, "gamma_m": discount / gamma}
                 power = next((power[m] for m in mistakes if m in power), discount)
                 flag = {"any_terminated": terminated[b].any(), "last_flag": terminated[b, -1]}
@@ -205,6 +259,21 @@ _N_STEP_MISTAKES = {
     ("last_flag",): N_(
         "the bootstrap's termination flag is read at the window's last step; read it at the step m where the window stops, terminated[:, m]"
     ),
+    ("through_termination", "through_truncation", "last_flag"): N_(
+        "the window always runs to its last step, reading terminated there: m is the FIRST step that ends the episode (argmax of terminated | truncated), and the sum and the bootstrap stop there"
+    ),
+    ("mean_actions",): N_(
+        "the bootstrap averages q_next_target over the actions: Q-learning bootstraps from the best action, the max over the last axis"
+    ),
+    ("argmax_actions",): N_(
+        "the bootstrap is the argmax of q_next_target, an action's index, not its value: take the max over the actions"
+    ),
+    ("rewards_after",): N_(
+        "the rewards after the step m where the episode ends are summed too: they belong to the next episode, or lie past the bootstrap; keep the rewards r_0..r_m"
+    ),
+    ("first_step",): N_(
+        "the bootstrap always comes from the window's first step, q_next_target[:, 0]; take it from the step m where the window stops"
+    ),
     ("argmax_no_end",): N_(
         "a window with no episode end stops at step 0: argmax of an all-False row is 0. Where no step ends the episode, m = n - 1"
     ),
@@ -248,8 +317,10 @@ def check_n_step_target(n_step_target: Callable) -> None:
         CheckFailed: naming the mistake (a sum through episode ends, a wrong bootstrap at an end,
             the termination flag read with ``any`` or at the last step, the wrong bootstrap step
             or gamma power, ``gamma ** (k + 1)`` on the rewards, gamma outside the whole target,
-            no discount, ``argmax``'s 0 for a window with no end, the one-step target), or a
-            result that is not float32 ``(batch,)``.
+            no discount, ``argmax``'s 0 for a window with no end, the last end for the first,
+            the rewards after ``m`` summed, the mean or the argmax over the actions, the first
+            step's bootstrap, the one-step target), or a result that is not float32
+            ``(batch,)``.
     """
     # rows: no ending; termination at step 0, 1, 2; truncation at step 0 (and a termination
     # in the next episode), at step 1, at step 2

@@ -9,14 +9,21 @@ check_n_step_target (sum to the first episode end, bootstrap unless terminated)
 - the bootstrap's step and power: from the last step, gamma ** n always, named;
 - the rewards' powers: gamma ** (k + 1), undiscounted, gamma outside, named;
 - the termination flag at m: read with any, at the last step, named;
-- jax.numpy, not NumPy, under jit; the one-step target; one target per step.
+- jax.numpy, not NumPy, under jit; the one-step target; one target per step;
+- m the first end: the last end of the window (the window run to its end, terminated read
+  there), the rewards after m summed, named; the bootstrap's value: the mean over the
+  actions, the argmax index, the first step's, named.
 
 check_double_dqn_target (online argmax, target network's value)
 - the roles: the plain DQN target, the online max, the networks swapped, named;
 - termination: ignored, or dropping the reward, named; gamma on the reward named;
 - the gather: a (B, 1) column broadcast to (B, B) is told so; a one-hot product maxed
   (negative values) named; a finite fill of -10 is generic;
-- the contract: bfloat16.
+- the contract: bfloat16;
+- the action: where each target is some action's target value, the first row whose action
+  is not the online argmax is named (the batch axis, argmin, the two networks' sum);
+- the values: the smaller of the two networks' (clipped double Q), the networks averaged
+  and maxed, no gamma, named.
 
 check_q_overshoot (late mean Q minus 1 / (1 - gamma), per seed; NumPy)
 - late training: the whole run, all after the warm-up, the last value, the largest;
@@ -164,6 +171,57 @@ WRONG_N_STEP += [
         "every episode end ignored",
         lambda r, te, tr, q, g: n_step_answer(r, jnp.zeros_like(te), jnp.zeros_like(tr), q, g),
         "runs through every episode end",
+    ),
+]
+
+
+def _n_step_slip(reward, terminated, truncated, q, gamma, slip):
+    """A vectorised n-step target with one ``slip``."""
+    n = reward.shape[1]
+    end = (terminated | truncated).at[:, -1].set(True)
+    m = n - 1 - jnp.argmax(end[:, ::-1], axis=1) if slip == "last_end" else jnp.argmax(end, axis=1)
+    k = jnp.arange(n)
+    keep = jnp.ones_like(reward, bool) if slip == "rewards_after" else k[None] <= m[:, None]
+    ret = jnp.sum(jnp.where(keep, reward * gamma**k, 0.0), axis=1)
+    best = {"mean": q.mean(-1), "argmax": q.argmax(-1).astype(jnp.float32)}.get(slip, q.max(-1))
+    at_m = jnp.zeros_like(m) if slip == "first_step" else m
+    bm = jnp.take_along_axis(best, at_m[:, None], 1)[:, 0]
+    tm = jnp.take_along_axis(terminated, m[:, None], 1)[:, 0]
+    power = m if slip == "gamma_m" else m + 1
+    return ret + gamma**power * (1 - tm) * bm
+
+
+RIGHT_N_STEP += [lambda *a: _n_step_slip(*a, slip=None)]
+WRONG_N_STEP += [
+    (
+        "the bootstrap discounted by gamma ** m",
+        lambda *a: _n_step_slip(*a, slip="gamma_m"),
+        r"one power short: after the rewards r_0..r_m",
+    ),
+    (
+        "the mean over the actions",
+        lambda *a: _n_step_slip(*a, slip="mean"),
+        r"averages q_next_target over the actions",
+    ),
+    (
+        "the last end of the window for m",
+        lambda *a: _n_step_slip(*a, slip="last_end"),
+        r"always runs to its last step, reading terminated there: m is the FIRST step",
+    ),
+    (
+        "argmax for max over the actions",
+        lambda *a: _n_step_slip(*a, slip="argmax"),
+        r"the argmax of q_next_target, an action's index, not its value",
+    ),
+    (
+        "the rewards after m summed",
+        lambda *a: _n_step_slip(*a, slip="rewards_after"),
+        r"the rewards after the step m where the episode ends are summed too",
+    ),
+    (
+        "the bootstrap from the first step",
+        lambda *a: _n_step_slip(*a, slip="first_step"),
+        r"always comes from the window's first step",
     ),
 ]
 
@@ -358,6 +416,66 @@ WRONG_Q_OVERSHOOT += [
         "a sum over all seeds",
         lambda q, s, g: (q * _late(s)).sum() / _late(s).sum(axis=1) - 1 / (1 - g),
         r"summed over all seeds together \(a sum without axis=1\)",
+    ),
+]
+
+
+def _double_batch_axis(reward, terminated, qo, qt, gamma):
+    """The online argmax taken over the batch axis, indices wrapped to fit."""
+    b = reward.shape[0]
+    a = jnp.argmax(qo, axis=0)
+    a = a[:b] if a.shape[0] >= b else a[jnp.arange(b) % a.shape[0]]
+    return reward + gamma * jnp.where(terminated, 0.0, qt[jnp.arange(b), a % qt.shape[1]])
+
+
+def _double_with(pick):
+    """r + gamma (1 - d) qt[a], the action ``a = pick(qo, qt)``."""
+
+    def target(reward, terminated, qo, qt, gamma):
+        a = pick(qo, qt)
+        return reward + gamma * (1.0 - terminated) * jnp.take_along_axis(qt, a[:, None], -1)[:, 0]
+
+    return target
+
+
+WRONG_DOUBLE_DQN += [
+    (
+        "the argmax over the batch axis",
+        _double_batch_axis,
+        r"evaluates another action than the online network's argmax: on .*, row 0 takes "
+        r"q_next_target's value of action 1, where argmax q_next_online is 0",
+    ),
+    (
+        "the smaller of the two networks' values",
+        lambda r, d, qo, qt, g: (
+            r
+            + g
+            * (1 - d)
+            * jnp.take_along_axis(jnp.minimum(qo, qt), qo.argmax(-1)[:, None], -1)[:, 0]
+        ),
+        r"clipped double Q-learning",
+    ),
+    (
+        "the networks averaged, then maxed",
+        lambda r, d, qo, qt, g: r + g * (1 - d) * jnp.max(0.5 * (qo + qt), -1),
+        r"averaged, then maxed",
+    ),
+    (
+        "argmin for argmax",
+        _double_with(lambda qo, qt: jnp.argmin(qo, -1)),
+        r"evaluates another action than the online network's argmax: on a batch of 3 with 2 "
+        r"actions, gamma 0.5, row 0 takes q_next_target's value of action 0, where argmax "
+        r"q_next_online is 1",
+    ),
+    (
+        "the action of the two networks' sum",
+        _double_with(lambda qo, qt: jnp.argmax(qo + qt, -1)),
+        r"evaluates another action than the online network's argmax",
+    ),
+    (
+        "no gamma",
+        lambda r, d, qo, qt, g: _double_dqn(r, d, qo, qt, 1.0),
+        r"gamma is missing",
     ),
 ]
 
