@@ -64,9 +64,10 @@ class _CountingMLP(eqx.Module):
 
 
 def _sgd_losses(
-    model: eqx.Module, x, y, num_steps: int, decay: float, start: int = 0
+    model: eqx.Module, x, y, num_steps: int, decay: float, start: int = 0, rate: Any = None
 ) -> np.ndarray:
-    """The losses of ``num_steps`` SGD steps with learning rate ``0.1 * decay**(step + start)``."""
+    """The losses of ``num_steps`` SGD steps with learning rate ``0.1 * decay**(step + start)``,
+    or ``rate(step)``."""
 
     def loss_fn(model):
         return jnp.mean((jax.vmap(model)(x) - y) ** 2)
@@ -79,7 +80,8 @@ def _sgd_losses(
 
     losses = []
     for t in range(num_steps):
-        model, loss = step(model, jnp.asarray(LEARNING_RATE * decay ** (t + start), jnp.float32))
+        value = LEARNING_RATE * decay ** (t + start) if rate is None else rate(t)
+        model, loss = step(model, jnp.asarray(value, jnp.float32))
         losses.append(float(loss))
     return np.array(losses)
 
@@ -128,8 +130,8 @@ def check_decayed_training(train_decayed: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (traced anew at every step, run without jit, traced more
-            than twice, a rate that does not decay, a schedule one step late, losses off the
-            schedule), or a result that is not ``(model, losses)``, an equinox model and
+            than twice, a rate that does not decay or grows, a schedule one step late or early,
+            the base rate left out, a product for the power, losses off the schedule), or a result that is not ``(model, losses)``, an equinox model and
             ``num_steps`` float losses (a list of floats or a float array).
     """
     require_function(train_decayed, "train_decayed")
@@ -167,6 +169,27 @@ def check_decayed_training(train_decayed: Callable) -> None:
                     "1); the first step's rate is {rate} * {decay}**0"
                 ).format(rate=LEARNING_RATE, decay=DECAY)
             )
+        schedules = {
+            _(
+                "train_decayed: the schedule is one step early, {rate} * {decay}**(step - 1); "
+                "the first step's rate is {rate} * {decay}**0"
+            ): lambda t: LEARNING_RATE * DECAY ** (t - 1),
+            _(
+                "train_decayed: the rate leaves out {rate}: it is {decay}**step, not {rate} * "
+                "{decay}**step"
+            ): lambda t: DECAY**t,
+            _(
+                "train_decayed: the rate is {rate} * {decay} * step, a product: the schedule "
+                "raises {decay} to the power step, {rate} * {decay}**step"
+            ): lambda t: LEARNING_RATE * DECAY * t,
+            _(
+                "train_decayed: the rate grows, {rate} / {decay}**step: it decays, {rate} * "
+                "{decay}**step"
+            ): lambda t: LEARNING_RATE / DECAY**t,
+        }
+        for message, schedule in schedules.items():
+            if close(losses, _sgd_losses(mlp, x, y, num_steps, DECAY, rate=schedule), 1e-4, 1e-6):
+                fail(message.format(rate=LEARNING_RATE, decay=DECAY))
         fail(
             _(
                 "train_decayed: losses {losses}, expected {expected} (plain SGD on the mean "

@@ -9,7 +9,9 @@ check_decayed_training (SGD compiled once, learning rate ``0.1 * 0.97**step``)
 - one compilation: the chapter's Python-float rate traces at each of 8 steps, named (and
   again on a second check: no program cached by the first); a closure jitted anew in the
   loop, named; a step run without jit, told so (not told to pass an array);
-- the schedule: a constant rate, a schedule one step late, named from the losses.
+- the schedule: a constant rate, a schedule one step late or early, the base rate 0.1 left
+  out, 0.1 * 0.97 * step for the power, a rate that grows (0.1 / 0.97**step), each named
+  from the losses.
 
 check_collector (300 steps of auto-resetting CartPole, time limit 30, random policy)
 - terminated on the step it happens: the printed flag one step late, no flag, ``done``
@@ -158,6 +160,30 @@ WRONG_DECAYED += [
         "a constant rate",
         lambda: _decayed("learning_rate = jnp.asarray(0.1)"),
         "does not decay",
+    ),
+]
+
+
+WRONG_DECAYED += [
+    (
+        "the schedule one step early",
+        lambda: _decayed("learning_rate = jnp.asarray(0.1 * 0.97 ** (step - 1))"),
+        r"the schedule is one step early",
+    ),
+    (
+        "the base rate left out",
+        lambda: _decayed("learning_rate = jnp.asarray(0.97**step)"),
+        r"the rate leaves out 0.1: it is 0.97\*\*step",
+    ),
+    (
+        "a product for the power",
+        lambda: _decayed("learning_rate = jnp.asarray(0.1 * 0.97 * step)"),
+        r"the rate is 0.1 \* 0.97 \* step, a product",
+    ),
+    (
+        "a rate that grows",
+        lambda: _decayed("learning_rate = jnp.asarray(0.1 / 0.97**step)"),
+        r"the rate grows",
     ),
 ]
 
