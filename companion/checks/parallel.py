@@ -32,8 +32,9 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
 
     Raises:
         CheckFailed: for a result that is not one number, or naming the mistake (the factor
-            2 or 2 bytes a parameter, the (n - 1) / n, bytes per float32, all devices' traffic together, bits, a
-            non-zero cost on one device).
+            2 or 2 bytes a parameter, the (n - 1) / n left out, n for it or an integer division
+            in it, bytes per float32, all devices' traffic together, bits, megabytes, a chunk
+            for the whole, a non-zero cost on one device).
     """
     cases, outputs = [], []
     for params, n in ((1_000, 4), (25_000, 8), (4_096, 2), (10, 1)):
@@ -73,6 +74,25 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
                         "copies, and the question is what each device sends"
                     ): 8.0 * params * (n - 1),
                     _("counts bits: a float32 is 4 bytes (32 bits)"): 8 * right,
+                    _("gives megabytes or gigabytes (or mebibytes, gibibytes): return bytes"): [
+                        right / 1e6,
+                        right / 2**20,
+                        right / 1e9,
+                        right / 2**30,
+                    ],
+                    _(
+                        "2 * (n - 1) // n is an integer division, 1 for every n above 1: use / "
+                        "for (n - 1) / n"
+                    ): 2 * (n - 1) // n * 4 * params,
+                    _(
+                        "divides by n once more: each device sends its chunks of 1/n of the "
+                        "gradients n - 1 times in each phase, 2 (n - 1) / n of the gradients in "
+                        "all, not 2 (n - 1) / n of one chunk"
+                    ): right / n,
+                    _(
+                        "multiplies by n instead of (n - 1) / n: each device sends n - 1 chunks "
+                        "of 1/n of the gradients per phase"
+                    ): [8.0 * params * n, right],
                 },
             )
         )
@@ -103,7 +123,8 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
     Raises:
         CheckFailed: naming the mistake (no ``shard_map``, a sum instead of a mean, each device's
             own gradient with no all-reduce, a loss summed over each device's rows, the devices'
-            gradients stacked), or a result that is not float32 ``(F,)``.
+            gradients stacked, half the gradient, its sign flipped, divided by the rows again),
+            or a result that is not float32 ``(F,)``.
     """
     from companion.parallel import make_mesh
 
@@ -172,6 +193,18 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
                         "each device's loss is a sum over its rows, not a mean: the result is the rows "
                         "per device times the gradient"
                     ): (16 // d) * right,
+                    _(
+                        "the gradient is half what it should be: the derivative of (x w - y) ** 2 "
+                        "is 2 x (x w - y); let jax.grad differentiate the loss"
+                    ): right / 2,
+                    _(
+                        "the gradient's sign is flipped: return the gradient itself, not the "
+                        "direction of a descent step"
+                    ): -right,
+                    _(
+                        "the gradient is divided by the number of rows once more: the loss's mean "
+                        "already divides by them"
+                    ): right / 16,
                 },
             )
         )

@@ -7,13 +7,17 @@ What each check guards, and the case that breaks each plausible wrong answer:
 check_allreduce_bytes (``2 (n - 1) / n * 4 * num_params`` per device)
 - the factor 2, the (n - 1) / n (one device's case), 4 bytes a float, named; half the
   bytes is one phase or 2 bytes a parameter (the same numbers), named as either;
-- per device: all devices' traffic together, bits, a cost on one device, named.
+- per device: all devices' traffic together, bits, a cost on one device, named;
+- the formula as written: megabytes, an integer division in (n - 1) / n (1 for every n
+  above 1), a chunk's share (divided by n again), n for (n - 1) / n, named.
 
 check_data_parallel_grad (pmean of the shards' gradients, meshes of 1 to 8 devices)
 - the whole batch split: a gradient that never splits is named;
 - a mean: a loss summed over rows, psum for pmean (8 devices), named;
 - an all-reduce and one result: none (the first device's rows only), stacked (8 devices);
-- the contract: an extra axis; 2 g + 1 is generic.
+- the contract: an extra axis; 2 g + 1 is generic;
+- the gradient itself: half of it (the 2 of the square left out), its sign flipped, divided by
+  the rows again, named.
 
 check_pays_from (the smallest num_envs from which every ratio exceeds ``above``)
 - from which it pays for good: the first that pays (a larger one falls back), the
@@ -88,6 +92,18 @@ WRONG_ALLREDUCE += [
 ]
 
 
+WRONG_ALLREDUCE += [
+    ("megabytes", lambda p, n: ring(p, n) / 1e6, r"gives megabytes or gigabytes"),
+    (
+        "an integer division in (n - 1) / n",
+        lambda p, n: 2 * (n - 1) // n * 4 * p,
+        r"2 \* \(n - 1\) // n is an integer division",
+    ),
+    ("one chunk's share", lambda p, n: ring(p, n) / n, r"divides by n once more"),
+    ("n for (n - 1) / n", lambda p, n: 8 * p * n, r"multiplies by n instead of \(n - 1\) / n"),
+]
+
+
 # --- check_data_parallel_grad: mean_gradient(w, x, y, mesh) ------------------------------
 
 
@@ -108,6 +124,21 @@ WRONG_DATA_PARALLEL = [
     # on this process's one device: the rows per device are the whole batch
     ("the loss summed over rows", _rows_summed, r"a sum over its rows, not a mean"),
     ("the whole batch on each device", _whole_batch_gradient, "never splits the batch"),
+    (
+        "the gradient derived by hand without its 2",
+        lambda w, x, y, mesh: mean_gradient(w, x, y, mesh) / 2,
+        r"the gradient is half what it should be",
+    ),
+    (
+        "the descent direction",
+        lambda w, x, y, mesh: -mean_gradient(w, x, y, mesh),
+        r"the gradient's sign is flipped",
+    ),
+    (
+        "divided by the rows again",
+        lambda w, x, y, mesh: mean_gradient(w, x, y, mesh) / x.shape[0],
+        r"divided by the number of rows once more",
+    ),
 ]
 
 
