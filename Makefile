@@ -51,7 +51,7 @@ test: venv
 # what the setup cell added is written to _build/colab/. Downloads come from pip's cache
 # when it has them.
 colab-test: venv
-	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -m colab -n auto --dist loadgroup tests/test_colab_runtime.py
+	DRLJAX_BUDGET=tiny $(BIN)/python -m pytest -m colab -n auto --dist loadgroup tests/book/test_colab_runtime.py
 
 # The whole book, executing every notebook on the real budgets, into _build/html, and its
 # Japanese edition from the same execution into _build/html/ja (tools/editions.py).
@@ -81,7 +81,7 @@ pdf: venv
 
 # The English messages extracted and the Japanese catalogues (locales/ja) brought in step:
 # a changed English paragraph becomes an untranslated entry, its old translation kept as a
-# fuzzy suggestion, until a translator reviews it (tests/test_editions.py checks).
+# fuzzy suggestion, until a translator reviews it (tests/book/test_editions.py checks).
 catalogues: venv
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/editions.py catalogues
 

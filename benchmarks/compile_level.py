@@ -9,8 +9,8 @@ process (JAX reads ``XLA_FLAGS`` once, when its backend starts):
 - ``programs``: for PPO (the chapter's medium-maze configuration, 4 seeds vmapped) and DQN
   (the chapter's CartPole configuration), the compile time and the median run time of one
   training program, at the book's budget and at the tests' tiny budget.
-- ``suite_s`` (full mode only): the wall time of ``pytest tests/test_ppo.py tests/test_dqn.py``
-  with an empty compilation cache.
+- ``suite_s`` (full mode only): the wall time of ``pytest tests/package/agents/test_ppo.py
+  tests/package/agents/test_dqn.py`` with an empty compilation cache.
 
 The settings are levels 3 (XLA's default), 2 (what the tests set) and 1. Every figure is also
 given as a ratio to XLA's default measured in the same run.
@@ -104,8 +104,8 @@ def _time_suite(setting: str) -> float:
             "no:cacheprovider",
             "-p",
             "no:xdist",
-            "tests/test_ppo.py",
-            "tests/test_dqn.py",
+            "tests/package/agents/test_ppo.py",
+            "tests/package/agents/test_dqn.py",
         ]
         start = time.perf_counter()
         subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True)

@@ -15,7 +15,7 @@ idioms at ``n`` and ``4 n`` steps:
 Each program is compiled apart, then run many times. ``ratio`` is the shortest time at ``4 n``
 over the shortest time at ``n`` in the same run (each run takes milliseconds, so the shortest
 is the one least disturbed by the rest of the machine): linear scaling gives about 4, a write
-that costs the whole buffer about 16. ``tests/test_benchmarks.py`` runs the quick mode and fails
+that costs the whole buffer about 16. ``tests/tooling/test_benchmarks.py`` runs the quick mode and fails
 above ``MAX_RATIO``. Writes JSON (default ``benchmarks/results/loop_writes.json``).
 
     python benchmarks/loop_writes.py           # under a minute on 2 cores

@@ -15,7 +15,7 @@ Packages that the freeze lacks are left out: pip picks them, as it would on Cola
     python tools/colab_spec.py FREEZE --python 3.13 --source "googlecolab/backend-info, \
         pip-freeze.txt at COMMIT (DATE)" --out tests/colab/2026.08.txt
 
-The tests (``tests/test_colab_runtime.py``) build an environment from the spec and run the
+The tests (``tests/book/test_colab_runtime.py``) build an environment from the spec and run the
 setup cell and every notebook in it. The weekly drift workflow runs this tool on the newest
 published freeze.
 """

@@ -106,7 +106,7 @@ def _execute(
             timeout=timeout,
             meta_override=True,
             record_timing=True,
-            # The book shows no widget (tests/test_notebooks.py: a widget's output is removed from
+            # The book shows no widget (tests/book/test_notebooks.py: a widget's output is removed from
             # the page), so none of their state is kept: a page with widget state would load
             # require.js and the widget manager from a CDN for nothing.
             store_widget_state=False,

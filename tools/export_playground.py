@@ -8,7 +8,7 @@ beside it, and writes ``book/_static/playground/weights.js``, which
     python tools/export_playground.py          # write weights.js
     python tools/export_playground.py --check  # exit 1 if weights.js is stale
 
-tests/test_playground.py checks that the committed file is what this script writes.
+tests/book/test_playground.py checks that the committed file is what this script writes.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 discusses the figure and a reader does not open "Show code cell content" to find it. An
 exercise's solution (``solution``) folds whole, its figure with it: it is the answer.
 
-Checked on an executed notebook (:func:`notebook_problems`: ``tests/test_notebooks.py`` on
+Checked on an executed notebook (:func:`notebook_problems`: ``tests/book/test_notebooks.py`` on
 each tiny-budget run) and on the built pages of both editions (:func:`site_problems`:
 ``.ci/check_site.py`` after ``make book``, which runs every notebook on its full budget).
 

@@ -25,7 +25,7 @@ catalogue and every catalogue message must be met, and the translated Markdown m
 into the same blocks as the English; otherwise nothing is written and the error says which
 message. The notebooks are committed (Colab opens them by their path in the repository);
 ``python tools/editions.py catalogues`` writes them again after bringing the catalogues in
-step, and ``tests/test_japanese_notebooks.py`` fails while the committed ones differ from
+step, and ``tests/book/test_japanese_notebooks.py`` fails while the committed ones differ from
 what this module writes.
 
     python tools/translate_notebooks.py [--check]   # write (or compare) notebooks/ja/*.ipynb

@@ -8,7 +8,7 @@ measurements keeps them as named placeholders (``"Measured {date} with {cpu}, ..
 after translation, so the catalogue does not change with every measurement.
 ``tools/editions.py catalogues`` extracts the msgids with Babel and updates the catalogue (a
 changed English text turns its translation fuzzy, as on the pages), and
-``tools/editions.py check`` and ``tests/test_editions.py`` refuse an entry that is untranslated,
+``tools/editions.py check`` and ``tests/book/test_editions.py`` refuse an entry that is untranslated,
 fuzzy, out of step with the extensions or without its English placeholders.
 
 An extension registers its catalogue in its ``setup`` (``app.add_message_catalog``), and

@@ -1,6 +1,6 @@
 """The glossary names the chapter of each definition.
 
-Every glossary entry ends with "Defined in {ref}`LABEL`." (``tests/test_glossary.py`` reads
+Every glossary entry ends with "Defined in {ref}`LABEL`." (``tests/book/test_glossary.py`` reads
 that sentence), which links to a section by its title alone. When the book is built, this
 extension puts the chapter before the section, from where the label really is:
 "Defined in chapter 5, *Reinforcement learning from first principles*, section 1. The Maze

@@ -12,7 +12,7 @@ This extension registers Sphinx's Japanese search language again
 (:meth:`~sphinx.application.Sphinx.add_search_language`) with that JavaScript: the same
 segmenter, its tables read from Sphinx's ``DefaultSplitter`` when the page is built and its
 steps transcribed line for line (``search_language.js``), then the index's own filter (no
-word of one character). ``tests/test_site_search.py`` checks that the two split the book's
+word of one character). ``tests/book/test_site_search.py`` checks that the two split the book's
 Japanese text alike, and that the built edition finds its compounds. The English edition and
 the index are unchanged.
 

@@ -5,14 +5,14 @@ gettext domain :data:`DOMAIN`, ``_(message, language)`` (a figure is a named pla
 ``{ratio}``, filled in after translation). The translations live with the book's others, in
 ``locales/<language>/LC_MESSAGES/companion.po``: ``tools/editions.py catalogues`` extracts the
 messages from ``companion/bench/*.py`` with Babel and updates that catalogue (a changed
-English text turns its translation fuzzy), and ``tests/test_editions.py`` refuses it
+English text turns its translation fuzzy), and ``tests/book/test_editions.py`` refuses it
 incomplete or out of step.
 
 The tables are made in a notebook's kernel, on Colab too, where neither Sphinx nor Babel need
 be installed, and in both languages in one process (``glue.markdown(en=..., ja=...)``). So the
 package ships the compiled catalogue, ``companion/locale/<language>/LC_MESSAGES/
 companion.mo`` (package data, written from the ``.po`` by the catalogue step and committed;
-``tests/test_extension_messages.py`` checks that it holds exactly the ``.po``'s
+``tests/book/test_extension_messages.py`` checks that it holds exactly the ``.po``'s
 translations), which Python's own :mod:`gettext` reads for the language each call names.
 """
 

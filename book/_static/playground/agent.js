@@ -14,7 +14,7 @@
  * - 'propagation': companion.agents.ppo.PropagationActorCritic (networks.py).
  * policy() adds masked_logits (illegal moves get probability 0) and the softmax (policy.py);
  * step() is jumanji's Maze.step; shortestPath() a breadth-first search. The arithmetic is
- * float64: tests/test_playground.py compares it with JAX in float64 and in float32.
+ * float64: tests/book/test_playground.py compares it with JAX in float64 and in float32.
  */
 (function (root) {
   'use strict';
