@@ -239,6 +239,46 @@ _PLAYER_WORD = re.compile(
 )
 
 
+#: The marks around a player in one language, where a cell outputs one per edition.
+_PLAYER_MARK = "<!-- drljax:player {language} -->"
+_PLAYER_END = "<!-- /drljax:player -->"
+_MARKED_PLAYER = re.compile(
+    re.escape(_PLAYER_MARK).replace(r"\{language\}", r"(?P<language>[\w-]+)")
+    + r"(?P<html>.*?)"
+    + re.escape(_PLAYER_END),
+    re.S,
+)
+
+
+def mark_player(html: str, language: str) -> str:
+    """``html`` (one animation player) marked as drawn in ``language``, for
+    :func:`keep_player`.
+
+    Raises:
+        TypeError: if ``html`` is not a ``str``.
+        ValueError: if ``language`` is not one of :data:`companion.language.LANGUAGES`.
+    """
+    if not isinstance(html, str):
+        raise TypeError(f"html: expected a str, got {type(html).__name__}")
+    return _PLAYER_MARK.format(language=_check_language(language)) + html + _PLAYER_END
+
+
+def keep_player(html: str, language: str) -> str:
+    """``html`` with only the players marked in ``language`` (:func:`mark_player`) and what
+    lies outside the marks; an output without marks is returned as it is.
+
+    Raises:
+        TypeError: if ``html`` is not a ``str``.
+        ValueError: if ``language`` is not one of :data:`companion.language.LANGUAGES`.
+    """
+    if not isinstance(html, str):
+        raise TypeError(f"html: expected a str, got {type(html).__name__}")
+    _check_language(language)
+    return _MARKED_PLAYER.sub(
+        lambda match: match["html"] if match["language"] == language else "", html
+    )
+
+
 def translate_player(html: str, language: str) -> str:
     """``html`` with the words of each animation player in it (:data:`PLAYER_WORDS`: the
     buttons' titles and labels for screen readers, the repetition modes) in ``language``.

@@ -2,8 +2,8 @@
 
 Animations are matplotlib ``FuncAnimation.to_jshtml`` players (no ffmpeg, no kernel needed),
 their frames re-encoded as palette PNGs of at most :data:`FRAME_COLORS` colours, their
-controls' words in the reader's language (in the book's build, each edition's pages put
-them in theirs: ``companion.figure_words.translate_player``).
+titles, captions and controls in the reader's language (in the book's build, one player in
+each edition's language, which that edition's pages keep: ``companion.figure_words``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from matplotlib import animation
 from companion._validate import positive_int
 from companion.envs.cartpole import DEFAULT_PARAMS, CartPoleParams
 from companion.envs.maze import maze_rgb
-from companion.figure_words import editions, translate_player
+from companion.figure_words import (
+    N_,
+    editions,
+    in_language,
+    mark_player,
+    translate,
+    translate_player,
+)
 from companion.figures import smallest_font_px
 
 #: Largest animation, in MB, that :func:`animate_frames` embeds (matplotlib's
@@ -130,28 +137,51 @@ def animate_frames(
 
 
 def _animation_html(fig, draw: Callable[[int], Any], num_frames: int, interval_ms: int):
-    """Render ``draw(t)`` for every frame into an HTML player and close ``fig``."""
+    """Render ``draw(t)`` for every frame into an HTML player and close ``fig``: one player in
+    each language of :func:`companion.figure_words.editions` (its titles, captions and
+    controls in that language), each marked with it where there are several."""
     from IPython.display import HTML
 
     draw(num_frames - 1)  # the longest caption, whose type is measured below
-    font = smallest_font_px([fig], fig.dpi)
-    anim = animation.FuncAnimation(fig, draw, frames=num_frames, interval=interval_ms, blit=False)
+    languages = editions()
     # While saving, FuncAnimation redraws the whole figure after each frame (draw_idle) and
     # savefig draws it again to store it: the first draw is never seen, and skipping it saves
     # a third of the time. The figure is closed below, so the canvas is not restored.
     fig.canvas.draw_idle = lambda *args, **kwargs: None
     try:
-        with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB}):
-            html = anim.to_jshtml(default_mode="once")
+        players = [_player(fig, draw, num_frames, interval_ms, lang) for lang in languages]
     finally:
         plt.close(fig)
-    html = _REMOTE_STYLESHEET.sub("", _palette_frames(html))
-    languages = editions()
-    if len(languages) == 1:  # the book's build translates the player for each edition
-        html = translate_player(html, languages[0])
+    if len(players) == 1:
+        return HTML(players[0])
+    return HTML("".join(mark_player(html, lang) for html, lang in zip(players, languages)))
+
+
+def _player(fig, draw: Callable[[int], Any], num_frames: int, interval_ms: int, language: str):
+    """One player of ``fig``'s frames with its words in ``language``: the texts a frame
+    draws are translated as they are drawn (:func:`companion.figure_words.translate`)."""
+    from matplotlib.text import Text
+
+    def drawn(t: int):
+        artists = draw(t)
+        for artist in artists:
+            if language != "en" and isinstance(artist, Text):
+                artist.set_text(translate(artist.get_text(), language))
+        return artists
+
+    with in_language(fig, language):
+        drawn(num_frames - 1)
+        font = smallest_font_px([fig], fig.dpi)
+        anim = animation.FuncAnimation(
+            fig, drawn, frames=num_frames, interval=interval_ms, blit=False
+        )
+        with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB}):
+            html = anim.to_jshtml(default_mode="once")
+    draw(num_frames - 1)  # the English texts again, for the next language
+    html = translate_player(_REMOTE_STYLESHEET.sub("", _palette_frames(html)), language)
     if font is not None:  # the book's site check measures it as a phone draws the frames
         html = _ANIMATION_IMAGE.sub(rf'\g<0> data-font-px="{font}"', html, count=1)
-    return HTML(html)
+    return html
 
 
 def _palette_frames(html: str, colors: int = FRAME_COLORS) -> str:
@@ -207,7 +237,7 @@ def animate_mazes(
         images.append([maze_rgb(s, argname=f"{name}[{t}]") for t, s in enumerate(states)])
     length = max(len(imgs) for imgs in images)
     frames = [[imgs[min(t, len(imgs) - 1)] for imgs in images] for t in range(length)]
-    captions = [f"step {t}" for t in range(length)]
+    captions = [N_(f"step {t}") for t in range(length)]
     return animate_frames(
         frames,
         titles=titles,

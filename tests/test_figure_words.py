@@ -141,6 +141,57 @@ def test_an_animation_shows_its_controls_in_the_readers_language(monkeypatch):
     assert ">ループ</label>" in html and 'title="一時停止"' in html and ">Loop<" not in html
 
 
+def _first_frame(player: str) -> bytes:
+    import base64
+
+    found = re.search(r'"data:image/png;base64,([^"]+)"', player)
+    return base64.b64decode(re.sub(r"[\\\s]", "", found[1]))
+
+
+def test_an_animation_is_drawn_once_per_edition_each_in_its_words():
+    """In the book's build (both editions) a player per language, each marked with it: the
+    Japanese one's frames carry the translated titles and caption, drawn in the Japanese font
+    (its first frame differs from the English one's), and its controls are Japanese; each
+    edition's page keeps its own (keep_player)."""
+    import numpy as np
+
+    from companion import viz
+
+    frames = [[np.full((4, 4, 3), t / 3.0), np.zeros((4, 4, 3))] for t in range(3)]
+    both = viz.animate_frames(
+        frames, titles=["env 0", "env 1"], captions=[f"step {t}" for t in range(3)]
+    ).data
+    assert re.findall(r"<!-- drljax:player (\w+) -->", both) == ["en", "ja"]
+    en, ja = (figure_words.keep_player(both, lang) for lang in ("en", "ja"))
+    assert en.count("_anim_img") == ja.count("_anim_img") > 0
+    assert "drljax:player" not in en + ja
+    assert ">Loop</label>" in en and ">ループ</label>" in ja and ">Loop</label>" not in ja
+    assert _first_frame(en) != _first_frame(ja)
+    assert figure_words.translate("env 1", "ja") == "環境 1"
+    assert figure_words.translate("step 2", "ja") == "ステップ 2"
+    with pytest.raises(ValueError, match="language: expected one of"):
+        figure_words.keep_player(both, "fr")
+    with pytest.raises(TypeError, match="html: expected a str"):
+        figure_words.mark_player(b"<img>", "en")
+
+
+def test_outside_the_build_an_animation_is_one_unmarked_player(monkeypatch):
+    """In a notebook (the reader's language only) one player, unmarked, in that language; a
+    player without marks is kept whole by every edition."""
+    import numpy as np
+
+    from companion import viz
+
+    frames = [[np.zeros((4, 4, 3))], [np.ones((4, 4, 3))]]
+    drawn = {}
+    for lang in ("en", "ja"):
+        monkeypatch.setattr(viz, "editions", lambda lang=lang: (lang,))
+        drawn[lang] = viz.animate_frames(frames, titles=["env 0"]).data
+        assert "drljax:player" not in drawn[lang]
+        assert figure_words.keep_player(drawn[lang], "en") == drawn[lang]
+    assert _first_frame(drawn["en"]) != _first_frame(drawn["ja"])
+
+
 def test_the_figures_texts_are_found_in_the_code_that_draws_them():
     source = "\n".join(
         [
@@ -156,6 +207,13 @@ def test_the_figures_texts_are_found_in_the_code_that_draws_them():
             "    ax.set_title(name)",
             'for ax, values, title in [(a, 1, "TD loss"), (b, 2, "x")]:',
             '    ax.set(title=f"{title}, seed 0")',
+            'animate_mazes(e, titles=[f"episode {i + 1}" for i in range(4)])',
+            "names = [f\"env {e}: {'reached' if ok[e] else 'time limit'}\" for e in range(2)]",
+            'animate_mazes(e, titles=names, captions=[f"step {t}" for t in range(9)])',
+            "labels = []",
+            'labels.append(f"{n} x {n} maze")',
+            "animate_frames(frames, titles=labels)",
+            'caption.set_text(f"step {t}, x = {x:+.2f} m")',
         ]
     )
     found = [text for _, text in figure_messages.code_texts(source)]
@@ -172,6 +230,13 @@ def test_the_figures_texts_are_found_in_the_code_that_draws_them():
             "random",
             "{title}, seed 0",
             "TD loss",
+            "episode {value}",
+            "env {e}: {value}",
+            "reached",
+            "time limit",
+            "step {t}",
+            "{n} x {n} maze",
+            "step {t}, x = {x} m",
         ]
     )
 
@@ -232,8 +297,11 @@ def test_each_editions_page_keeps_only_its_own_figures(tmp_path, language):
             cell = nodes.container(classes=["cell_output"])
             cell += nodes.image(uri=f"_build/jupyter_execute/{kind.format(lang)}")
             cells.append(cell)
-    player = '<img id="_anim_imgabc"><label for="_anim_radio2_abc">Loop</label>'
-    doctree += [*cells, nodes.raw("", player, format="html")]
+    player = '<img id="_anim_img{}"><label for="_anim_radio2_{}">Loop</label>'
+    players = "".join(
+        figure_words.mark_player(player.format(lang, lang), lang) for lang in ("en", "ja")
+    )
+    doctree += [*cells, nodes.raw("", players, format="html")]
     app = SimpleNamespace(
         srcdir=str(tmp_path),
         builder=SimpleNamespace(format="html"),
@@ -246,7 +314,9 @@ def test_each_editions_page_keeps_only_its_own_figures(tmp_path, language):
     (alt,) = [i["alt"] for i in doctree.findall(nodes.image) if "alt" in i]
     assert alt == {"en": "Training loss", "ja": "学習の損失"}[language]
     loop = {"en": ">Loop<", "ja": ">ループ<"}[language]
-    assert loop in next(iter(doctree.findall(nodes.raw))).astext()
+    kept_player = next(iter(doctree.findall(nodes.raw))).astext()
+    assert loop in kept_player
+    assert re.findall(r'id="_anim_img(\w+)"', kept_player) == [language]
 
 
 SITE = ROOT / "_build" / "html"
@@ -288,4 +358,6 @@ def test_the_built_pages_show_the_figures_of_their_edition(language):
             text = page.read_text(encoding="utf-8")
             if "_anim_img" in text:
                 assert ">ループ</label>" in text and ">Loop</label>" not in text, page.name
+        if "_anim_img" in page.read_text(encoding="utf-8"):  # one player an animation, its own
+            assert "drljax:player" not in page.read_text(encoding="utf-8"), page.name
     assert recorded >= 30

@@ -5,7 +5,9 @@ messages are found in the code that draws the figures, without markers in the no
 
 - the literal texts given to matplotlib's text setters (:data:`TEXT_CALLS`, by argument
   position, and the keywords :data:`TEXT_KEYWORDS`: ``ax.set_title("...")``,
-  ``ax.plot(x, y, label="...")``, ``ax.set(xlabel="...")``), both texts of a conditional
+  ``ax.plot(x, y, label="...")``, ``ax.set(xlabel="...")``, an animation's
+  ``titles=[...]`` and ``captions=[... for t in ...]``, each item, also given by name:
+  ``titles=titles`` after ``titles = [...]`` or ``titles.append(...)``), both texts of a conditional
   (``"a" if c else "b"``) and the pieces of a ``+`` of texts as one; a loop variable given
   as a text takes the texts of the literal it loops over (``for ax, title in [(a, "x")]``,
   ``for name, g in d.items()`` with ``d`` a dict literal);
@@ -39,6 +41,7 @@ TEXT_CALLS = {
     "supxlabel": (0,),
     "supylabel": (0,),
     "set_label": (0,),
+    "set_text": (0,),
     "annotate": (0,),
     "text": (2,),
     "label": (3,),  # companion.diagrams: label(ax, x, y, text)
@@ -46,7 +49,7 @@ TEXT_CALLS = {
     "N_": (0,),
 }
 #: Keyword arguments drawn as text.
-TEXT_KEYWORDS = frozenset({"title", "label", "xlabel", "ylabel", "sub"})
+TEXT_KEYWORDS = frozenset({"title", "label", "xlabel", "ylabel", "sub", "titles", "captions"})
 _WORD = re.compile(r"[A-Za-z]{2,}")
 #: Letters that are not English words: units and names every edition shares.
 SHARED_WORDS = frozenset("ms ns GB MB KB CPU GPU TPU JAX XLA".split())
@@ -118,6 +121,10 @@ def _texts(node: ast.AST) -> list[str]:
     inside an f-string's expressions)."""
     if isinstance(node, ast.IfExp):
         return _texts(node.body) + _texts(node.orelse)
+    if isinstance(node, (ast.List, ast.Tuple)):  # titles=["a", f"b {n}"]
+        return [text for item in node.elts for text in _texts(item)]
+    if isinstance(node, ast.ListComp):  # captions=[f"step {t}" for t in ...]
+        return _texts(node.elt)
     found = []
     whole = _template(node, {})
     if whole is not None:
@@ -183,6 +190,26 @@ def _loop_values(tree: ast.AST) -> dict[str, list[ast.AST]]:
     return values
 
 
+def _list_values(tree: ast.AST) -> dict[str, list[ast.AST]]:
+    """What a list of texts given by name holds: ``titles = [f"env {e}" for e in ...]``
+    gives ``titles`` the f-string, ``titles.append(f"...")`` adds the appended text."""
+    values: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.ListComp)):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, ast.Name)
+            and node.args
+        ):
+            values.setdefault(node.func.value.id, []).append(node.args[0])
+    return values
+
+
 def code_texts(source: str) -> list[tuple[int, str]]:
     """(line, message) of every text the code ``source`` draws (see the module's notes); a
     source that does not parse (a cell with IPython's ``%`` lines) is read without them."""
@@ -198,6 +225,7 @@ def code_texts(source: str) -> list[tuple[int, str]]:
             return []
     found = []
     loops = _loop_values(tree)
+    lists = _list_values(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -205,6 +233,12 @@ def code_texts(source: str) -> list[tuple[int, str]]:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         arguments = [node.args[i] for i in TEXT_CALLS.get(name, ()) if i < len(node.args)]
         arguments += [k.value for k in node.keywords if k.arg in TEXT_KEYWORDS]
+        arguments += [  # a list of texts given by name: titles=titles
+            value
+            for k in node.keywords
+            if k.arg in ("titles", "captions") and isinstance(k.value, ast.Name)
+            for value in lists.get(k.value.id, [])
+        ]
         for argument in arguments:
             found += [(node.lineno, text) for text in _texts(argument) if has_words(text)]
             names = [n.id for n in ast.walk(argument) if isinstance(n, ast.Name)]

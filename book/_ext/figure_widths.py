@@ -25,8 +25,9 @@ in a comment (:data:`companion.figure_words.SVG_MARK`). Each edition's pages kee
 of their own language and drop the others' before Sphinx copies them
 (:func:`output_language`), so a page weighs what one language's figures weigh; a panel's
 recorded words become its alternative text, and a cell's own alternative text
-(``mystnb.image.alt``) is put in the page's language. An animation player's controls are put in the
-page's language here (``companion.figure_words.translate_player``).
+(``mystnb.image.alt``) is put in the page's language. An animation comes as one player per
+language, each marked with it (``companion.figure_words.mark_player``): a page keeps its
+language's player (``keep_player``), whose controls are in that language.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.images import get_image_size
 
-from companion.figure_words import svg_record, translate, translate_player
+from companion.figure_words import keep_player, svg_record, translate, translate_player
 from companion.figures import MIN_FONT_PX, panel_record
 
 #: Where myst-nb writes the images that executed cells output.
@@ -214,7 +215,7 @@ def _size_output_images(app: Sphinx, doctree: nodes.document, docname: str) -> N
     language = _language(app)
     for raw in list(doctree.findall(nodes.raw)):
         if "html" in raw.get("format", "") and "_anim_img" in raw.astext():
-            html = translate_player(size_animations(raw.astext()), language)
+            html = translate_player(size_animations(keep_player(raw.astext(), language)), language)
             raw.replace(raw[0], nodes.Text(html))
 
 
