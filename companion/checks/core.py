@@ -18,7 +18,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from companion.checks._messages import _
+from companion.checks._messages import _, finish
 
 
 class CheckFailed(AssertionError):
@@ -66,7 +66,7 @@ def self_check(check: Callable) -> Callable:
             with jax.default_matmul_precision("highest"):
                 return check(*args, **kwargs)
         except CheckFailed as failure:
-            message = str(failure)
+            message = finish(str(failure), sentence=True)
         raise CheckFailed(message) from None
 
     return wrapper
@@ -225,7 +225,7 @@ def require_pair(got: Any, name: str, parts: str, size: int = 2) -> None:
 
 def passed(what: str) -> None:
     """Report a passed check in one line."""
-    print(_("check passed: {what}").format(what=what))
+    print(finish(_("check passed: {what}").format(what=what)))
 
 
 def _broadcast_note(expected: tuple) -> str:

@@ -32,6 +32,13 @@ from companion.checks import _messages as messages
 ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "locales" / "ja" / "LC_MESSAGES" / "checks.po"
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+#: Japanese characters, punctuation (「」。、) and full-width forms (（）：) included.
+_JAPANESE_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff01-\uff60"
+#: A half-width space between two Japanese characters, or beside Japanese punctuation,
+#: which Japanese does not write.
+_SPACED = re.compile(
+    f"[{_JAPANESE_CHARS}] (?=[{_JAPANESE_CHARS}])|[、。「」（）：！？] | (?=[、。「」（）：！？])"
+)
 
 
 def _rows(bank: list) -> list:
@@ -67,6 +74,21 @@ _PROSE = re.compile(r"\b[a-z]{2,} [a-z]{2,} [a-z]{2,}\b")
 #: A parenthesised ending, one level of parentheses inside: the items' details that follow
 #: a description of a tuple or a list.
 _DETAIL = re.compile(r" \((?:[^()]|\([^()]*\))*\)$")
+
+#: A Japanese message's first line left open: it ends in a Japanese word, a comma or a
+#: bracket, where a sentence ends with 「。」 (or 「！」「？」), code or data.
+_OPEN_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff、，（）「」]$")
+#: A pass line that stops mid-sentence, on a comma or a particle.
+_MID_SENTENCE = re.compile("(?:[、，（「]|[はがをにでとへも])$")
+
+
+def _loose(text: str) -> str:
+    """``text`` without its half-width spaces: a translation keeps a space on each side of a
+    placeholder, and the message drops it where the value filled in is Japanese too or
+    Japanese punctuation stands beside it (:func:`companion.checks._messages.finish`), so
+    the parse below compares the words and values without the spaces between them (where
+    a Japanese message has spaces is a test of its own)."""
+    return text.replace(" ", "")
 
 
 @functools.cache
@@ -120,12 +142,12 @@ def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
     it is English prose that an entry's form fits."""
     catalogue = _catalogue()
     if opaque:
-        return japanese == english
+        return japanese == _loose(english)
     if english in catalogue:
-        return japanese == catalogue[english]
+        return japanese == _loose(catalogue[english])
     parsed = False
     for msgid, parts in _templates():
-        translated = _parts(catalogue[msgid])
+        translated = _parts(_loose(catalogue[msgid]))
         for fill in _fills(parts, english):
             parsed = True
             for told in _fills(translated, japanese):
@@ -134,12 +156,22 @@ def _is_translation(english: str, japanese: str, opaque: bool = False) -> bool:
     # a description followed by its items' details, "a tuple of 2 arrays (int32 (10,), ...)":
     # the details are data, the same in both languages, after the description's translation
     detail = _DETAIL.search(english)
-    if detail and detail.start() > 0 and japanese.endswith(detail.group()):
-        head, told = english[: detail.start()], japanese[: -len(detail.group())]
+    if detail and detail.start() > 0 and japanese.endswith(_loose(detail.group())):
+        head, told = english[: detail.start()], japanese[: -len(_loose(detail.group()))]
         if _is_translation(head, told):
             return True
     # data (a shape, a list, a number) stays as it is, even where it looks like a template
-    return japanese == english and not (parsed and _PROSE.search(english))
+    return japanese == _loose(english) and not (parsed and _PROSE.search(english))
+
+
+def _translates(english: str, japanese: str) -> bool:
+    """Whether the message ``japanese`` is the translation of the message ``english``: its
+    entries filled in, and a final 「。」 where the message's last clause had none (which
+    :func:`companion.checks._messages.finish` adds to a failure's message)."""
+    told = _loose(japanese)
+    return _is_translation(english, told) or (
+        told.endswith("。") and _is_translation(english, told[:-1])
+    )
 
 
 #: Checks that judge an answer by whether it traced inside the check (check_batched_rollout
@@ -170,7 +202,11 @@ def test_a_wrong_answer_is_told_in_japanese(check, answer, english):
     # a generic difference: its first line is the message, then the inputs and the arrays
     first, *rest = said.split("\n")
     told_first, *told_rest = told.split("\n")
-    assert _is_translation(first, told_first), (first, told_first)
+    assert _translates(first, told_first), (first, told_first)
+    # written as Japanese: no space between Japanese words, the sentence ended
+    assert not _SPACED.search(told), _SPACED.findall(told)
+    assert not _OPEN_END.search(told_first), told_first
+    assert told_rest or not told_first.endswith(("：", ":")), told_first
     assert len(told_rest) == len(rest)
     if rest:
         assert told_rest[0] == _catalogue()["The inputs:"]
@@ -211,10 +247,13 @@ def test_every_named_mistake_is_told_in_japanese(check, capsys):
         assert en in catalogue or any(
             next(_fills(parts, en), None) is not None for _, parts in _templates()
         ), en
-        assert _JAPANESE.search(ja) and _is_translation(en, ja), (en, ja)
+        assert _JAPANESE.search(ja) and _translates(en, ja), (en, ja)
+        assert not _SPACED.search(ja), _SPACED.findall(ja)
     assert passed.startswith("check passed: ")
     assert told.startswith("チェックに合格：") and _JAPANESE.search(told[8:])
-    assert _is_translation(passed.strip(), told.strip())
+    assert _translates(passed.strip(), told.strip())
+    assert not _SPACED.search(told), _SPACED.findall(told)
+    assert not _MID_SENTENCE.search(told.strip()), told
 
 
 def test_english_is_the_default_and_the_variable_chooses(monkeypatch):
@@ -222,7 +261,7 @@ def test_english_is_the_default_and_the_variable_chooses(monkeypatch):
     assert messages._("The inputs:") == "The inputs:"
     monkeypatch.setenv("COMPANION_LANGUAGE", "ja")
     assert companion.current_language() == "ja"
-    assert messages._("The inputs:") == "入力:"
+    assert messages._("The inputs:") == "入力："
     companion.set_language("en")  # the call wins over the variable
     assert messages._("The inputs:") == "The inputs:"
     companion.set_language(None)  # back to the variable
@@ -246,18 +285,61 @@ def test_the_switch_refuses_a_language_it_has_not(bad, monkeypatch):
 
 
 def test_the_parser_is_not_fooled_by_an_untranslated_message():
-    """The checks above would pass an English message in Japanese if ``_is_translation``
-    took a message made of entries for itself: it does not, nor a wrong entry."""
+    """The checks above would pass an English message in Japanese if ``_translates`` took a
+    message made of entries for itself: it does not, nor a wrong entry."""
     english = "grad_g: the sign is wrong."
-    assert _is_translation(english, "grad_g: 符号が逆です。")
-    assert not _is_translation(english, english)
-    assert not _is_translation(english, "grad_g: the sign is wrong。")
-    assert not _is_translation(english, "grad_g: 分母が抜けています。")
-    assert _is_translation("a float32 array of shape (3,)", "形 (3,) の float32 配列")
-    assert not _is_translation("a float32 array of shape (3,)", "形 (4,) の float32 配列")
-    assert _is_translation("grad_x", "grad_x")  # no entry: itself
+    assert _translates(english, "grad_g: 符号が逆です。")
+    assert not _translates(english, english)
+    assert not _translates(english, "grad_g: the sign is wrong。")
+    assert not _translates(english, "grad_g: 分母が抜けています。")
+    assert _translates("a float32 array of shape (3,)", "形 (3,) の float32 配列")
+    assert not _translates("a float32 array of shape (3,)", "形 (4,) の float32 配列")
+    assert _translates("an integer array of shape (3,)", "形 (3,) の整数型配列")
+    assert _translates("grad_x", "grad_x")  # no entry: itself
     described = "a tuple of 2 arrays (int32 (10,), float32 (10, 2))"
-    assert _is_translation(described, "2 個の 配列 からなる tuple (int32 (10,), float32 (10, 2))")
-    assert not _is_translation(
-        described, "2 個の 配列 からなる tuple (int32 (9,), float32 (10, 2))"
-    )
+    assert _translates(described, "2 個の配列からなる tuple (int32 (10,), float32 (10, 2))")
+    assert not _translates(described, "2 個の配列からなる tuple (int32 (9,), float32 (10, 2))")
+
+
+@pytest.mark.parametrize(
+    "message, finished",
+    [
+        ("形 (3,) の 整数型 配列 です", "形 (3,) の整数型配列です"),
+        ("x は （ 形 () ） を", "x は（形 ()）を"),
+        ("{'a': 1} です （ 値 ）", "{'a': 1} です（値）"),
+        ("マスク 5 個 での legal_fraction(masks) は", "マスク 5 個での legal_fraction(masks) は"),
+        ("a, b: 1 2", "a, b: 1 2"),
+    ],
+)
+def test_a_japanese_message_has_no_space_between_japanese_words(message, finished):
+    """:func:`finish` drops the spaces that join a Japanese value into a Japanese frame, and
+    any beside Japanese punctuation, and keeps those between Japanese and code or numbers;
+    English is left as it is."""
+    assert messages.finish(message) == message
+    companion.set_language("ja")
+    assert messages.finish(message) == finished
+    assert not _SPACED.search(finished)
+    assert _SPACED.search(message) or message == finished
+
+
+@pytest.mark.parametrize(
+    "message, finished",
+    [
+        ("返したのは None です", "返したのは None です。"),
+        ("配列に int() を使わないでください（x）", "配列に int() を使わないでください（x）。"),
+        ("符号が逆です。", "符号が逆です。"),
+        (
+            "参照実装と違います\n入力：\n  x float32 (3,)",
+            "参照実装と違います。\n入力：\n  x float32 (3,)",
+        ),
+        ("迷路（1 が壁）：\n[[0 1]]", "迷路（1 が壁）：\n[[0 1]]"),
+        ("grad_g(w, x) = 0.5", "grad_g(w, x) = 0.5"),
+    ],
+)
+def test_a_failure_ends_its_sentence_in_japanese(message, finished):
+    """A failure's first line ends with 「。」 where its last clause is open (a Japanese word
+    or bracket); a pass line (not a sentence) and English are left as they are."""
+    assert messages.finish(message, sentence=True) == message
+    companion.set_language("ja")
+    assert messages.finish(message, sentence=True) == finished
+    assert messages.finish(message) == message
