@@ -295,6 +295,45 @@ def test_every_emphasis_renders():
     assert not found, _report(found, "entries whose asterisks CommonMark shows")
 
 
+#: Kanji, katakana and what stands for a noun in code or maths.
+_NOUN = "\u3400-\u4dbf\u4e00-\u9fff\u30a1-\u30ffー0-9A-Za-z_＿)）"
+#: Two subjects in one clause, 「遷移がポールが倒れた」: a が after a noun, then only a noun
+#: (no kana: no verb, no other particle between), then が again; not the が of a verb
+#: (「曲がる」「上がり」「下がった」).
+DOUBLED_GA = re.compile(f"[{_NOUN}] ?が(?![らりるれろっ])[{_NOUN} ]+が(?![らりるれろっ])")
+
+
+def doubled_ga(text: str) -> list[str]:
+    """Where ``text``'s prose puts two subjects marked by が in one clause."""
+    words = prose(text)
+    return [words[max(0, m.start() - 15) : m.end() + 15] for m in DOUBLED_GA.finditer(words)]
+
+
+def test_no_doubled_ga_in_one_clause():
+    found = [(w, s) for w, text in all_texts() for s in doubled_ga(text)]
+    assert not found, _report(found, "clauses with two subjects in が")
+
+
+#: A full stop of the English that is a sentence's, not an ellipsis (``gamma * r_t + ...``).
+_SENTENCE_END = re.compile(r"(?<!\.)[.!?]$")
+#: How a Japanese sentence ends: 「。」「！」「？」, or code and data in ASCII.
+_JAPANESE_END = re.compile(r"[。！？!-~]$")
+
+
+def test_a_check_message_ends_its_sentence():
+    """A self-check message whose English ends a sentence (a hint: "... damps the swing.")
+    ends one in Japanese too, with 「。」 (the messages without a full stop are parts that
+    a frame ends, 「{name}: {mistake}。」, and a failure's message is ended where it is
+    composed: ``tests/checks/test_language.py``)."""
+    found = [
+        (message.id[:50], message.string[-30:])
+        for message in _read_po(CATALOGUES / "checks.po")
+        if message.id and message.string and not message.fuzzy
+        if _SENTENCE_END.search(message.id.rstrip()) and not _JAPANESE_END.search(message.string)
+    ]
+    assert not found, _report(found, "check messages that end a sentence in English only")
+
+
 # --- the checkers on examples ------------------------------------------------------------
 
 
@@ -358,3 +397,18 @@ def test_the_term_check_reads_prose_and_allows_its_contexts():
     assert forbidden_uses(discount, "jumanji はどちらにも割引率 0 を与えます")
     assert forbidden_uses(discount, "どの終わり方でも{term}`割引率 <discount>`は 0 になります")
     assert not forbidden_uses(discount, "{term}`割引率 <discount>` $\\gamma$ が 0.9 のとき")
+
+
+@pytest.mark.parametrize(
+    "text, doubled",
+    [
+        ("collect: 5 個の遷移がポールが倒れて終わっているのに", True),
+        ("`x` が `y` が 0 のとき", True),
+        ("ポールが 12 度を超えるかカートがレールを外れた", False),
+        ("曲線が曲がるのは伸びが鈍るところで", False),
+        ("エピソードが多いほど精度が上がります", False),
+        ("上がふさがっているとき", False),
+    ],
+)
+def test_the_doubled_ga_check(text, doubled):
+    assert bool(doubled_ga(text)) == doubled
