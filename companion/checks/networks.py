@@ -16,6 +16,7 @@ from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     CheckFailed,
+    _Differs,
     _Raised,
     _then,
     close,
@@ -52,14 +53,23 @@ def _mlp_variant(
     order=1,
     transpose=False,
     first=None,
+    place="",
 ):
-    """The MLP forward pass; the keyword arguments plant one mistake each."""
+    """The MLP forward pass; the keyword arguments plant one mistake each (``place``: tanh
+    "before" each layer, the bias "after" tanh, or "inside" the product, (x + b) @ W)."""
     layers = [params[0], params[-1]] if skip_middle and len(params) > 2 else params
     layers = layers[::order][:first]
     for i, (w, b) in enumerate(layers):
-        x = x @ (w.T if transpose else w) + (b if bias else 0.0)
-        if i < len(layers) - 1:
-            x = hidden(x)
+        last = i == len(layers) - 1
+        if place == "before":
+            x = hidden(x) @ w + b
+        elif place == "after" and not last:
+            x = hidden(x @ w) + b
+        elif place == "inside" and not last and w.shape[0] == w.shape[1]:
+            x = hidden((x + b) @ w)
+        else:
+            x = x @ (w.T if transpose else w) + (b if bias else 0.0)
+            x = x if last or place == "after" else hidden(x)
     return x if output is None else output(x)
 
 
@@ -90,13 +100,36 @@ def _mlp_case(params, x, label) -> Case:
             params, x, hidden=jax.nn.relu
         ),
     }
+    mistakes[
+        _(
+            "tanh is applied to each layer's input, tanh(x) @ W + b, instead of its output: "
+            "a hidden layer is tanh(x @ W + b), and the output layer stays linear"
+        )
+    ] = _mlp_variant(params, x, place="before")
+    mistakes[
+        _("the bias is added after tanh, tanh(x @ W) + b; it goes inside: tanh(x @ W + b)")
+    ] = _mlp_variant(params, x, place="after")
+    # (x + b) @ W runs where W is square only: on those layers
+    inside = [_mlp_variant(params, x, place="inside")]
+    if all(w.shape[0] == w.shape[1] for w, _ in params):
+        inside.append(_mlp_inside_everywhere(params, x))
+    mistakes[_("the bias is added before the product, (x + b) @ W; a layer is x @ W + b")] = inside
     if all(w.shape == (x.shape[1], x.shape[1]) for w, _ in params):  # they run on squares only
         mistakes[_(_REVERSED)] = _mlp_variant(params, x, order=-1)
         mistakes[_(_TRANSPOSED)] = _mlp_variant(params, x, transpose=True)
+
     if len(params) > 2:
         mistakes[_(_FIRST_TWO)] = _mlp_variant(params, x, first=2)
     inputs = {"x": x, **{f"W{i + 1}": w for i, (w, _) in enumerate(params)}}
     return Case(label, inputs, expected, mistakes)
+
+
+def _mlp_inside_everywhere(params, x):
+    """(x + b) @ W in every layer, the output layer's too."""
+    for i, (w, b) in enumerate(params):
+        x = (x + b) @ w
+        x = jnp.tanh(x) if i < len(params) - 1 else x
+    return x
 
 
 _REVERSED = N_(
@@ -175,8 +208,40 @@ def check_mlp_apply(mlp_apply: Callable) -> None:
             fail(_then(text, hint))
         outputs.append(got)
         cases.append(case)
-    verdict("mlp_apply", cases, outputs, rtol=1e-5, atol=1e-5)
+    try:
+        verdict("mlp_apply", cases, outputs, rtol=1e-5, atol=1e-5)
+    except _Differs:
+        _mlp_diagnosis(cases, outputs)
+        raise
     passed(_("mlp_apply applies every layer in order, tanh between them, for 1 to 4 layers"))
+
+
+def _mlp_diagnosis(cases: list, outputs: list) -> None:
+    """Name an unlisted mistake by the depths where it differs: already on one layer (x @ W +
+    b, nothing else), or only between layers."""
+    one = next(i for i, case in enumerate(cases) if "W2" not in case.inputs)
+    right = [close(out, case.expected, 1e-5, 1e-5) for case, out in zip(cases, outputs)]
+    case, got = cases[one], np.asarray(outputs[one])
+    if not right[one]:
+        fail(
+            _(
+                "mlp_apply differs already on {case}, where it is x @ W + b and nothing else "
+                "(the output layer has no tanh): with x[0] = {x} it gives {got}, expected {expected}"
+            ).format(
+                case=case.label,
+                x=np.round(np.asarray(case.inputs["x"][0], np.float64), 4).tolist(),
+                got=np.round(got[0].astype(np.float64), 4).tolist(),
+                expected=np.round(np.asarray(case.expected[0], np.float64), 4).tolist(),
+            )
+        )
+    wrong = next(case.label for case, ok in zip(cases, right) if not ok)
+    fail(
+        _(
+            "mlp_apply is right on one layer (x @ W + b) but differs on {case}: what happens "
+            "between layers is wrong. Each hidden layer is h = tanh(h @ W + b), h the previous "
+            "layer's output (x for the first); the last layer is h @ W + b"
+        ).format(case=wrong)
+    )
 
 
 @self_check

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from companion.checks._contract import require_array
-from companion.checks._messages import _
+from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
     _Differs,
@@ -78,6 +78,77 @@ def _dual_clip_case(ratio, adv, eps, c) -> Case:
     )
 
 
+#: Where each term of the dual-clip objective is the one that counts, and its value there.
+_DUAL_CLIP_REGIONS = (
+    N_("A > 0 and ratio <= 1 + eps, where the objective is ratio * A"),
+    N_("A > 0 and ratio > 1 + eps, where the objective is the clipped (1 + eps) * A"),
+    N_("A < 0 and ratio < 1 - eps, where the objective is the clipped (1 - eps) * A"),
+    N_("A < 0 above the floor, where the objective is min(ratio * A, clipped * A)"),
+    N_("A < 0 below the floor, where the objective is the floor dual_clip * A"),
+    N_("A = 0, where the objective is 0"),
+)
+
+
+def _dual_clip_regions(ratio, adv, eps, c) -> np.ndarray:
+    """The index in :data:`_DUAL_CLIP_REGIONS` of each element's active term."""
+    ratio, adv = np.asarray(ratio, np.float64), np.asarray(adv, np.float64)
+    standard = np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv)
+    return np.select(
+        [
+            adv == 0,
+            (adv > 0) & (ratio <= 1 + eps),
+            adv > 0,
+            c * adv > standard,
+            ratio < 1 - eps,
+        ],
+        [5, 0, 1, 4, 2],
+        3,
+    )
+
+
+def _dual_clip_diagnosis(cases: list, outputs: list) -> None:
+    """Name an unlisted mistake by the kinds of element where it differs (the regions of
+    :data:`_DUAL_CLIP_REGIONS`), the first difference's first."""
+    found, first = set(), None
+    for case, got in zip(cases, outputs):
+        ratio, adv, eps, c = case.inputs.values()
+        regions = _dual_clip_regions(ratio, adv, eps, c)
+        wrong = ~np.isclose(got, case.expected, rtol=1e-5, atol=1e-6)
+        found |= set(regions[wrong].tolist())
+        if first is None and wrong.any():
+            index = tuple(np.argwhere(wrong)[0])
+            first = (case, got, index, int(regions[index]))
+    case, got, index, region = first
+    shown = {
+        "ratio": f"{case.inputs['ratio'][index]:.4g}",
+        "advantage": f"{case.inputs['advantage'][index]:.4g}",
+        "eps": case.inputs["clip_eps"],
+        "dual_clip": case.inputs["dual_clip"],
+        "got": f"{float(got[index]):.4g}",
+        "expected": f"{float(case.expected[index]):.4g}",
+    }
+    if len(found) == 1:
+        message = _(
+            "dual_clip_objective differs only where {where}: at ratio {ratio}, advantage "
+            "{advantage} (clip_eps {eps}, dual_clip {dual_clip}) it gives {got}, expected "
+            "{expected}"
+        )
+        where = _(_DUAL_CLIP_REGIONS[region])
+    else:
+        message = _(
+            "dual_clip_objective differs where {where}: first at ratio {ratio}, advantage "
+            "{advantage} (clip_eps {eps}, dual_clip {dual_clip}), where it gives {got}, "
+            "expected {expected}"
+        )
+        order = [region] + sorted(found - {region})
+        where = _(_DUAL_CLIP_REGIONS[order[0]])
+        for other in order[1:]:
+            where = _("{where}; and where {region}").format(
+                where=where, region=_(_DUAL_CLIP_REGIONS[other])
+            )
+    fail(message.format(where=where, **shown))
+
+
 @self_check
 def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
     """Check ``dual_clip_objective(ratio, advantage, clip_eps, dual_clip)``, to be maximised.
@@ -128,7 +199,11 @@ def check_dual_clip_objective(dual_clip_objective: Callable) -> None:
                 got, call, shape, np.float32, why=_("elementwise, like ratio and advantage")
             )
         )
-    verdict("dual_clip_objective", cases, outputs)
+    try:
+        verdict("dual_clip_objective", cases, outputs)
+    except _Differs:
+        _dual_clip_diagnosis(cases, outputs)
+        raise
     passed(_("dual_clip_objective: PPO's clip, and dual_clip * A as a floor for A < 0"))
 
 
@@ -209,7 +284,63 @@ def _epsilon_verdict(cases: list, outputs: list) -> None:
                         "axis"
                     ).format(case=case.label, sums=np.round(got.sum(-1), 4).tolist())
                 )
+        _epsilon_rows(cases, outputs)
         raise
+
+
+def _epsilon_rows(cases: list, outputs: list) -> None:
+    """Name an unlisted mistake by its rows: right where every action is legal only, or a
+    (1 - epsilon) part that is a distribution over the legal actions but not their softmax."""
+    rows = []
+    for case, got in zip(cases, outputs):
+        logits, mask, eps = case.inputs.values()
+        for row in zip(*(np.reshape(a, (-1, 4)) for a in (logits, mask, got, case.expected))):
+            rows.append((*row, eps))
+    wrong = [r for r in rows if not np.allclose(r[2], r[3], rtol=1e-5, atol=1e-6)]
+
+    def shown(a):
+        return np.array2string(
+            np.round(np.asarray(a, np.float64), 4) + 0.0, separator=", ", suppress_small=True
+        )
+
+    logits, mask, got, expected, eps = wrong[0]
+    if all(not r[1].all() for r in wrong) and any(r[1].all() for r in rows):
+        fail(
+            _(
+                "epsilon_masked_probs is right on rows where every action is legal but differs "
+                "on rows with illegal actions: with logits {logits} and mask {mask} it gives "
+                "{got}, expected {expected}. The softmax runs over the legal logits only (the "
+                "others -inf), then each legal action gets epsilon / (its row's number of legal "
+                "actions) more"
+            ).format(
+                logits=shown(logits),
+                mask=np.array2string(mask.astype(int), separator=", "),
+                got=shown(got),
+                expected=shown(expected),
+            )
+        )
+    parts = [(r, (r[2] - r[4] * r[1] / r[1].sum()) / (1 - r[4])) for r in wrong]
+    if all(
+        np.all(q > -1e-5) and np.allclose(q.sum(), 1, atol=1e-4) and np.all(q[~r[1]] < 1e-5)
+        for r, q in parts
+    ):
+        (logits, mask, got, expected, eps), part = parts[0]
+        softmax = _softmax(np.where(mask, logits, -np.inf), -1)
+        greedy = _(" (all on one action: a greedy choice)") if np.isclose(part.max(), 1) else ""
+        fail(
+            _(
+                "epsilon_masked_probs spreads epsilon right, but its (1 - epsilon) part, "
+                "(p - epsilon / num_legal) / (1 - epsilon), is not the softmax of the legal "
+                "logits: with logits {logits} and mask {mask} it is {part}{greedy}, expected "
+                "{softmax}"
+            ).format(
+                logits=shown(logits),
+                mask=np.array2string(mask.astype(int), separator=", "),
+                part=shown(part),
+                greedy=greedy,
+                softmax=shown(softmax),
+            )
+        )
 
 
 @self_check

@@ -14,6 +14,7 @@ from companion.checks._contract import describe, require_array
 from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
+    _Differs,
     close,
     fail,
     passed,
@@ -42,6 +43,8 @@ def _gae_from_values_reference(
     if "termination_bootstraps" in mistakes:
         not_terminated = np.ones_like(not_terminated)
     cut = terminated if "cut_terminated" in mistakes else done
+    if "cut_next" in mistakes:
+        cut = np.concatenate([cut[1:], cut[-1:]])
     cut = 0 * done if "no_cut" in mistakes else cut
     lam = 1.0 if "lam_one" in mistakes else 0.0 if "lam_zero" in mistakes else lam
     decay = lam if "no_gamma" in mistakes else gamma * lam
@@ -83,6 +86,9 @@ _GAE_MISTAKES = {
     ("last_zero",): N_(
         "the last step does not bootstrap: the rollout's end is not an episode's end, use value_last for V(s_T)"
     ),
+    ("cut_next",): N_(
+        "the recursion is cut one step early, by done_{t+1}: a step's own end cuts what follows it, so multiply gamma * lam * A_{t+1} by (1 - done_t)"
+    ),
     ("lam_one",): N_("lambda is missing from the recursion A_t = delta_t + gamma * lam * A_{t+1}"),
     ("lam_zero",): N_(
         "with lam = 0 you get the one-step TD error; lam must weight the later terms"
@@ -123,6 +129,114 @@ def _gae_case(T, N, ends, gamma, lam, seed) -> Case:
         {**dict(zip(_GAE_NAMES, arrays)), "gamma": gamma, "lam": lam},
         _gae_from_values_reference(*arrays, gamma, lam),
         mistakes,
+    )
+
+
+#: The kinds of step whose TD error delta_t differs, and delta_t there.
+_GAE_STEPS = {
+    "last": N_(
+        "at the last step of the rollout, t = T - 1, where V(s_T) is value_last: delta_t = "
+        "r_t + gamma * value_last - value[t]"
+    ),
+    "terminated": N_(
+        "where an episode terminated, where nothing follows: delta_t = r_t - value[t]"
+    ),
+    "truncated": N_(
+        "where an episode was truncated, which bootstraps from its true final observation: "
+        "delta_t = r_t + gamma * value_final[t] - value[t]"
+    ),
+    "inside": N_("on steps inside an episode: delta_t = r_t + gamma * value[t + 1] - value[t]"),
+}
+
+
+def _implied_deltas(advantages, terminated, truncated, gamma, lam) -> np.ndarray:
+    """The delta_t that give ``advantages`` by the right recursion, undone:
+    A_t - gamma * lam * (1 - done_t) * A_{t+1}."""
+    advantages = np.asarray(advantages, np.float64)
+    following = np.concatenate([advantages[1:], np.zeros_like(advantages[:1])])
+    return advantages - gamma * lam * (1.0 - (terminated | truncated)) * following
+
+
+def _gae_diagnosis(cases: list, outputs: list) -> None:
+    """Name an unlisted mistake: advantages rescaled or shifted, or the kind of step (the
+    rollout's last, an episode's end, inside an episode) where its TD errors differ."""
+    fits = []
+    for case, got in zip(cases, outputs):
+        expected = np.asarray(case.expected, np.float64).ravel()
+        design = np.stack([expected, np.ones_like(expected)], axis=1)
+        (scale, shift), *_rest = np.linalg.lstsq(design, np.ravel(got), rcond=None)
+        fits.append((scale, shift, np.allclose(design @ (scale, shift), np.ravel(got), 1e-4, 1e-4)))
+    if all(fit[2] for fit in fits):
+        scale, shift, _fits = fits[0]
+        if all(abs(fit[1]) < 1e-4 for fit in fits):
+            fail(
+                _(
+                    "gae_from_values is off by a factor: on {case} it gives {scale} times the "
+                    "right advantages"
+                ).format(case=cases[0].label, scale=f"{scale:.4g}")
+            )
+        fail(
+            _(
+                "gae_from_values gives the right advantages A rescaled and shifted, a * A + b "
+                "with a = {scale} and b = {shift} on {case}: normalised? Return the advantages "
+                "themselves; the loss standardises them where it is asked to"
+            ).format(case=cases[0].label, scale=f"{scale:.4g}", shift=f"{shift:.4g}")
+        )
+    discounts = []
+    for case, got in zip(cases, outputs):
+        reward, value, value_last, value_final, terminated, truncated = (
+            np.asarray(case.inputs[k], np.float64) for k in _GAE_NAMES
+        )
+        gamma, lam = case.inputs["gamma"], case.inputs["lam"]
+        following = np.concatenate([value[1:], value_last[None]])
+        following = np.where(truncated, value_final, following)
+        boots = ~terminated.astype(bool)
+        implied = _implied_deltas(got, terminated.astype(bool), truncated.astype(bool), gamma, lam)
+        rest = implied - reward + value
+        if not np.allclose(rest[~boots], 0.0, atol=1e-4):
+            break
+        k = np.sum(rest[boots] * following[boots]) / np.sum(following[boots] ** 2)
+        if not np.allclose(rest[boots], k * following[boots], atol=1e-4):
+            break
+        discounts.append((case, k))
+    else:
+        case, k = discounts[0]
+        fail(
+            _(
+                "gae_from_values: its TD errors discount V(s_{{t+1}}) by {k}, not by gamma = "
+                "{gamma} (on {case}): delta_t = r_t + gamma * (1 - terminated_t) * V(s_{{t+1}}) "
+                "- V(s_t)"
+            ).format(k=f"{k:.4g}", gamma=case.inputs["gamma"], case=case.label)
+        )
+    kinds, first = set(), None
+    for case, got in zip(cases, outputs):
+        terminated, truncated = case.inputs["terminated"], case.inputs["truncated"]
+        gamma, lam = case.inputs["gamma"], case.inputs["lam"]
+        implied = _implied_deltas(got, terminated, truncated, gamma, lam)
+        deltas = _implied_deltas(case.expected, terminated, truncated, gamma, lam)
+        kind = np.where(terminated, "terminated", np.where(truncated, "truncated", "inside"))
+        kind[-1] = np.where(terminated[-1] | truncated[-1], kind[-1], "last")
+        wrong = ~np.isclose(implied, deltas, rtol=1e-4, atol=1e-4)
+        kinds |= set(kind[wrong].tolist())
+        if first is None and wrong.any():
+            t, n = (int(i) for i in np.argwhere(wrong)[-1])
+            first = (case, t, n, implied[t, n], deltas[t, n], kind[t, n])
+    if len(kinds) != 1:
+        return
+    case, t, n, got, expected, kind = first
+    fail(
+        _(
+            "gae_from_values: its TD errors differ only {where}. Undoing the recursion "
+            "A_t = delta_t + gamma * lam * (1 - done_t) * A_{{t+1}} on its advantages for {case} "
+            "gives delta_t = {got} at t = {t}, environment {n}; expected {expected}"
+        ).format(
+            where=_(_GAE_STEPS[kind]),
+            case=case.label,
+            got=f"{got:.4f}",
+            t=t,
+            n=n,
+            expected=f"{expected:.4f}",
+        )
     )
 
 
@@ -192,7 +306,11 @@ def check_gae_from_values(gae_from_values: Callable) -> None:
                 why=_("one advantage per step and environment, time first, like reward"),
             )
         )
-    verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
+    try:
+        verdict("gae_from_values", cases, outputs, rtol=1e-4, atol=1e-5)
+    except _Differs:
+        _gae_diagnosis(cases, outputs)
+        raise
     passed(_("gae_from_values cuts at every episode end and bootstraps truncations correctly"))
 
 

@@ -16,6 +16,8 @@ from companion.checks._contract import require_number
 from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
+    CheckFailed,
+    _Differs,
     fail,
     passed,
     require_function,
@@ -172,6 +174,12 @@ _SUMMED = N_(
     "diagonal is asked for"
 )
 
+_SYMMETRISED = N_(
+    "it averages ∂²L/∂v_i∂t_j with ∂²L/∂v_j∂t_i ((H + H.T) / 2), as if the block were "
+    "symmetric: in the softmax-weighted loss the two differ; take the largest |entry| of the "
+    "block itself over every pair i ≠ j"
+)
+
 
 def _second_block(loss: Callable, values, targets, first: int = 0, then: int = 1) -> Any:
     """``∂²L/∂x_i∂y_j`` as a ``(x.size, y.size)`` matrix: ``x`` and ``y`` the values (0) or the
@@ -202,6 +210,9 @@ def _cross_talk_case(label: str, loss: Callable, values, targets) -> Case:
             for n in (0, 1)
         ],
         _MEAN: np.abs(off).mean(),
+        _SYMMETRISED: np.abs(_off_diagonal((block + block.T) / 2)).max()
+        if block.shape[0] == block.shape[1]
+        else np.abs(off).max(),
         _SUMMED: [
             np.abs(off).sum(),
             np.abs(block.sum(axis=1)).max(),
@@ -235,6 +246,103 @@ def _cross_talk_hint(got: Any) -> str:
     if np.ndim(got) > 0:
         return _("Return one float, the largest over all pairs i != j")
     return ""
+
+
+def _near(got: float, expected: float, share: float) -> bool:
+    return abs(got - expected) <= share * abs(expected) + 1e-6
+
+
+def _cross_talk_diagnosis(cross_talk: Callable, cases: list, outputs: list) -> None:
+    """Name an unlisted mistake by what its results share: close but not exact, the same
+    result wherever the loss is measured, one entry that is not the largest, or scaled."""
+    wrong = [
+        (i, case, got)
+        for i, (case, got) in enumerate(zip(cases, outputs))
+        if not np.isclose(got, case.expected, rtol=1e-4, atol=1e-6)
+    ]
+    _i, case, got = wrong[0]
+    shown = {"case": case.label, "got": f"{got:.4g}", "expected": f"{case.expected:.4g}"}
+    if all(_near(g, c.expected, 0.05) for c, g in zip(cases, outputs)):
+        fail(
+            _(
+                "cross_talk is within 5% of the largest entry but not exact (on {case} it gives "
+                "{got}, expected {expected}): a finite difference approximates the derivative; "
+                "jax.jacfwd(jax.grad(loss), argnums=1)(values, targets) gives it exactly"
+            ).format(**shown)
+        )
+    _label, loss, values, targets = _CROSS_TALK_CASES[wrong[0][0]]
+    moved = (values + 1.0, targets[::-1] * 0.5 + 0.25)
+    try:
+        again = float(run_answer(cross_talk, loss, *moved, call="cross_talk", jit=False))
+    except (CheckFailed, TypeError, ValueError):
+        again = None
+    expected_there = float(np.abs(_off_diagonal(_second_block(loss, *moved))).max())
+    if (
+        again is not None
+        and np.isclose(again, outputs[wrong[0][0]], rtol=1e-6, atol=1e-9)
+        and not np.isclose(expected_there, float(wrong[0][1].expected), rtol=1e-3)
+    ):
+        fail(
+            _(
+                "cross_talk gives the same result, {got}, on {case} wherever the loss is "
+                "measured (other values and targets give {expected_there} there): it ignores "
+                "the values and targets passed; differentiate at them"
+            ).format(
+                got=f"{outputs[wrong[0][0]]:.4g}",
+                case=wrong[0][1].label,
+                expected_there=f"{expected_there:.4g}",
+            )
+        )
+
+    for i, case, got in wrong:
+        _label, loss, values, targets = _CROSS_TALK_CASES[i]
+        block = np.abs(_second_block(loss, values, targets))
+        found = np.argwhere(np.isclose(block, got, rtol=1e-4, atol=1e-6))
+        if len(found):
+            row, column = (int(k) for k in found[0])
+            largest = np.unravel_index(np.argmax(np.abs(_off_diagonal_masked(block))), block.shape)
+            message = (
+                _(
+                    "cross_talk gives |∂²L/∂v_i∂t_j| of the pair (i, j) = ({i}, {j}) on {case}, "
+                    "{got}, but the largest off the diagonal is {expected}, at (i, j) = ({k}, "
+                    "{m}): it reads some of the pairs only (one row or one column?); take the "
+                    "maximum over every pair i != j"
+                )
+                if row != column
+                else _(
+                    "cross_talk gives |∂²L/∂v_i∂t_i| of a diagonal entry, i = j = {i}, on "
+                    "{case}, {got}, but the largest off the diagonal is {expected}, at (i, j) "
+                    "= ({k}, {m}): leave out the diagonal"
+                )
+            )
+            fail(
+                message.format(
+                    i=row,
+                    j=column,
+                    k=int(largest[0]),
+                    m=int(largest[1]),
+                    case=case.label,
+                    got=f"{got:.4g}",
+                    expected=f"{case.expected:.4g}",
+                )
+            )
+    _i, case, got = wrong[0]
+    zeros_kept = all(
+        abs(g) <= 1e-6 for c, g in zip(cases, outputs) if abs(float(c.expected)) <= 1e-6
+    )
+    if zeros_kept and all(abs(float(c.expected)) > 1e-6 and abs(g) > 1e-6 for _i, c, g in wrong):
+        fail(
+            _(
+                "cross_talk is 0 where it should be, but scaled elsewhere: on {case} it gives "
+                "{got}, {ratio} times the largest |∂²L/∂v_i∂t_j| off the diagonal, {expected}. "
+                "Return that entry itself, not divided or multiplied by anything (a diagonal "
+                "entry, the batch size)"
+            ).format(**shown, ratio=f"{got / float(case.expected):.4g}")
+        )
+
+
+def _off_diagonal_masked(matrix: np.ndarray) -> np.ndarray:
+    return np.where(np.eye(*matrix.shape, dtype=bool), 0.0, matrix)
 
 
 @self_check
@@ -290,7 +398,12 @@ def check_cross_talk(cross_talk: Callable) -> None:
                 )
             )
         outputs.append(value)
-    verdict("cross_talk", _cross_talk_reference(), outputs, rtol=1e-4, atol=1e-6)
+    cases = _cross_talk_reference()
+    try:
+        verdict("cross_talk", cases, outputs, rtol=1e-4, atol=1e-6)
+    except _Differs:
+        _cross_talk_diagnosis(cross_talk, cases, outputs)
+        raise
     passed(
         _("cross_talk gives 0 for three per-sample losses and the largest entry for four others")
     )

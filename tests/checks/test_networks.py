@@ -10,7 +10,12 @@ check_mlp_apply (tanh MLP of any depth, ``x @ W + b``)
   transposed (PyTorch's ``(out, in)``) layers still run and give other values, named;
 - tanh between layers only: tanh on the output, none at all, a skipped hidden layer;
 - the biases and the sign; ``W @ x`` raises and is told the shapes, not to loop;
-- the contract: a transposed or cut result, NaN; an offset is generic.
+- inside a layer: tanh of its input, the bias after tanh or before the product (where W
+  is square: the 8 x 8 layer of a non-square net too), named;
+- by depth: a slip that shows already on one layer (an offset, no output bias, a softmax
+  on the output) is told a layer is x @ W + b alone; one right on one layer but not deeper
+  (sigmoid, tanh twice, no hidden biases) is told what goes between layers;
+- the contract: a transposed or cut result, NaN.
 
 check_frozen_constant (``scale`` constant, ``weight`` trained by ``eqx.filter_grad``)
 - no gradient for scale: an array field (``jnp.array(2.0)``), even behind
@@ -135,9 +140,71 @@ WRONG_MLP += [
     (
         "an offset",
         lambda p, x: any_depth_mlp(p, x) + 0.5,
-        generic("differs from the reference on three square layers"),
+        r"differs already on one layer, where it is x @ W \+ b and nothing else",
     ),
     ("NaN", lambda p, x: any_depth_mlp(p, x) * jnp.nan, "NaN"),
+]
+
+
+def _mlp_slip(params, x, slip=""):
+    """Written as a student writes it; ``slip`` plants one mistake."""
+    *hidden, (w_out, b_out) = params
+    for w, b in hidden:
+        if slip == "tanh_before":
+            x = jnp.tanh(x) @ w + b
+        elif slip == "bias_after_tanh":
+            x = jnp.tanh(x @ w) + b
+        elif slip == "bias_before_matmul" and w.shape[0] == w.shape[1]:
+            x = jnp.tanh((x + b) @ w)
+        elif slip == "sigmoid":
+            x = jax.nn.sigmoid(x @ w + b)
+        elif slip == "tanh_twice":
+            x = jnp.tanh(jnp.tanh(x @ w + b))
+        elif slip == "hidden_biases_missing":
+            x = jnp.tanh(x @ w)
+        else:
+            x = jnp.tanh(x @ w + b)
+    if slip == "tanh_before":
+        x = jnp.tanh(x)
+    out = x @ w_out + (0.0 if slip == "output_bias_missing" else b_out)
+    return jax.nn.softmax(out, axis=-1) if slip == "softmax_output" else out
+
+
+def _mlp_with(slip):
+    return lambda p, x: _mlp_slip(p, x, slip)
+
+
+WRONG_MLP += [
+    ("tanh before each layer", _mlp_with("tanh_before"), r"tanh is applied to each layer's input"),
+    ("the bias after tanh", _mlp_with("bias_after_tanh"), r"the bias is added after tanh"),
+    (
+        "the bias before the product on square layers",
+        _mlp_with("bias_before_matmul"),
+        r"the bias is added before the product, \(x \+ b\) @ W",
+    ),
+    # new slips
+    (
+        "sigmoid for tanh",
+        _mlp_with("sigmoid"),
+        r"right on one layer \(x @ W \+ b\) but differs on three square layers: what happens "
+        r"between layers",
+    ),
+    ("tanh twice", _mlp_with("tanh_twice"), r"right on one layer .* between layers is wrong"),
+    (
+        "the hidden layers' biases missing",
+        _mlp_with("hidden_biases_missing"),
+        r"right on one layer .* between layers is wrong",
+    ),
+    (
+        "the output layer's bias missing",
+        _mlp_with("output_bias_missing"),
+        r"differs already on one layer, where it is x @ W \+ b and nothing else",
+    ),
+    (
+        "a softmax on the output",
+        _mlp_with("softmax_output"),
+        r"differs already on one layer, where it is x @ W \+ b and nothing else",
+    ),
 ]
 
 

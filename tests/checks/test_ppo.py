@@ -6,14 +6,23 @@ What each check guards, and the case that breaks each plausible wrong answer:
 check_dual_clip_objective (PPO's min, floored at ``c A`` where ``A < 0``)
 - PPO's part: the sign, ``clip(ratio, eps, 1 + eps)``, max for min, nothing clipped;
 - the floor: missing, on A > 0 too, a min, its sign flipped or on |A|, on the ratio;
-- a floor on the unclipped product is generic, never told the ratio is clipped to eps;
-- the contract: the mean, bfloat16; an offset is generic.
+- a floor on the unclipped product, never told the ratio is clipped to eps;
+- an unlisted slip is told the kinds of element where it differs (A > 0 below or above
+  1 + eps, A < 0 below 1 - eps, above or below the floor), the first one's inputs and
+  value: a lower bound 1 / (1 + eps), a clip on one side only, the floor where ratio > 1 +
+  eps or ratio > dual_clip, a constant floor, the two arguments swapped, the product clipped
+  instead of the ratio, an offset;
+- the contract: the mean, bfloat16.
 
 check_epsilon_masked_probs ((1 - eps) masked softmax + eps over the legal actions)
 - the mask: illegal logits filled with 1 or 0, not renormalised, eps on illegal actions;
   illegal probabilities exactly 0 (a finite fill of -30 named);
 - eps: over the number of actions, over the batch, ignored, swapped, named;
 - the axis: 0 or 1 of a (2, 3, 4) batch; one row right only;
+- rows: a slip right where every action is legal only (eps over all actions then masked
+  and renormalised, the softmax renormalised after the mix) is told so; a (1 - eps) part
+  that is a distribution but not the softmax (greedy, sharpened logits), named; the
+  softmax of all logits masked and renormalised, or of logits * mask, is right;
 - the gradient: a nan (log of a masked exp), a stopped one, named;
 - the contract: flattened rows, float16.
 
@@ -113,18 +122,94 @@ WRONG_DUAL_CLIP += [
         lambda r, a, e, c: dual_clip(r, a, e, c).mean(),
         r"of shape \(3, 4\).*; it (returned|is) an? \w+ array of shape \(\)",
     ),
-    ("an offset", lambda r, a, e, c: dual_clip(r, a, e, c) + 0.01, generic("expected")),
+    ("an offset", lambda r, a, e, c: dual_clip(r, a, e, c) + 0.01, r"differs where A > 0 and"),
     ("the ratio bounded by c", _dual_clip_ratio_bound, "bounds the ratio, not the"),
     (
         "the floor on the unclipped product",
         lambda r, a, e, c: jnp.where(a < 0, jnp.maximum(r * a, c * a), dual_clip(r, a, e, c)),
-        generic("differs from the reference"),
+        r"differs only where A < 0 and ratio < 1 - eps, where the objective is the clipped",
     ),
 ]
 
 
+def _dual_clip_slip(ratio, advantage, clip_eps, dual_clip_c, slip=""):
+    """Written as a student writes it; ``slip`` plants one mistake."""
+    low, high = (
+        (1 / (1 + clip_eps), 1 + clip_eps) if slip == "log_sym" else (1 - clip_eps, 1 + clip_eps)
+    )
+    if slip == "swapped":
+        clip_eps, dual_clip_c = dual_clip_c, clip_eps
+        low, high = 1 - clip_eps, 1 + clip_eps
+    objective = jnp.minimum(ratio * advantage, jnp.clip(ratio, low, high) * advantage)
+    if slip == "clip_product":
+        objective = jnp.minimum(ratio * advantage, jnp.clip(ratio * advantage, low, high))
+    if slip == "on_ratio":
+        return jnp.where(
+            ratio > 1 + clip_eps, jnp.maximum(objective, dual_clip_c * advantage), objective
+        )
+    if slip == "constant":
+        return jnp.where(advantage < 0, jnp.maximum(objective, -dual_clip_c), objective)
+    if slip == "ratio_above_c":
+        return jnp.where(ratio > dual_clip_c, dual_clip_c * advantage, objective)
+    if slip == "upper_only":
+        objective = jnp.minimum(ratio * advantage, jnp.minimum(ratio, high) * advantage)
+    return jnp.where(advantage < 0, jnp.maximum(objective, dual_clip_c * advantage), objective)
+
+
+def _dual_slip(slip):
+    return lambda *a: _dual_clip_slip(*a, slip=slip)
+
+
+RIGHT_DUAL_CLIP += [_dual_clip_slip]
+WRONG_DUAL_CLIP += [
+    (
+        "the lower bound 1 / (1 + eps)",
+        _dual_slip("log_sym"),
+        r"differs only where A < 0 and ratio < 1 - eps.*gives -0.8333, expected -0.8",
+    ),
+    (
+        "the floor where ratio > 1 + eps",
+        _dual_slip("on_ratio"),
+        r"differs where A > 0 and ratio > 1 \+ eps.*gives 3, expected 1.2",
+    ),
+    (
+        "a constant floor -dual_clip",
+        _dual_slip("constant"),
+        r"differs where A < 0 below the floor, where the objective is the floor dual_clip \* A",
+    ),
+    # new slips
+    (
+        "clip_eps and dual_clip swapped",
+        _dual_slip("swapped"),
+        r"differs where A > 0 and ratio > 1 \+ eps",
+    ),
+    (
+        "the product clipped, clip(ratio * A, 1 - eps, 1 + eps)",
+        _dual_slip("clip_product"),
+        r"differs where A > 0 and ratio <= 1 \+ eps",
+    ),
+    (
+        "dual_clip * A wherever ratio > dual_clip",
+        _dual_slip("ratio_above_c"),
+        r"differs only where A > 0 and ratio > 1 \+ eps",
+    ),
+    (
+        "the ratio clipped above only",
+        _dual_slip("upper_only"),
+        r"differs only where A < 0 and ratio < 1 - eps, where the objective is the clipped",
+    ),
+]
+
+
+_ON_THE_RATIO = [
+    row
+    for row in WRONG_DUAL_CLIP
+    if row[0] in ("the ratio bounded by c", "the floor on the unclipped product")
+]
+
+
 @pytest.mark.parametrize(
-    "slip, wrong, verdict", WRONG_DUAL_CLIP[-2:], ids=[row[0] for row in WRONG_DUAL_CLIP[-2:]]
+    "slip, wrong, verdict", _ON_THE_RATIO, ids=[row[0] for row in _ON_THE_RATIO]
 )
 def test_a_dual_clip_slip_is_not_told_the_ratio_is_clipped_to_eps(slip, wrong, verdict):
     message = rejects("check_dual_clip_objective", wrong, verdict)
@@ -210,6 +295,71 @@ WRONG_EPSILON += [
         "the wrong gradient",
     ),
     ("a finite fill of -30", _eps_finite_fill, "not exactly 0"),
+]
+
+
+def _eps_slip(logits, mask, epsilon, slip=""):
+    """Written as a student writes it; ``slip`` plants one mistake."""
+    count = mask.sum(-1, keepdims=True)
+    if slip == "mix_then_mask":
+        mixed = ((1 - epsilon) * jax.nn.softmax(logits, -1) + epsilon / mask.shape[-1]) * mask
+        return mixed / mixed.sum(-1, keepdims=True)
+    if slip == "greedy":
+        best = jnp.argmax(jnp.where(mask, logits, -jnp.inf), -1)
+        return (1 - epsilon) * jax.nn.one_hot(best, mask.shape[-1]) + epsilon * mask / count
+    if slip == "uniform_renormalised":
+        mixed = (
+            (1 - epsilon) * jax.nn.softmax(jnp.where(mask, logits, -jnp.inf), -1)
+            + epsilon / mask.shape[-1]
+        ) * mask
+        return mixed / mixed.sum(-1, keepdims=True)
+    if slip == "mask_before_softmax_times":  # right: the renormalisation undoes the 0 fill
+        probs = jax.nn.softmax(logits * mask, -1) * mask
+        probs = probs / probs.sum(-1, keepdims=True)
+        return (1 - epsilon) * probs + epsilon * mask / count
+    if slip == "sharpened":
+        probs = jax.nn.softmax(jnp.where(mask, logits / (1 - epsilon), -jnp.inf), -1)
+        return (1 - epsilon) * probs + epsilon * mask / count
+    if slip == "renormalise_after_mix":
+        probs = (1 - epsilon) * jax.nn.softmax(logits, -1) * mask + epsilon * mask / count
+        return probs / probs.sum(-1, keepdims=True)
+    probs = jax.nn.softmax(logits, -1) * mask
+    probs = probs / probs.sum(-1, keepdims=True)  # softmax then mask, renormalised
+    return (1 - epsilon) * probs + epsilon * mask / count
+
+
+def _eps_with(slip):
+    return lambda *a: _eps_slip(*a, slip=slip)
+
+
+RIGHT_EPSILON += [_eps_slip, _eps_with("mask_before_softmax_times")]
+WRONG_EPSILON += [
+    (
+        "mixed with all actions, then masked and renormalised",
+        _eps_with("mix_then_mask"),
+        r"right on rows where every action is legal but differs on rows with illegal",
+    ),
+    (
+        "greedy: one-hot of the best legal action",
+        _eps_with("greedy"),
+        r"\(1 - epsilon\) part.*is not the softmax.*a greedy choice",
+    ),
+    # new slips
+    (
+        "epsilon over all actions, then masked and renormalised",
+        _eps_with("uniform_renormalised"),
+        r"right on rows where every action is legal but differs on rows with illegal",
+    ),
+    (
+        "the logits divided by 1 - epsilon",
+        _eps_with("sharpened"),
+        r"\(1 - epsilon\) part.*is not the softmax of the legal logits",
+    ),
+    (
+        "the softmax masked, mixed, then renormalised",
+        _eps_with("renormalise_after_mix"),
+        r"right on rows where every action is legal but differs on rows with illegal",
+    ),
 ]
 
 

@@ -8,7 +8,13 @@ check_gae_from_values (GAE with V(s_{t+1}) from the stored values)
 - the bootstrap: a truncation from value_final (not value[t + 1], not none), a terminated
   step none; value_last at the end (not 0, not jnp.roll's value[0]); truncations ignored;
 - lambda and gamma: lambda 0 or 1, gamma missing from delta, advantage + value, named;
-- the contract: transposed; an offset is generic.
+  delta discounted by lambda: the discount its TD errors use, named; the cut one step
+  early (done_{t+1}), named;
+- an unlisted slip is told the kind of step where its TD errors (the recursion undone)
+  differ: value[-1] for V(s_T) or a carry started at value_last, the last step;
+- rescaled: normalised advantages or an offset (a * A + b), half of them (a factor);
+- value_final at every end (0 at a termination) is right;
+- the contract: transposed.
 
 check_fill_one_loss (PPO's loss with illegal logits filled with 1.0)
 - the fill: the correct -inf loss, a fill of 0, named;
@@ -123,10 +129,84 @@ WRONG_GAE += [
         lambda *a: gae_from_values_answer(*a).T,
         r"of shape \(7, 3\).*; it (returned|is) an? \w+ array of shape \(3, 7\)",
     ),
-    ("an offset", lambda *a: gae_from_values_answer(*a) + 0.1, generic("expected")),
+    ("an offset", lambda *a: gae_from_values_answer(*a) + 0.1, r"rescaled and shifted.*b = 0.1"),
     ("two arguments", lambda r, v: r, "raised TypeError"),
     ("jnp.roll for the next value", _gae_roll, "jnp.roll.*wraps round"),
     ("truncations ignored", _gae_ignoring_truncations, "truncations are ignored"),
+]
+
+
+def _gae_unrolled(
+    reward, value, value_last, value_final, terminated, truncated, gamma, lam, slip=""
+):
+    """A Python loop over time, written as a student writes it; ``slip`` plants one mistake."""
+    steps = reward.shape[0]
+    advantage, out = jnp.zeros_like(value_last), [None] * steps
+    if slip == "carry_value_last":
+        advantage = value_last
+    for t in reversed(range(steps)):
+        following = value_last if t == steps - 1 else value[t + 1]
+        if slip == "repeat_last" and t == steps - 1:
+            following = value[-1]
+        following = jnp.where(truncated[t], value_final[t], following)
+        discount = lam if slip == "lam_for_gamma" else gamma
+        delta = reward[t] + discount * jnp.where(terminated[t], 0.0, following) - value[t]
+        done = terminated[t] | truncated[t]
+        if slip == "cut_next" and t < steps - 1:
+            done = terminated[t + 1] | truncated[t + 1]
+        advantage = delta + gamma * lam * jnp.where(done, 0.0, advantage)
+        out[t] = advantage
+    advantages = jnp.stack(out)
+    if slip == "normalised":
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    if slip == "halved":
+        advantages = 0.5 * advantages
+    return advantages
+
+
+def _gae_final_for_every_end(
+    reward, value, value_last, value_final, terminated, truncated, gamma, lam
+):
+    """value_final (0 where the episode terminated) at every end: no (1 - terminated) needed."""
+    following = jnp.concatenate([value[1:], value_last[None]])
+    following = jnp.where(terminated | truncated, value_final, following)
+    delta = reward + gamma * following - value
+
+    def step(carried, inputs):
+        d, done = inputs
+        carried = d + gamma * lam * jnp.where(done, 0.0, carried)
+        return carried, carried
+
+    return jax.lax.scan(
+        step, jnp.zeros_like(value_last), (delta, terminated | truncated), reverse=True
+    )[1]
+
+
+def _gae_slip(slip):
+    return lambda *a: _gae_unrolled(*a, slip=slip)
+
+
+RIGHT_GAE += [_gae_unrolled, _gae_final_for_every_end]
+WRONG_GAE += [
+    (
+        "value[-1] repeated for V(s_T)",
+        _gae_slip("repeat_last"),
+        r"TD errors differ only at the last step of the rollout.*t = 6",
+    ),
+    (
+        "normalised advantages",
+        _gae_slip("normalised"),
+        r"rescaled and shifted, a \* A \+ b.*normalised\?",
+    ),
+    # new slips
+    (
+        "the carry starts at value_last",
+        _gae_slip("carry_value_last"),
+        r"TD errors differ only at the last step of the rollout",
+    ),
+    ("lam for gamma in delta", _gae_slip("lam_for_gamma"), r"discount V\(s_\{t\+1\}\) by 0.8"),
+    ("cut by the next step's done", _gae_slip("cut_next"), r"cut one step early"),
+    ("half the advantages", _gae_slip("halved"), r"off by a factor: .* 0.5 times"),
 ]
 
 

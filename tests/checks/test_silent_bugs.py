@@ -6,7 +6,14 @@ What the check guards, and the case that breaks each plausible wrong answer:
 check_cross_talk (largest |d2L/dv_i dt_j| over i != j; seven losses of known cross-talk)
 - off the diagonal: the diagonal included, for all shapes or (B, 1) values only (a
   square mask on the (B, 1, B) Jacobian raises and is told the shape), named; on one
-  case only, generic;
+  case only, told the diagonal entry it returned;
+- the largest pair: one row, one column, the smallest pair: told the pair it returned and
+  where the largest is; the block symmetrised (the softmax-weighted loss's is not), named;
+- exact and at the inputs: a forward or central finite difference is within 5% (named);
+  a derivative taken at 0 or where values meet targets is told the result does not move
+  when the values and targets do (the softmax-weighted loss's cross-talk does);
+- unscaled: divided by the diagonal or the batch size, 0 where it should be but scaled
+  elsewhere, named;
 - the mixed derivative: the values or targets twice, a first derivative, named;
 - every pair: one triangle of the block (a lagged loss has cross-talk below the diagonal
   only, the softmax-weighted one a larger |entry| above it), named;
@@ -15,6 +22,8 @@ check_cross_talk (largest |d2L/dv_i dt_j| over i != j; seven losses of known cro
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +35,6 @@ from checks.answers import (
     bank_params,
     cross_talk_hessian,
     cross_talk_jacobian,
-    generic,
     rejects,
 )
 from companion.checks import check_cross_talk
@@ -169,9 +177,101 @@ WRONG_CROSS_TALK = [
     (
         "the diagonal on one case only",
         _diagonal_on_one_case,
-        generic(r"differs from the reference on targets centred within groups of three"),
+        r"a diagonal entry, i = j = \d, on targets centred within groups of three",
     ),
     ("a function not passed", 0.0, r"expected your function, got float"),
+]
+
+
+def _relative_to_diagonal(loss, values, targets):
+    block = _mixed_block(loss, values, targets)
+    scale = np.abs(np.diag(block)).max()
+    largest = np.abs(_off_diagonal(loss, values, targets)).max()
+    return float(largest / scale) if scale else float(largest)
+
+
+def _at_zero(loss, values, targets):
+    return float(np.abs(_off_diagonal(loss, jnp.zeros_like(values), jnp.zeros_like(targets))).max())
+
+
+def _first_row(loss, values, targets):
+    block = _mixed_block(loss, values, targets)
+    return float(np.abs(np.delete(block[0], 0)).max())
+
+
+def _finite_difference(loss, values, targets, eps=1e-1, central=False):
+    """∂L/∂v by jax.grad, then differences of it over each target moved by eps."""
+    grad = lambda t: np.asarray(jax.grad(loss)(values, t), np.float64).reshape(-1)  # noqa: E731
+    columns = []
+    for j in range(targets.size):
+        step = eps * jnp.eye(targets.size)[j]
+        back = grad(targets - step) if central else grad(targets)
+        columns.append((grad(targets + step) - back) / (2 * eps if central else eps))
+    block = np.stack(columns, axis=1)
+    return float(np.abs(block[~np.eye(*block.shape, dtype=bool)]).max())
+
+
+def _symmetrised(loss, values, targets):
+    block = _mixed_block(loss, values, targets)
+    block = (block + block.T) / 2
+    return float(np.abs(block[~np.eye(*block.shape, dtype=bool)]).max())
+
+
+def _smallest_pair(loss, values, targets):
+    return float(np.abs(_off_diagonal(loss, values, targets)).min())
+
+
+def _per_batch_size(loss, values, targets):
+    return float(np.abs(_off_diagonal(loss, values, targets)).max() / targets.size)
+
+
+def _first_column(loss, values, targets):
+    block = _mixed_block(loss, values, targets)
+    return float(np.abs(np.delete(block[:, 0], 0)).max())
+
+
+def _at_values_as_targets(loss, values, targets):
+    """Differentiates at targets equal to the values (where each error is 0)."""
+    return float(np.abs(_off_diagonal(loss, values, values.reshape(targets.shape))).max())
+
+
+def _transposed_block(loss, values, targets):
+    """∂/∂v of ∂L/∂t: the same block transposed, so the same largest |entry|."""
+    jac = jax.jacfwd(jax.grad(loss, argnums=1), argnums=0)(values, targets)
+    block = np.asarray(jac).reshape(targets.size, values.size)
+    return float(np.abs(block[~np.eye(*block.shape, dtype=bool)]).max())
+
+
+RIGHT_CROSS_TALK += [_transposed_block]
+
+WRONG_CROSS_TALK += [
+    (
+        "relative to the largest diagonal entry",
+        _relative_to_diagonal,
+        r"0 where it should be, but scaled elsewhere: .* 25 times",
+    ),
+    ("measured at zero values and targets", _at_zero, r"the same result, 0, .* wherever the loss"),
+    ("the first row only", _first_row, r"pair \(i, j\) = \(0, 3\).*some of the pairs only"),
+    ("a forward difference of 0.1", _finite_difference, r"within 5% of the largest entry"),
+    # new slips
+    (
+        "a central difference of 0.1",
+        functools.partial(_finite_difference, central=True),
+        r"within 5% of the largest entry",
+    ),
+    (
+        "the block symmetrised, (H + H.T) / 2",
+        _symmetrised,
+        r"averages ∂²L/∂v_i∂t_j with ∂²L/∂v_j∂t_i",
+    ),
+    ("the smallest pair", _smallest_pair, r"pair \(i, j\).*some of the pairs only"),
+    ("divided by the batch size", _per_batch_size, r"scaled elsewhere: .* 0.2 times"),
+    ("the first column only", _first_column, r"pair \(i, j\).*some of the pairs only"),
+    (
+        "measured where each value meets its target",
+        _at_values_as_targets,
+        r"ignores",
+    ),
 ]
 
 
