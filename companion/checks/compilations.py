@@ -151,10 +151,12 @@ def _length(seen: Any, label: str) -> int:
 
 #: The named mistakes, in English with the events' names as placeholders: told by :func:`_told`.
 _EMPTY = N_(
-    "the list stays empty, though JAX compiled inside the blocks. JAX reports each "
-    "compilation as the event '{compile}' to the listeners registered with "
-    "jax.monitoring.register_event_duration_secs_listener, and the list must hold them by the "
-    "end of the block"
+    "the list stays empty, though JAX compiled inside the blocks. Either nothing listens: JAX "
+    "reports each compilation as the event '{compile}' to the listeners registered with "
+    "jax.monitoring.register_event_duration_secs_listener. Or what arrived never reaches the "
+    "list the block received: note where the record stands before `yield` (not in "
+    "`finally:`), and fill that same list at the end (c.extend(...); `c = ...` only rebinds "
+    "a local name)"
 )
 _EVERY_EVENT = N_(
     "it counts every event JAX reports while it compiles, not only the compilation: for each "

@@ -7,9 +7,10 @@ What the check guards, and the case that breaks each plausible wrong answer:
 check_compilations (a context manager: the durations of the XLA compilations in its block)
 - compilations only: every compile event (three per program), every event, traces,
   lowerings, named;
-- within the block: a snapshot at entry or plain events (an empty list), a copy of the log
-  so far, one list for two blocks, a listener never removed or removed without finally
-  (grows after the block), named;
+- within the block: a snapshot at entry, plain events, the list's name rebound in
+  ``finally:`` or the start noted there (an empty list; the message tells both causes, no
+  listener and a list never filled), a copy of the log so far, one list for two blocks, a
+  listener never removed or removed without finally (grows after the block), named;
 - a block that raises: counted, its error not swallowed, named;
 - durations: event names, every compilation twice (generic);
 - a context manager: a generator without the decorator, one that yields nothing,
@@ -130,6 +131,27 @@ def _snapshot_at_entry():
 
 
 @contextlib.contextmanager
+def _rebound_list():
+    """Rebinds its local name in ``finally:``: the list the block received stays empty."""
+    start, seen = len(_log), []
+    try:
+        yield seen
+    finally:
+        seen = _log[start:]  # noqa: F841 (the slip: a new list, never seen by the block)
+
+
+@contextlib.contextmanager
+def _start_in_finally():
+    """Notes where the record stands only when the block ends: nothing after it."""
+    seen = []
+    try:
+        yield seen
+    finally:
+        start = len(_log)
+        seen.extend(_log[start:])
+
+
+@contextlib.contextmanager
 def _plain_events_listener():
     """register_event_listener: plain events, never the compile durations."""
     seen = []
@@ -198,6 +220,16 @@ WRONG_COMPILATIONS = [
     ),
     ("a slice taken when the block starts", _snapshot_at_entry, r"the list stays empty"),
     ("register_event_listener (no durations)", _plain_events_listener, r"the list stays empty"),
+    (
+        "the list's name rebound in finally",
+        _rebound_list,
+        r"the list stays empty.*`c = \.\.\.` only rebinds a local name",
+    ),
+    (
+        "the start noted in finally",
+        _start_in_finally,
+        r"the list stays empty.*before `yield` \(not in `finally:`\)",
+    ),
     ("the global log yielded", _the_global_log, r"one and the same list for two blocks"),
     (
         "the global log cleared and yielded",
