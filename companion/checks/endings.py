@@ -13,6 +13,9 @@ from companion.checks._contract import require_array
 from companion.checks._messages import _
 from companion.checks.core import (
     Case,
+    _Differs,
+    close,
+    fail,
     passed,
     require_function,
     require_pair,
@@ -90,6 +93,7 @@ def _count_endings_case(kinds, walled_starts, label: str) -> Case:
         return np.array([term, n_last - term if trunc is None else trunc])
 
     right = counts(target + walled)
+    flags = np.isin(kinds, (_TARGET, _WALLED)), kinds == _CLOCK
     return Case(
         label,
         {_KINDS: kinds, "next episode starts walled in": walled_starts},
@@ -130,6 +134,24 @@ def _count_endings_case(kinds, walled_starts, label: str) -> Case:
                 "truncated counts every ending, the terminations too: truncated is last & "
                 "~terminated"
             ): counts(target + walled, n_last),
+            _(
+                "no ending is counted: an episode ends at a LAST step, timestep.last() (an "
+                "auto-reset rollout's steps are never FIRST, so timestep.first() finds none)"
+            ): counts(0, 0),
+            _(
+                "each count is of the steps at which some environment's episode ended (an "
+                "any over axis 1, the environments, before the sum), not of the endings: sum "
+                "the flags over the steps and the environments both"
+            ): np.array([f.any(axis=1).sum() for f in flags]),
+            _(
+                "each count is of the environments in which some episode ended (an any over "
+                "axis 0, the steps, before the sum), not of the endings: sum the flags over "
+                "the steps and the environments both"
+            ): np.array([f.any(axis=0).sum() for f in flags]),
+            _(
+                "the steps within an episode are counted as endings: an ending is a LAST step "
+                "(step_type 2, timestep.last()), not a MID one (step_type 1)"
+            ): counts(0, kinds.size - n_last),
         },
     )
 
@@ -187,8 +209,10 @@ def check_count_endings(count_endings: Callable) -> None:
         CheckFailed: for a result that is not a pair of integer scalars, or naming the
             mistake (the next episode's observation read instead of ``extras["next_obs"]``,
             no test for a walled-in agent, every ending a termination, the pair swapped, steps
-            within an episode or terminations counted as truncations); otherwise the counts
-            that differ.
+            within an episode or terminations counted as truncations, no ending counted (the
+            FIRST steps for the LAST), the steps or the environments with an ending counted
+            instead of the endings, the steps within an episode counted as endings); otherwise
+            the counts that differ, with the whole rollout step by step.
     """
     require_function(count_endings, "count_endings")
     cases = _count_endings_cases()
@@ -225,5 +249,32 @@ def check_count_endings(count_endings: Callable) -> None:
         case._replace(label=_("{case}, (n_terminated, n_truncated)").format(case=case.label))
         for _seed, case in cases
     ]
-    verdict("count_endings", shown, outputs)
+    try:
+        verdict("count_endings", shown, outputs)
+    except _Differs:
+        case, got = next(
+            (case, out)
+            for (_seed, case), out in zip(cases, outputs)
+            if not close(out, case.expected)
+        )
+        grid = "\n".join("  " + " ".join(str(k) for k in row) for row in case.inputs[_KINDS])
+        starts = np.argwhere(case.inputs["next episode starts walled in"])
+        message = _(
+            "count_endings differs from the reference on {case}: it gives (n_terminated, "
+            "n_truncated) = ({got_term}, {got_trunc}), expected ({term}, {trunc}). The rollout, "
+            "a row per step and a column per environment (0 within an episode, 1 an ending at "
+            "the target, 2 walled in, 3 at the time limit):"
+        ).format(
+            case=case.label,
+            got_term=int(got[0]),
+            got_trunc=int(got[1]),
+            term=int(case.expected[0]),
+            trunc=int(case.expected[1]),
+        )
+        if len(starts):
+            grid += "\n" + _(
+                "After the ending at step {step} of environment {env} the next episode starts "
+                "walled in (its observation's mask is empty)"
+            ).format(step=int(starts[0][0]), env=int(starts[0][1]))
+        fail(message + "\n" + grid)
     passed(_("count_endings counts terminations and truncations from extras['next_obs']"))

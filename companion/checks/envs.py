@@ -230,6 +230,21 @@ def check_up_first_policy(policy: Callable) -> None:
 # --- chapter 4 ----------------------------------------------------------------------------
 
 
+#: How an array shifted one step in time is filled at the edge: by its edge row, or by the
+#: row that ``jnp.roll`` brings round.
+_FILLS = ("edge", "wrap")
+
+
+def _shifted(a: np.ndarray, k: int, fill) -> np.ndarray:
+    """``a`` with ``out[t] = a[t + k]`` along time (axis 0), ``fill`` says what fills the
+    step that falls off the end."""
+    out = np.roll(a, -k, axis=0)
+    if fill == "edge":
+        edge = slice(-1, None) if k > 0 else slice(0, 1)
+        out[edge] = a[edge]
+    return out
+
+
 def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
     """The right ``(terminated, truncated)`` of one case, stacked as int ``(2, T, N)``, and
     what each named mistake returns there."""
@@ -247,7 +262,10 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
         pair(term, np.roll(right[1], 1, 0)),
     ]
     precedence = (l & (r > 0)) | no_move
-    return right, {
+    shifted = [
+        pair(l & ((r > 0) | ~_shifted(m, k, fill).any(-1))) for k in (1, -1) for fill in _FILLS
+    ]
+    mistakes = {
         _("every LAST step is called a termination; the time limit is a truncation"): pair(
             l, np.zeros_like(l)
         ),
@@ -279,6 +297,11 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
         ): pair(l & ((r > 0) | ~m.all(-1))),
         _("a flag is one step late: it belongs to the step whose timestep is LAST"): late,
         _(
+            "next_mask is read one step off in time: next_mask[t] is the mask after step t, "
+            "the step of reward[t] and last[t], so combine them at the same index, without "
+            "shifting it"
+        ): shifted,
+        _(
             "`last & a | b` reads as `(last & a) | b`, so a walled-in mask flags steps that are "
             "not LAST: put the | in parentheses, last & ((reward > 0) | no_move)"
         ): [
@@ -286,6 +309,7 @@ def _classify_models(r: np.ndarray, l: np.ndarray, m: np.ndarray) -> tuple:
             pair(precedence, l & ~precedence),
         ],
     }
+    return right, mistakes
 
 
 def _classify_cases() -> list:
@@ -304,7 +328,7 @@ def _classify_cases() -> list:
     next_mask[0, 0] = False
     # Five steps of three environments, masks with some walls: a time limit next to a wall
     # (env 0, t=3), the target (env 1, t=1), a walled-in agent (env 2, t=4), and steps that
-    # are not LAST with an empty mask (env 0, t=2) and a reward (env 2, t=2).
+    # are not LAST with an empty mask (env 0, t=2; env 2, t=0) and a reward (env 2, t=2).
     reward_b = np.zeros((5, 3), np.float32)
     reward_b[[1, 2], [1, 2]] = 1.0
     last_b = np.zeros((5, 3), bool)
@@ -314,6 +338,7 @@ def _classify_cases() -> list:
     mask_b[3, 0] = [False, True, False, False]
     mask_b[2, 0] = False
     mask_b[4, 2] = False
+    mask_b[0, 2] = False  # rolled round one step, the walled-in step (env 2, t=4) keeps its mask
     cases = []
     for r, l, m in ((reward, last, next_mask), (reward_b, last_b, mask_b)):
         right, mistakes = _classify_models(r, l, m)
@@ -336,8 +361,9 @@ def check_termination_and_truncation(classify: Callable) -> None:
         CheckFailed: for a result that is not a pair of bool ``(T, N)`` arrays, or naming the
             mistake (every end a termination, terminations also truncated, the pair swapped, a
             walled-in agent or the target missed, walls next to the agent taken for walled in,
-            flags one step late, ``last & a | b``); otherwise the first step that differs,
-            in words.
+            flags one step late, next_mask read one step off, ``last & a | b``, a
+            step both terminated and truncated, a LAST step neither); otherwise the first
+            step that differs, in words.
     """
     cases = _classify_cases()
     outputs = []
@@ -384,6 +410,27 @@ def check_termination_and_truncation(classify: Callable) -> None:
                         "{step} of environment {env} ({case}); only a LAST step ends an "
                         "episode, so combine the conditions with last & (...)"
                     ).format(name=name, step=t, env=n, case=case.label)
+                )
+        for ((_reward, last, _mask), case), out in zip(cases, outputs):
+            both = np.argwhere(out[0] & out[1])
+            if len(both):
+                t, n = (int(i) for i in both[0])
+                fail(
+                    _(
+                        "classify: terminated and truncated are both True at step {step} of "
+                        "environment {env} ({case}): an episode ends one way only, so a "
+                        "truncation is a LAST step that did not terminate, last & ~terminated"
+                    ).format(step=t, env=n, case=case.label)
+                )
+            neither = np.argwhere(last & ~out[0].astype(bool) & ~out[1].astype(bool))
+            if len(neither):
+                t, n = (int(i) for i in neither[0])
+                fail(
+                    _(
+                        "classify: the LAST step {step} of environment {env} ({case}) is "
+                        "neither terminated nor truncated: every LAST step ends its episode one "
+                        "way or the other, so truncated is last & ~terminated"
+                    ).format(step=t, env=n, case=case.label)
                 )
         i = next(
             i

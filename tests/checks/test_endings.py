@@ -11,7 +11,10 @@ check_count_endings (terminations and truncations of an auto-reset Maze rollout)
 - discount 0 is not the only ending: every ending a termination, named;
 - truncations are LAST steps only: ~terminated, last, named; an environment that never
   ends keeps the counts honest;
-- the contract: the pair swapped, float counts, per-environment counts, a stacked array.
+- an ending is a LAST step, each counted: timestep.first() (no ending counted), the MID
+  steps, the steps or the environments with an ending (an any before the sum), named;
+- the contract: the pair swapped, float counts, per-environment counts, a stacked array;
+- any other count: the counts that differ and the whole rollout, a row per step.
 The case set: every named mistake differs from the right answer and from every other.
 """
 
@@ -27,6 +30,7 @@ from checks.answers import (
     _count_endings_by_position,
     _distinguishable,
     bank_params,
+    generic,
     passes,
     rejects,
     right_params,
@@ -67,6 +71,15 @@ def _count_from(mask_of=None, position_of=None, flags=None):
         return term.sum(), trunc.sum()
 
     return count
+
+
+def _flags(timesteps):
+    return _classify(timesteps.reward, timesteps.last(), timesteps.extras["next_obs"].action_mask)
+
+
+def _count_with_last(timesteps, last):
+    flags = _classify(timesteps.reward, last, timesteps.extras["next_obs"].action_mask)
+    return tuple(jnp.sum(flag) for flag in flags)
 
 
 RIGHT_COUNT_ENDINGS = [
@@ -134,6 +147,35 @@ WRONG_COUNT_ENDINGS = [
         r"scalar \(shape \(\)\).*; it is an int32 array of shape \(3,\)",
     ),
     ("stacked", lambda ts: jnp.stack(_count_endings(ts)), "should return a pair"),
+    (
+        "first() for last()",
+        lambda ts: _count_with_last(ts, ts.first()),
+        r"no ending is counted: an episode ends at a LAST step",
+    ),
+    (
+        "the steps with an ending",
+        lambda ts: tuple(f.any(axis=1).sum() for f in _flags(ts)),
+        r"the steps at which some environment's episode ended",
+    ),
+    (
+        "the environments with an ending",
+        lambda ts: tuple(f.any(axis=0).sum() for f in _flags(ts)),
+        r"the environments in which some episode ended",
+    ),
+    (
+        "MID steps for LAST",
+        lambda ts: _count_with_last(ts, ts.step_type == 1),
+        r"the steps within an episode are counted as endings",
+    ),
+    (
+        "one termination too many",
+        lambda ts: (_count_endings(ts)[0] + 1, _count_endings(ts)[1]),
+        generic(
+            r"on 8 steps of 3 environments, one of which never ends: it gives \(n_terminated, "
+            r"n_truncated\) = \(3, 2\), expected \(2, 2\)[^\n]*\n  0 0 0\n  0 2 0\n  1 0 0"
+            r"\n  0 0 0\n  0 0 0\n  0 3 0\n  0 0 0\n  3 0 0"
+        ),
+    ),
 ]
 
 

@@ -26,8 +26,12 @@ check_termination_and_truncation (LAST steps split into terminated and truncated
 - the target terminates: only walled in, ``&`` for ``|``, precedence ``last & a | b``;
 - only LAST steps: flags off LAST, last left out, one step late, truncated = ~terminated;
 - time limits truncate: every end a termination, truncated = last;
-- the mask of the step itself: the previous step's mask gives a generic difference in
-  words; two mistakes at once too;
+- the mask of the step itself: the previous or the next step's mask (rolled, or padded by
+  its edge row or by a row of legal moves), named as read one step off; the next step's
+  reward is named as the target not called a termination;
+- one ending each: truncated = last & (reward == 0) or last & a legal move (both flags at a
+  step), a walled-in agent left unflagged (neither at a LAST step), and two mistakes at
+  once (target only, no truncations), named by the first step that breaks it;
 - the contract: the pair swapped, terminated only, int or float flags.
 The case sets: every named mistake differs from the right answer and from every other.
 """
@@ -228,11 +232,10 @@ WRONG_CLASSIFY = [
         _classify_with(lambda r, l, m: l & ~jnp.any(m, -1)),
         r"target \(reward 1\) is not called a termination",
     ),
-    # the mask of the step before: told what differs, not named after another mistake
     (
         "mask of the previous step",
         _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.any(jnp.roll(m, 1, 0), -1))),
-        generic("differs from the reference on 6 steps .* at step 1 of environment 1, a walled-in"),
+        r"next_mask is read one step off in time",
     ),
     (
         "keepdims",
@@ -244,13 +247,11 @@ WRONG_CLASSIFY = [
         lambda r, l, m: tuple(f.astype(jnp.int32) for f in _classify(r, l, m)),
         r"(it returned|it is) an? int32 array",
     ),
-    # two mistakes at once: told what differs, at which step, in words
+    # two mistakes at once: told the first LAST step that ends its episode neither way
     (
         "target only, no truncations",
         _classify_with(lambda r, l, m: l & (r > 0), lambda r, l, m, te: jnp.zeros_like(l)),
-        generic(
-            "at step 1 of environment 1, a walled-in agent .* terminated is False, expected True"
-        ),
+        r"the LAST step 1 of environment 1 \(6 steps of 2 environments\) is neither",
     ),
 ]
 
@@ -292,6 +293,38 @@ WRONG_CLASSIFY += [
         "float flags",
         lambda r, l, m: tuple(x.astype(jnp.float32) for x in _classify(r, l, m)),
         r"(it returned|it is) an? float32 array",
+    ),
+    (
+        "the next step's mask, the last row kept",
+        _classify_with(lambda r, l, m: l & ((r > 0) | ~jnp.concatenate([m[1:], m[-1:]]).any(-1))),
+        r"next_mask is read one step off in time",
+    ),
+    (
+        "the previous step's mask, all legal before the first",
+        _classify_with(
+            lambda r, l, m: l & ((r > 0) | ~jnp.concatenate([jnp.ones_like(m[:1]), m[:-1]]).any(-1))
+        ),
+        r"next_mask is read one step off in time",
+    ),
+    (
+        "the next step's reward",
+        _classify_with(lambda r, l, m: l & ((jnp.roll(r, -1, 0) > 0) | ~jnp.any(m, -1))),
+        r"reaching the target \(reward 1\) is not called a termination",
+    ),
+    (
+        "truncated = last & reward 0",
+        lambda r, l, m: (_classify(r, l, m)[0], l & (r == 0)),
+        r"both True at step 1 of environment 1",
+    ),
+    (
+        "truncated = last & a legal move",
+        lambda r, l, m: (_classify(r, l, m)[0], l & jnp.any(m, -1)),
+        r"both True at step 2 of environment 0",
+    ),
+    (
+        "terminated at the target, truncated at a time limit, walled in neither",
+        lambda r, l, m: (l & (r > 0), l & (r == 0) & jnp.any(m, -1)),
+        r"LAST step 1 of environment 1 .* is neither terminated nor truncated",
     ),
 ]
 
