@@ -83,8 +83,8 @@ def _double_dqn_case(reward, terminated, q_online, q_target, gamma, label) -> Ca
 
 def _name_wrong_action(cases: list, outputs: list) -> None:
     """Fail, naming the row, where every target is ``r + gamma (1 - d) q_next_target[a]`` of some
-    action ``a`` but some ``a`` is not the online network's argmax."""
-    first = None
+    action ``a`` but ``a`` is not the online network's argmax on some row of every case."""
+    first, cases_wrong = None, 0
     for case, out in zip(cases, outputs):
         reward, terminated = np.asarray(case.inputs["reward"]), case.inputs["terminated"]
         q_online, q_target = case.inputs["q_next_online"], case.inputs["q_next_target"]
@@ -94,10 +94,12 @@ def _name_wrong_action(cases: list, outputs: list) -> None:
         if not fits.any(axis=1).all():
             return
         best = q_online.argmax(-1)
-        for row in range(len(reward)):
-            if first is None and not fits[row, best[row]]:
-                first = (case.label, row, int(np.argmax(fits[row])), int(best[row]))
-    if first is not None:
+        wrong = [row for row in range(len(reward)) if not fits[row, best[row]]]
+        cases_wrong += bool(wrong)
+        if first is None and wrong:
+            row = wrong[0]
+            first = (case.label, row, int(np.argmax(fits[row])), int(best[row]))
+    if cases_wrong == len(cases):  # on some cases only it may be a special case
         fail(
             _(
                 "double_dqn_target evaluates another action than the online network's argmax: "

@@ -20,8 +20,10 @@ check_double_dqn_target (online argmax, target network's value)
 - the gather: a (B, 1) column broadcast to (B, B) is told so; a one-hot product maxed
   (negative values) named; a finite fill of -10 is generic;
 - the contract: bfloat16;
-- the action: where each target is some action's target value, the first row whose action
-  is not the online argmax is named (the batch axis, argmin, the two networks' sum);
+- the action: where each target is some action's target value and every case has a row
+  whose action is not the online argmax, the first such row is named (argmin, the two
+  networks' sum); the argmax over the batch axis, right on the first case by chance, is
+  generic;
 - the values: the smaller of the two networks' (clipped double Q), the networks averaged
   and maxed, no gamma, named.
 
@@ -442,8 +444,8 @@ WRONG_DOUBLE_DQN += [
     (
         "the argmax over the batch axis",
         _double_batch_axis,
-        r"evaluates another action than the online network's argmax: on .*, row 0 takes "
-        r"q_next_target's value of action 1, where argmax q_next_online is 0",
+        # right on the first case by chance: the action is not named from the other two alone
+        generic("double_dqn_target differs from the reference on a batch of 4 with 3 actions"),
     ),
     (
         "the smaller of the two networks' values",
