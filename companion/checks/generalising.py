@@ -19,6 +19,7 @@ from companion.checks._contract import require_array
 from companion.checks._messages import N_, _
 from companion.checks.core import (
     Case,
+    _Differs,
     _program_lacks,
     close,
     fail,
@@ -156,6 +157,10 @@ _OPPOSITE = N_(
     "can_move[d] allows the move to ppo.neighbour(v, d) (jnp.roll(v, 1, axis=0) is "
     "the neighbour above, direction 0)"
 )
+_COUNT_CELLS = N_(
+    "the count adds up the cells that changed (a sum of v_next != v), not the backups that "
+    "changed something: add 1 for a backup that changed any cell (jnp.any)"
+)
 _NO_KEEP = N_(
     "the backup forgets what a cell already has, so the values never settle (the check "
     "stopped the loop): v_{i+1} = max(v_i, max over moves of v_i(s') - cost) keeps v_i, "
@@ -181,6 +186,7 @@ def _settle_case(label: str, rows: list[str], cost: float):
         _(_NO_MASK): [model(mask=False)],
         _(_OPPOSITE): [model(opposite=True), model(opposite=True, wrap=True)],
         _(_NO_KEEP): [model(keep=False)],
+        _(_COUNT_CELLS): [(expected_v, int((dist > 0).sum()))],
     }
     inputs = {"walls": walls.astype(int), "cost": cost}
     case = Case(label, inputs, (expected_v, count), mistakes)
@@ -217,6 +223,75 @@ def _pair_close(out, pair) -> bool:
     return close(out[0], pair[0]) and int(out[1]) == int(pair[1])
 
 
+def _settle_property(entries: list, cases: list, outputs: list) -> None:
+    """Fail naming the property that the answer's values break on every maze where they
+    differ: v_0 returned as it came, values above the target's 0, a finite value where the
+    target cannot be reached, or every value the same multiple of the expected one."""
+    starts = [np.asarray(args[0]) for _case, args, _bound in entries]
+    if all(
+        np.array_equal(values, v_0) and count == 0 for (values, count), v_0 in zip(outputs, starts)
+    ):
+        fail(
+            _(
+                "settle: it returns v_0 as it came, with a count of 0: the loop ran no backup, "
+                "since its condition is False from the start; start the flag that says whether "
+                "the last backup changed something at True (jnp.bool_(True))"
+            )
+        )
+    differ = [
+        (case, values)
+        for case, (values, _count) in zip(cases, outputs)
+        if not close(values, case.expected[0])
+    ]
+    for case, values in differ:
+        finite = np.isfinite(values)
+        if np.any(values[finite] > 0):
+            cell = tuple(int(i) for i in np.argwhere(finite & (values > 0))[0])
+            fail(
+                _(
+                    "settle: on {case} the value at row {row} and column {column} is {value}, "
+                    "above the target's 0: a move adds cost instead of subtracting it; the "
+                    "backup is v(s') - cost, and no value rises above 0"
+                ).format(case=case.label, row=cell[0], column=cell[1], value=f"{values[cell]:.4g}")
+            )
+    for case, values in differ:
+        cut_off = np.isfinite(values) & np.isneginf(case.expected[0])
+        if np.any(cut_off):
+            cell = tuple(int(i) for i in np.argwhere(cut_off)[0])
+            where = _("a wall") if case.inputs["walls"][cell] else _("a free cell")
+            fail(
+                _(
+                    "settle: on {case} {where} at row {row} and column {column}, from which "
+                    "the target cannot be reached, has the value {value}, not -inf: a move "
+                    "that can_move forbids must give -inf (jnp.where(can_move[d], shifted, "
+                    "-jnp.inf)), so that the max never takes it"
+                ).format(
+                    case=case.label,
+                    where=where,
+                    row=cell[0],
+                    column=cell[1],
+                    value=f"{values[cell]:.4g}",
+                )
+            )
+    ratios = set()
+    for case, values in differ:
+        expected_v = case.expected[0]
+        moved = np.isfinite(expected_v) & (expected_v != 0)
+        if not (np.array_equal(np.isfinite(values), np.isfinite(expected_v)) and moved.any()):
+            return
+        ratio = values[moved] / expected_v[moved]
+        if not np.allclose(ratio, ratio[0], rtol=1e-5) or np.any(values[expected_v == 0] != 0):
+            return
+        ratios.add(round(float(ratio[0]), 4))
+    if len(ratios) == 1:
+        fail(
+            _(
+                "settle: every value is {ratio} times the expected one (-cost x the moves to "
+                "the target): each move must subtract cost exactly once, v(s') - cost"
+            ).format(ratio=f"{ratios.pop():g}")
+        )
+
+
 @self_check
 def check_settle(settle: Callable) -> None:
     """Check ``settle(v_0, can_move, cost) -> (values, count)``: max-plus backups in a
@@ -233,9 +308,12 @@ def check_settle(settle: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (no while_loop, more backups than settling takes, a
-            count one too many (the last backup counted, or a count from 1), a loop that stops after one backup, cost taken as
-            1, walls or directions ignored or swapped, a backup that forgets v and never
-            settles), else the first maze and cell that differ; or wrong types, shapes, dtypes.
+            count one too many (the last backup counted, or a count from 1), the changed cells
+            counted, a loop that stops after one backup or runs none, cost taken as 1, walls
+            or directions ignored or swapped, a backup that forgets v and never settles), or
+            the property the values break (above the target's 0: cost added; finite where
+            the target cannot be reached; a multiple of the expected values), else the first
+            maze and cell that differ; or wrong types, shapes, dtypes.
     """
     require_function(settle, "settle")
     entries = [
@@ -316,6 +394,7 @@ def check_settle(settle: Callable) -> None:
             for case, out in zip(cases, outputs)
         ):
             fail(_("{name}: {mistake}.").format(name="settle", mistake=message))
+    _settle_property(entries, cases, outputs)
     for case, (values, count) in zip(cases, outputs):
         expected_v, expected_n = case.expected
         if case.inputs["ran"] is not None and case.inputs["ran"] >= case.inputs["bound"]:
@@ -389,6 +468,70 @@ def _reach_case(success, shortest, iterations, label) -> Case:
     return Case(label, inputs, expected, mistakes)
 
 
+#: Sets of episodes a rate may be taken over by mistake, as code: the split one move off, or
+#: the episodes at iterations + 1 moves in both parts or in neither.
+_PARTS = (
+    ("shortest <= iterations", lambda d, k: d <= k),
+    ("shortest <= iterations + 2", lambda d, k: d <= k + 2),
+    ("shortest < iterations", lambda d, k: d < k),
+    ("shortest >= iterations + 1", lambda d, k: d >= k + 1),
+    ("shortest > iterations + 2", lambda d, k: d > k + 2),
+    ("shortest >= iterations", lambda d, k: d >= k),
+)
+
+
+def _reach_part_models(success, shortest, iterations) -> dict:
+    """What each rate is with one mistake of its own: message -> ``(within, beyond)``."""
+    within = shortest <= iterations + 1
+    own = np.array([np.mean(success[within]), np.mean(success[~within])])
+    total = np.full(2, np.mean(success))
+    models = {
+        _("the success rate of all the episodes, not of its part's own"): total,
+        _("the other part's rate: each rate averages its own part's episodes"): own[::-1],
+        _(
+            "one minus the other part's rate: the two parts are different episodes, each "
+            "with a rate of its own"
+        ): 1 - own[::-1],
+        _("its part's failure rate: return the share that succeeded"): 1 - own,
+        _("its part's successes divided by all the episodes, not by its part's own"): np.array(
+            [np.sum(success & p) / success.size for p in (within, ~within)]
+        ),
+    }
+    for condition, part in _PARTS:
+        chosen = part(shortest, iterations)
+        if chosen.any():
+            models[
+                _(
+                    "taken over the episodes with {condition}: within reach is shortest <= "
+                    "iterations + 1, beyond it the rest"
+                ).format(condition=condition)
+            ] = np.full(2, np.mean(success[chosen]))
+    return models
+
+
+def _reach_by_part(cases: list, outputs: list) -> None:
+    """Fail naming what one of the two rates is, where it is the same mistake on every case."""
+    models = [
+        _reach_part_models(
+            case.inputs["success"], case.inputs["shortest"], case.inputs["iterations"]
+        )
+        for case in cases
+    ]
+    for i, which in enumerate((_("within reach"), _("beyond reach"))):
+        if all(close(out[i], case.expected[i]) for case, out in zip(cases, outputs)):
+            continue
+        for message in models[0]:
+            if all(
+                message in found and close(out[i], found[message][i])
+                for found, out in zip(models, outputs)
+            ):
+                fail(
+                    _("success_by_reach: the rate {which} is {mistake}").format(
+                        which=which, mistake=message
+                    )
+                )
+
+
 @self_check
 def check_success_by_reach(success_by_reach: Callable) -> None:
     """Check ``success_by_reach(success, shortest, iterations)``: float32 ``(2,)``, the success
@@ -402,8 +545,10 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (split at ``iterations`` moves or at a fixed 9, rates
-            swapped, divided by all episodes, failure rates), else the first case that differs;
-            or a wrong shape or dtype.
+            swapped, divided by all episodes, failure rates), or what one of the two rates is
+            instead (the rate of all the episodes, the other part's rate or one minus it, a
+            failure rate, a division by all, a part one move off or sharing the episodes at
+            the reach); else the first case that differs; or a wrong shape or dtype.
     """
     require_function(success_by_reach, "success_by_reach")
     cases = [
@@ -443,5 +588,9 @@ def check_success_by_reach(success_by_reach: Callable) -> None:
             dtype_hint=_("The mean of a bool array is float32"),
         )
         outputs.append(got)
-    verdict("success_by_reach", cases, outputs)
+    try:
+        verdict("success_by_reach", cases, outputs)
+    except _Differs:
+        _reach_by_part(cases, outputs)
+        raise
     passed(_("success_by_reach splits at iterations + 1 moves, each part's success rate"))

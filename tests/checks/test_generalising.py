@@ -10,11 +10,18 @@ check_settle (max-plus backups in a while_loop until nothing changes; four mazes
   fixed number of backups (fori_loop or while_loop), named;
 - the backup: cost taken as 1, no mask (through walls), jnp.roll the wrong way, max(v, ...)
   left out (never settles; the loop is stopped, and while_loop restored), named;
+- what the values break, for slips not modelled: +cost (a value above the target's 0; it
+  never settles either), cost subtracted twice (every value 2 times the expected), a
+  forbidden move as 0 (a wall with a finite value), a changed flag that starts False (v_0
+  returned, count 0), named; the changed cells counted (a sum for jnp.any), named;
 - traced values: an ``if`` on one is told the book runs it under jit.
 
 check_success_by_reach (success rates within reach K + 1 and beyond)
-- the reach: split at K or a fixed 9, named; at K + 2 generic (12 episodes);
-- the rates: swapped, divided by all episodes, failure rates, named.
+- the reach: split at K or a fixed 9, named; at K + 2, named by the rate within reach;
+- the rates: swapped, divided by all episodes, failure rates, named;
+- one rate wrong, named by what it is: the rate of all the episodes, the other part's rate
+  (the within mask used twice), one minus the other, a part from iterations + 1 on (the
+  episodes at the reach in both parts) or below it (in neither).
 """
 
 from __future__ import annotations
@@ -76,6 +83,35 @@ def _settle_fixed_while(v_0, can_move, cost):
         return i + 1, v_next, n + jnp.any(v_next != v).astype(jnp.int32)
 
     return jax.lax.while_loop(lambda c: c[0] < v_0.size, body, (0, v_0, jnp.int32(0)))[1:]
+
+
+def _settle_starting_unchanged(v_0, can_move, cost):
+    def body(carry):
+        v, _, n = carry
+        v_next = _backup(v, can_move, cost)
+        moved = jnp.any(v_next != v)
+        return v_next, moved, n + moved.astype(jnp.int32)
+
+    v, _, n = jax.lax.while_loop(lambda c: c[1], body, (v_0, jnp.bool_(False), jnp.int32(0)))
+    return v, n
+
+
+def _settle_counting_cells(v_0, can_move, cost):
+    def body(carry):
+        v, _, n = carry
+        v_next = _backup(v, can_move, cost)
+        return v_next, jnp.any(v_next != v), n + jnp.sum(v_next != v, dtype=jnp.int32)
+
+    v, _, n = jax.lax.while_loop(lambda c: c[1], body, (v_0, jnp.bool_(True), jnp.int32(0)))
+    return v, n
+
+
+def _backup_blocked_as_zero(v, can_move, cost):
+    """A move that can_move forbids gives 0 instead of -inf."""
+    v_next = v
+    for d in range(4):
+        v_next = jnp.maximum(v_next, jnp.where(can_move[d], ppo.neighbour(v, d) - cost, 0.0))
+    return v_next
 
 
 RIGHT_SETTLE = [
@@ -150,6 +186,28 @@ WRONG_SETTLE = [
         lambda v, m, c: (settle_answer(v, m, c)[0], settle_answer(v, m, c)[1] + 1),
         r"the count is one more .*, or starts at 1",
     ),
+    (
+        "+cost for -cost",
+        lambda v, m, c: settle_answer(v, m, -c),
+        r"above the target's 0: a move adds cost instead of subtracting it",
+    ),
+    (
+        "cost subtracted twice",
+        lambda v, m, c: settle_answer(v, m, 2 * c),
+        r"every value is 2 times the expected one",
+    ),
+    (
+        "the changed flag starts False",
+        _settle_starting_unchanged,
+        r"returns v_0 as it came, with a count of 0: the loop ran no backup",
+    ),
+    ("the changed cells counted", _settle_counting_cells, r"adds up the cells that changed"),
+    (
+        "a forbidden move as 0",
+        functools.partial(settle_answer, backup=_backup_blocked_as_zero),
+        r"a wall at row 0 and column 5, from which the target cannot be reached, has the "
+        r"value 0, not -inf",
+    ),
 ]
 
 
@@ -185,7 +243,37 @@ WRONG_REACH = [
     (
         "split at K + 2",
         functools.partial(reach_answer, reach=lambda k: k + 2),
+        r"the rate within reach is taken over the episodes with shortest <= iterations \+ 2",
+    ),
+    (
+        "both rates scaled by 0.9",
+        lambda s, d, k: reach_answer(s, d, k) * 0.9,
         generic(r"differs from the reference on 12 episodes"),
+    ),
+    (
+        "beyond reach as all the episodes",
+        lambda s, d, k: jnp.stack([jnp.mean(s, where=d <= k + 1), jnp.mean(s)]),
+        r"the rate beyond reach is the success rate of all the episodes",
+    ),
+    (
+        "the within mask used twice",
+        lambda s, d, k: jnp.stack([jnp.mean(s, where=d <= k + 1), jnp.mean(s, where=d <= k + 1)]),
+        r"the rate beyond reach is the other part's rate",
+    ),
+    (
+        "beyond as one minus within",
+        lambda s, d, k: jnp.stack([reach_answer(s, d, k)[0], 1 - reach_answer(s, d, k)[0]]),
+        r"the rate beyond reach is one minus the other part's rate",
+    ),
+    (
+        "beyond from iterations + 1 on",
+        lambda s, d, k: jnp.stack([jnp.mean(s, where=d <= k + 1), jnp.mean(s, where=d >= k + 1)]),
+        r"the rate beyond reach is taken over the episodes with shortest >= iterations \+ 1",
+    ),
+    (
+        "within below iterations + 1",
+        lambda s, d, k: jnp.stack([jnp.mean(s, where=d < k + 1), jnp.mean(s, where=d > k + 1)]),
+        r"the rate within reach is taken over the episodes with shortest <= iterations:",
     ),
 ]
 
