@@ -7,8 +7,8 @@ inputs changed is done again and a rerun with nothing changed reads its result b
 - every file of the checkout that git tracks or would track (``git ls-files --cached --others
   --exclude-standard``: the companion package, its data, the notebooks, the quizzes, the
   benchmark scripts and committed results, the tools, ``tests/conftest.py``), except the test
-  modules (``tests/test_*.py``, ``tests/checks/test_*.py``, which read a result but do not
-  make it) and whatever the caller leaves out (the other notebooks, for a notebook);
+  modules (``test_*.py`` in any folder of ``tests/``, which read a result but do not make
+  it) and whatever the caller leaves out (the other notebooks, for a notebook);
 - the Python version, every installed distribution and its version, the platform, JAX's
   backend, and the environment variables that reach the run (``DRLJAX_*``, ``XLA_*``,
   ``JAX_*`` other than the compilation cache's).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -25,17 +26,18 @@ from companion.agents import dqn, ppo  # noqa: E402
 from companion.envs import cartpole  # noqa: E402
 from companion.envs import maze as maze_lib  # noqa: E402
 
-PPO_TINY = ppo.FIXED_MAZE_CONFIG._replace(
-    num_envs=16,
-    num_steps=8,
-    total_timesteps=16 * 8 * 2,
-    num_minibatches=2,
-    normalise_advantages=True,
-)
-PPO_TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for tiny.py
+from tiny import TINY_CONV_NET, TINY_DQN, TINY_PPO, TINY_Q_NETWORK  # noqa: E402
+
+# The tests' tiny configurations (tests/tiny.py), resized for this process: its programs are
+# compiled for 8 devices, so none is shared with the one-device test session's anyway, and
+# the figures test_sharding.py asserts (16 environments, their step counts) are of these
+# sizes. PPO: 16 environments, which 2, 4 and 8 devices split evenly, 2 updates of 2 epochs
+# at the fixed-maze learning rate; DQN: 4 seeds on 4 devices, a tenth of the steps.
+PPO_TINY = TINY_PPO._replace(num_envs=16, num_epochs=2, learning_rate=0.002)
+PPO_TINY_NET = TINY_CONV_NET
 EMPTY = maze_lib.make_maze_task("empty")
-DQN_TINY = dqn.DQNConfig(
-    num_envs=2,
+DQN_TINY = TINY_DQN._replace(
     total_steps=120,
     learning_starts=40,
     buffer_capacity=100,
@@ -44,7 +46,7 @@ DQN_TINY = dqn.DQNConfig(
     eval_episodes=1,
     epsilon_decay_steps=100,
 )
-DQN_TINY_NET = dqn.make_q_network(2, (8,))
+DQN_TINY_NET = TINY_Q_NETWORK
 
 
 def max_difference(a, b) -> dict:

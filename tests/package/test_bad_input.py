@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import TINY_CONV_NET, TINY_DQN, TINY_PPO, TINY_Q_NETWORK
 
 import companion
 from companion import (
@@ -85,32 +86,18 @@ def _maze_obs():
 
 
 def _tiny_ppo(**changes):
-    return ppo.PPOConfig(
-        num_envs=4,
-        num_steps=4,
-        total_timesteps=64,
-        num_minibatches=2,
-    )._replace(**changes)
+    return TINY_PPO._replace(**changes)
 
 
-TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(4,))
 EMPTY = maze.make_maze_task("empty")
 WRAPPED = AutoResetWrapper(EMPTY)  # resets by itself: would hide the episode ends
 UNWRAP = "env: expected a jumanji Maze without wrappers, got AutoResetWrapper\\(Maze\\)"
 
 
 def _tiny_dqn(**changes):
-    return dqn.DQNConfig(
-        num_envs=2,
-        total_steps=400,
-        learning_starts=200,
-        batch_size=8,
-        eval_every=50,
-        buffer_capacity=100,
-    )._replace(**changes)
+    return TINY_DQN._replace(**changes)
 
 
-DQN_NET = dqn.make_q_network(2, (8,))
 CARTPOLE = cartpole.CartPole()
 
 
@@ -162,7 +149,7 @@ def _ppo_loss_with_a_vector_value_head():
 
 
 def _dqn_params():
-    return dqn.make_q_network(2, (8,)).init(_key(), jnp.zeros((1, 4)))
+    return TINY_Q_NETWORK.init(_key(), jnp.zeros((1, 4)))
 
 
 # fmt: off
@@ -377,28 +364,28 @@ CASES = [
          lambda mp: ppo.check_config(dqn.DQNConfig()),
          TypeError, 'config: expected a PPOConfig'),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, 'medium'),
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_CONV_NET, 'medium'),
          TypeError, "env: expected a jumanji Maze, got str; .*make_maze_task"),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(total_timesteps=10), TINY_NET, EMPTY),
+         lambda mp: ppo.make_train(_tiny_ppo(total_timesteps=10), TINY_CONV_NET, EMPTY),
          ValueError, 'config.total_timesteps: 10 is less than one update'),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, EMPTY)(0),
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_CONV_NET, EMPTY)(0),
          TypeError, 'key: expected a PRNG key, got the number 0'),
     Case('agents.ppo.train.make_train',
-         lambda mp: jax.jit(ppo.make_train(_tiny_ppo(), TINY_NET, EMPTY))(jnp.int32(0)),
+         lambda mp: jax.jit(ppo.make_train(_tiny_ppo(), TINY_CONV_NET, EMPTY))(jnp.int32(0)),
          TypeError, 'key: expected a PRNG key, got an integer scalar'),
     Case('agents.ppo.train.make_train',
          lambda mp: ppo.make_train(_tiny_ppo(), 'conv', EMPTY),
          TypeError, 'network: expected ppo.ConvNet, ppo.PropagationNet or ppo.ValueIterationNet'),
     Case('agents.ppo.train.make_trainer',
-         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, EMPTY, loss_fn='ppo'),
+         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_CONV_NET, EMPTY, loss_fn='ppo'),
          TypeError, 'loss_fn: expected a function'),
     Case('agents.ppo.train.make_trainer',
-         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, VmapAutoResetWrapper(EMPTY)),
+         lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_CONV_NET, VmapAutoResetWrapper(EMPTY)),
          TypeError, 'env: expected a jumanji Maze without wrappers, got VmapAutoResetWrapper\\('),
     Case('agents.ppo.train.make_train',
-         lambda mp: ppo.make_train(_tiny_ppo(), TINY_NET, WRAPPED),
+         lambda mp: ppo.make_train(_tiny_ppo(), TINY_CONV_NET, WRAPPED),
          TypeError, UNWRAP),
     Case('agents.ppo.config.default_loss',
          lambda mp: ppo.default_loss({'clip_eps': 0.2}),
@@ -488,13 +475,13 @@ CASES = [
          lambda mp: dqn.check_config(_tiny_dqn(epsilon_end=-0.1)),
          ValueError, 'config.epsilon_end'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn(learning_starts=4), DQN_NET, CARTPOLE),
+         lambda mp: dqn.make_train(_tiny_dqn(learning_starts=4), TINY_Q_NETWORK, CARTPOLE),
          ValueError, 'config.learning_starts: 4 must be at least batch_size'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE, target_fn=3),
+         lambda mp: dqn.make_train(_tiny_dqn(), TINY_Q_NETWORK, CARTPOLE, target_fn=3),
          TypeError, 'target_fn: expected a function or None'),
     Case('agents.dqn.train.make_train',
-         lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE)(jnp.zeros(2)),
+         lambda mp: dqn.make_train(_tiny_dqn(), TINY_Q_NETWORK, CARTPOLE)(jnp.zeros(2)),
          TypeError, 'key: expected a PRNG key'),
     Case('agents.dqn.train.make_optimizer',
          lambda mp: dqn.make_optimizer('fast'),
@@ -994,13 +981,13 @@ CASES += [
     ),
     Case(
         "agents.dqn.train.make_train",
-        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole),
+        lambda mp: dqn.make_train(_tiny_dqn(), TINY_Q_NETWORK, cartpole),
         TypeError,
         "env: expected a cartpole.CartPole, got module",
     ),
     Case(
         "agents.dqn.train.make_train",
-        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, cartpole.DEFAULT_PARAMS),
+        lambda mp: dqn.make_train(_tiny_dqn(), TINY_Q_NETWORK, cartpole.DEFAULT_PARAMS),
         TypeError,
         "env: expected a cartpole.CartPole, got CartPoleParams; wrap the constants",
     ),
@@ -1018,13 +1005,13 @@ CASES += [
     ),
     Case(
         "agents.dqn.train.make_train",
-        lambda mp: dqn.make_train(_tiny_dqn(), DQN_NET, CARTPOLE, target_fn="double"),
+        lambda mp: dqn.make_train(_tiny_dqn(), TINY_Q_NETWORK, CARTPOLE, target_fn="double"),
         TypeError,
         "target_fn: expected a function or None",
     ),
     Case(
         "agents.ppo.train.make_trainer",
-        lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_NET, env="Maze-v0"),
+        lambda mp: ppo.make_trainer(_tiny_ppo(), TINY_CONV_NET, env="Maze-v0"),
         TypeError,
         "env: expected a jumanji Maze",
     ),
@@ -1057,7 +1044,7 @@ CASES += [
     Case(
         "parallel.make_data_parallel_train",
         lambda mp: parallel.make_data_parallel_train(
-            _tiny_ppo()._replace(num_envs=0), TINY_NET, EMPTY, parallel.make_mesh()
+            _tiny_ppo()._replace(num_envs=0), TINY_CONV_NET, EMPTY, parallel.make_mesh()
         ),
         ValueError,
         "config.num_envs",
@@ -1065,14 +1052,14 @@ CASES += [
     Case(
         "parallel.make_data_parallel_train",
         lambda mp: parallel.make_data_parallel_train(
-            _tiny_ppo(), TINY_NET, EMPTY, parallel.make_mesh()
+            _tiny_ppo(), TINY_CONV_NET, EMPTY, parallel.make_mesh()
         )(3),
         TypeError,
         "key: expected a PRNG key",
     ),
     Case(
         "parallel.first_batch",
-        lambda mp: parallel.first_batch(_tiny_ppo(), TINY_NET, EMPTY, 3),
+        lambda mp: parallel.first_batch(_tiny_ppo(), TINY_CONV_NET, EMPTY, 3),
         TypeError,
         "key: expected a PRNG key",
     ),

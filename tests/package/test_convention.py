@@ -11,11 +11,12 @@ from pathlib import Path
 import jax
 import pytest
 
-# the tiny programs of the discipline tests, which the compilation cache already holds
-from test_discipline import CARTPOLE, DQN_TINY, DQN_TINY_NET, PPO_TINY, PPO_TINY_NET
+# the tests' one set of tiny programs, which the compilation cache already holds
+from tiny import TINY_CONV_NET, TINY_DQN, TINY_PPO, TINY_Q_NETWORK
 
 from companion import parallel
 from companion.agents import dqn, ppo
+from companion.envs import cartpole
 from companion.envs import maze as maze_lib
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -28,14 +29,14 @@ def _builders():
         (
             "dqn.make_train",
             dqn.make_train,
-            (DQN_TINY, DQN_TINY_NET, CARTPOLE),
+            (TINY_DQN, TINY_Q_NETWORK, cartpole.CartPole()),
             (),
         ),
-        ("ppo.make_train", ppo.make_train, (PPO_TINY, PPO_TINY_NET, empty), ()),
+        ("ppo.make_train", ppo.make_train, (TINY_PPO, TINY_CONV_NET, empty), ()),
         (
             "parallel.make_data_parallel_train",
             parallel.make_data_parallel_train,
-            (PPO_TINY, PPO_TINY_NET, empty),
+            (TINY_PPO, TINY_CONV_NET, empty),
             (parallel.make_mesh(1),),
         ),
     ]

@@ -11,61 +11,21 @@ program and shape.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
+from compilations import CACHE_HIT_EVENT, count_compiles
+from tiny import TINY_CONV_NET, TINY_DQN, TINY_PPO, TINY_PROPAGATION_NET, TINY_Q_NETWORK
 
 from companion import replay
 from companion.agents import dqn, ppo
 from companion.envs import autoreset, cartpole
 from companion.envs import maze as maze_lib
 
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"  # recorded when a program is loaded
-
-PPO_TINY = ppo.PPOConfig(
-    num_envs=4,
-    num_steps=4,
-    total_timesteps=32,
-    num_epochs=1,
-    num_minibatches=2,
-)
-PPO_TINY_NET = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
-PPO_TINY_PROPAGATION = ppo.PropagationNet(width=2, hidden_sizes=(8,), iterations=3)
 RANDOM = maze_lib.make_maze_task("random")
-DQN_TINY = dqn.DQNConfig(
-    num_envs=2,
-    total_steps=600,
-    learning_starts=200,
-    batch_size=16,
-    eval_every=100,
-    eval_episodes=2,
-    buffer_capacity=300,
-)
-DQN_TINY_NET = dqn.make_q_network(2, (8,))
 CARTPOLE = cartpole.CartPole()
-
-
-@contextlib.contextmanager
-def count_compiles():
-    """Yield a list that counts XLA compilations made inside the block. JAX records the
-    backend-compile event around compiling or loading a program, so a program found in the
-    persistent compilation cache (which the test session turns on, see conftest.py) counts
-    too."""
-    count = []
-
-    def listener(event, duration, **kwargs):
-        if event == COMPILE_EVENT:
-            count.append(kwargs.get("fun_name", "?"))
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield count
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def test_the_key_reuse_checker_is_on_and_catches_a_reuse():
@@ -95,17 +55,17 @@ def _rollout(reset, task="random"):
 
 
 ENTRY_POINTS = {
-    "ppo.make_train pooled": lambda: jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))(
+    "ppo.make_train pooled": lambda: jax.jit(ppo.make_train(TINY_PPO, TINY_CONV_NET, RANDOM))(
         jax.random.key(0)
     ),
     "ppo.make_train per_step": lambda: jax.jit(
-        ppo.make_train(PPO_TINY._replace(reset="per_step"), PPO_TINY_NET, RANDOM)
+        ppo.make_train(TINY_PPO._replace(reset="per_step"), TINY_CONV_NET, RANDOM)
     )(jax.random.key(0)),
     "ppo.make_train propagation": lambda: jax.jit(
-        ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION, RANDOM)
+        ppo.make_train(TINY_PPO, TINY_PROPAGATION_NET, RANDOM)
     )(jax.random.key(0)),
     "ppo.make_train vmapped seeds": lambda: jax.jit(
-        jax.vmap(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))
+        jax.vmap(ppo.make_train(TINY_PPO, TINY_CONV_NET, RANDOM))
     )(jax.random.split(jax.random.key(0), 2)),
     "ppo.rollout pooled": lambda: _rollout("pooled"),
     "ppo.rollout per_step": lambda: _rollout("per_step"),
@@ -115,11 +75,11 @@ ENTRY_POINTS = {
         jax.random.key(1),
         4,
     ),
-    "dqn.make_train": lambda: jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))(
+    "dqn.make_train": lambda: jax.jit(dqn.make_train(TINY_DQN, TINY_Q_NETWORK, CARTPOLE))(
         jax.random.key(0)
     ),
     "dqn.make_train vmapped seeds": lambda: jax.jit(
-        jax.vmap(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))
+        jax.vmap(dqn.make_train(TINY_DQN, TINY_Q_NETWORK, CARTPOLE))
     )(jax.random.split(jax.random.key(0), 2)),
     "ppo.evaluate vmapped over keys": lambda: jax.vmap(
         lambda k: (
@@ -180,7 +140,7 @@ def test_a_program_loaded_from_the_persistent_cache_counts_as_a_compilation():
 
 
 def test_ppo_train_compiles_once_for_new_keys():
-    train = jax.jit(ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM))
+    train = jax.jit(ppo.make_train(TINY_PPO, TINY_CONV_NET, RANDOM))
     jax.block_until_ready(train(jax.random.key(0)))
     with count_compiles() as compiles:
         jax.block_until_ready(train(jax.random.key(1)))
@@ -206,9 +166,9 @@ def test_ppo_evaluate_compiles_once_per_model_structure_and_size():
 
 
 def test_dqn_train_and_greedy_returns_compile_once():
-    train = jax.jit(dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE))
+    train = jax.jit(dqn.make_train(TINY_DQN, TINY_Q_NETWORK, CARTPOLE))
     runner, _ = jax.block_until_ready(train(jax.random.key(0)))
-    network = DQN_TINY_NET
+    network = TINY_Q_NETWORK
     jax.block_until_ready(dqn.greedy_returns(runner.params, jax.random.key(5), 3, network))
     with count_compiles() as compiles:
         runner, _ = jax.block_until_ready(train(jax.random.key(1)))
@@ -222,13 +182,13 @@ def test_dqn_train_and_greedy_returns_compile_once():
 
 def test_trainer_runs_in_chunks_like_one_train_call():
     """make_trainer's init and run, in two chunks, give make_train's result."""
-    config = PPO_TINY._replace(total_timesteps=64)
+    config = TINY_PPO  # 4 updates: a chunk of 2, then the other 2
     medium = maze_lib.make_maze_task("medium")
-    trainer = ppo.make_trainer(config, PPO_TINY_NET, medium)
+    trainer = ppo.make_trainer(config, TINY_CONV_NET, medium)
     runner = trainer.init(jax.random.key(0))
     runner, first = trainer.run(runner, 2)
     runner, second = trainer.run(runner, config.num_updates - 2)
-    whole, metrics = jax.jit(ppo.make_train(config, PPO_TINY_NET, medium))(jax.random.key(0))
+    whole, metrics = jax.jit(ppo.make_train(config, TINY_CONV_NET, medium))(jax.random.key(0))
     for a, b in zip(jax.tree.leaves(runner.params), jax.tree.leaves(whole.params)):
         assert jnp.allclose(a, b, atol=1e-6)
     steps = jnp.concatenate([first["env_steps"], second["env_steps"]])
@@ -267,10 +227,10 @@ def _dqn_greedy_returns():
 
 # Each entry builds a function of one key (what is built outside the trace stays outside).
 LEAN_PROGRAMS = {
-    "ppo train": lambda: ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM),
-    "ppo train propagation": lambda: ppo.make_train(PPO_TINY, PPO_TINY_PROPAGATION, RANDOM),
+    "ppo train": lambda: ppo.make_train(TINY_PPO, TINY_CONV_NET, RANDOM),
+    "ppo train propagation": lambda: ppo.make_train(TINY_PPO, TINY_PROPAGATION_NET, RANDOM),
     "ppo evaluate": _ppo_evaluate,
-    "dqn train": lambda: dqn.make_train(DQN_TINY, DQN_TINY_NET, CARTPOLE),
+    "dqn train": lambda: dqn.make_train(TINY_DQN, TINY_Q_NETWORK, CARTPOLE),
     "dqn greedy_returns": _dqn_greedy_returns,
 }
 
@@ -285,7 +245,7 @@ def test_default_programs_have_no_host_callback(name):
 
 
 def test_a_progress_bar_is_the_only_callback_and_is_asked_for():
-    train = ppo.make_train(PPO_TINY, PPO_TINY_NET, RANDOM, progress_bar=True)
+    train = ppo.make_train(TINY_PPO, TINY_CONV_NET, RANDOM, progress_bar=True)
     closed = jax.make_jaxpr(train)(jax.random.key(1))
     assert _callbacks(closed.jaxpr)  # jax-tqdm's bar is a host callback: opt in only
 
@@ -364,12 +324,9 @@ hits = []
 jax.monitoring.register_event_listener(
     lambda event, **kw: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None
 )
-ppo_config = ppo.PPOConfig(num_envs=4, num_steps=4, total_timesteps=32,
-                           num_epochs=1, num_minibatches=2)
-ppo_network = ppo.ConvNet(channels=(2,), hidden_sizes=(8,))
-dqn_config = dqn.DQNConfig(num_envs=2, total_steps=400, learning_starts=200, batch_size=8,
-                           eval_every=100, eval_episodes=2, buffer_capacity=300)
-dqn_parts = (dqn.make_q_network(2, (8,)), cartpole.CartPole())
+from tiny import TINY_CONV_NET, TINY_DQN, TINY_PPO, TINY_Q_NETWORK
+ppo_config, ppo_network, dqn_config = TINY_PPO, TINY_CONV_NET, TINY_DQN
+dqn_parts = (TINY_Q_NETWORK, cartpole.CartPole())
 if sys.argv[2] == "other programs first":  # checks traced before: checkify counts them
     from jax.experimental import checkify
     for _ in range(3):
@@ -401,6 +358,8 @@ def test_training_programs_are_served_from_the_persistent_cache_in_a_second_proc
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    tests = str(Path(__file__).resolve().parents[1])  # tiny.py
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (tests, env.get("PYTHONPATH")) if p)
     run = lambda history: (  # noqa: E731
         subprocess.run(
             [sys.executable, "-c", CACHED_PROGRAM, str(tmp_path / "cache"), history],

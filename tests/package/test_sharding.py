@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import run_cache
 from notebook_runner import ROOT
+from tiny import TINY_CONV_NET, TINY_PPO
 
 from companion import parallel
 from companion.agents import ppo
@@ -157,13 +158,9 @@ def test_first_batch_is_the_batch_of_make_trains_first_update():
     """One update of one epoch and one minibatch trains on a permutation of the whole batch: a
     loss that records its minibatch sees first_batch's transitions, every field of every row
     (episodes of at most 3 steps, so that GAE meets episode ends), and first_batch's model."""
-    config = ppo.PPOConfig(
-        num_envs=4, num_steps=6, total_timesteps=24, num_epochs=1, num_minibatches=1
-    )
-    network, env = (
-        ppo.ConvNet(channels=(4,), hidden_sizes=(16,)),
-        maze_lib.make_maze_task("empty", time_limit=3),
-    )
+    # one update of one minibatch: the whole batch, 4 environments by 6 steps
+    config = TINY_PPO._replace(num_envs=4, num_steps=6, total_timesteps=24, num_minibatches=1)
+    network, env = TINY_CONV_NET, maze_lib.make_maze_task("empty", time_limit=3)
     seen = []
 
     def recording_loss(model, batch):

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from notebook_runner import ROOT
+from tiny import TINY_DQN
 
 from companion.envs import cartpole
 from companion.envs import maze as maze_lib
@@ -455,18 +456,9 @@ def test_the_books_dqn_is_timed_without_its_evaluations(monkeypatch):
         return real(config, network, env, *args, **kwargs)
 
     monkeypatch.setattr(book_agents.dqn, "make_train", spy)
-    tiny = dqn.DQNConfig(
-        num_envs=2,
-        total_steps=600,
-        learning_starts=200,
-        buffer_capacity=600,
-        batch_size=32,
-        eval_every=50,
-        epsilon_decay_steps=300,
-    )
-    run = book_agents.measure_dqn(91, jax.random.key(0), episodes=3, config=tiny)
+    run = book_agents.measure_dqn(91, jax.random.key(0), episodes=3, config=TINY_DQN)
     assert built == [0, 3]  # timed without evaluations, then evaluated on 3 episodes
-    assert len(run["evals"]) == tiny.num_blocks and run["evaluated_run_s"] > 0
+    assert len(run["evals"]) == TINY_DQN.num_blocks and run["evaluated_run_s"] > 0
 
 
 def test_committed_summaries_follow_from_the_committed_runs():

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
+from tiny import TINY_DQN, TINY_Q_NETWORK
 
 from companion.agents import dqn
 from companion.agents.dqn import (
@@ -40,7 +41,7 @@ def _batch():
 
 
 def test_loss_by_hand_and_huber_agrees_for_small_errors():
-    network = make_q_network(2, (8,))
+    network = TINY_Q_NETWORK
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
     target_params = network.init(jax.random.key(1), jnp.zeros((1, 4)))
     batch = _batch()
@@ -59,7 +60,7 @@ def test_loss_by_hand_and_huber_agrees_for_small_errors():
 
 
 def test_no_gradient_flows_through_the_target():
-    network = make_q_network(2, (8,))
+    network = TINY_Q_NETWORK
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
     # Same parameters for both: without stop_gradient the target would contribute.
     grad_target = jax.grad(lambda t: dqn_loss(params, t, _batch(), network.apply, 0.99)[0])(params)
@@ -92,27 +93,16 @@ def test_greedy_action_is_argmax_and_epsilon_one_is_uniform():
     assert float(jnp.mean(some == 0)) == pytest.approx(0.1, abs=0.02)  # half the random ones
 
 
-TINY = DQNConfig(
-    num_envs=2,
-    total_steps=1_200,
-    learning_starts=200,
-    buffer_capacity=500,
-    batch_size=32,
-    eval_every=100,
-    eval_episodes=2,
-    epsilon_decay_steps=500,
-)
-NETWORK = make_q_network(2, (64, 64))
 ENV = cartpole.CartPole()
 
 
 def test_make_train_runs_and_stores_true_next_observations():
-    runner, metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(0))
-    iterations = TINY.warmup_iterations + TINY.num_blocks * TINY.block_iterations
+    runner, metrics = jax.jit(make_train(TINY_DQN, TINY_Q_NETWORK, ENV))(jax.random.key(0))
+    iterations = TINY_DQN.warmup_iterations + TINY_DQN.num_blocks * TINY_DQN.block_iterations
     assert metrics["loss"].shape == (iterations,)
-    assert metrics["eval_return"].shape == (TINY.num_blocks,)
-    assert int(runner.env_steps) == iterations * TINY.num_envs == TINY.env_steps_run
-    assert int(runner.updates) == TINY.num_blocks * TINY.block_iterations * 2
+    assert metrics["eval_return"].shape == (TINY_DQN.num_blocks,)
+    assert int(runner.env_steps) == iterations * TINY_DQN.num_envs == TINY_DQN.env_steps_run
+    assert int(runner.updates) == TINY_DQN.num_blocks * TINY_DQN.block_iterations * 2
     data, size = runner.buffer.data, int(runner.buffer.size)
     predicted = jax.vmap(cartpole.dynamics)(data.obs[:size], data.action[:size])
     # next_obs is what the action led to, also on the steps that ended an episode
@@ -121,17 +111,17 @@ def test_make_train_runs_and_stores_true_next_observations():
     # best_params are the parameters of the best evaluation
     assert float(runner.best_score) == float(metrics["eval_return"].max())
     best_block = int(np.flatnonzero(metrics["eval_return"] == metrics["eval_return"].max())[-1])
-    if best_block < TINY.num_blocks - 1:  # an earlier block won: best and final params differ
+    if best_block < TINY_DQN.num_blocks - 1:  # an earlier block won: best and final params differ
         assert not jax.tree.all(jax.tree.map(jnp.array_equal, runner.params, runner.best_params))
 
 
 def test_evaluations_off_train_the_same_parameters_and_report_none():
     """eval_episodes = 0: no evaluation runs, yet the same key trains bit-identical parameters
     (the evaluations draw keys of their own), so a run can be timed without them."""
-    with_evals, metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(3))
-    without, metrics_off = jax.jit(make_train(TINY._replace(eval_episodes=0), NETWORK, ENV))(
-        jax.random.key(3)
-    )
+    with_evals, metrics = jax.jit(make_train(TINY_DQN, TINY_Q_NETWORK, ENV))(jax.random.key(3))
+    without, metrics_off = jax.jit(
+        make_train(TINY_DQN._replace(eval_episodes=0), TINY_Q_NETWORK, ENV)
+    )(jax.random.key(3))
     assert jax.tree.all(jax.tree.map(jnp.array_equal, with_evals.params, without.params))
     np.testing.assert_array_equal(metrics["loss"], metrics_off["loss"])
     assert "eval_return" in metrics and "eval_return" not in metrics_off
@@ -140,7 +130,7 @@ def test_evaluations_off_train_the_same_parameters_and_report_none():
 
 
 def test_train_vmaps_over_seeds_with_different_results():
-    runner, metrics = jax.jit(jax.vmap(make_train(TINY, NETWORK, ENV)))(
+    runner, metrics = jax.jit(jax.vmap(make_train(TINY_DQN, TINY_Q_NETWORK, ENV)))(
         jax.random.split(jax.random.key(0), 2)
     )
     assert metrics["loss"].shape[0] == 2
@@ -148,7 +138,7 @@ def test_train_vmaps_over_seeds_with_different_results():
 
 
 def test_greedy_returns_are_episode_lengths():
-    network = make_q_network(2, (8,))
+    network = TINY_Q_NETWORK
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
     returns = greedy_returns(params, jax.random.key(1), 5, network)
     assert returns.shape == (5,)
@@ -159,7 +149,7 @@ def test_greedy_returns_are_episode_lengths():
 def test_learning_rate_decays_to_its_final_fraction_by_hand(schedule):
     # With a constant gradient, Adam's bias-corrected step is the learning rate itself
     # (m_hat / sqrt(v_hat) = 1), so the parameter's steps trace the schedule.
-    config = TINY._replace(learning_rate=0.01, lr_schedule=schedule, lr_final_fraction=0.1)
+    config = TINY_DQN._replace(learning_rate=0.01, lr_schedule=schedule, lr_final_fraction=0.1)
     n = config.num_blocks * config.block_iterations * config.updates_per_iteration
     optimizer = dqn.make_optimizer(config)
     params = jnp.zeros(())
@@ -181,14 +171,14 @@ def test_learning_rate_decays_to_its_final_fraction_by_hand(schedule):
 
 def test_config_errors():
     with pytest.raises(ValueError, match="learning_starts"):
-        make_train(TINY._replace(learning_starts=10), NETWORK, ENV)
+        make_train(TINY_DQN._replace(learning_starts=10), TINY_Q_NETWORK, ENV)
     with pytest.raises(ValueError, match="total_steps"):
-        make_train(TINY._replace(total_steps=200), NETWORK, ENV)
+        make_train(TINY_DQN._replace(total_steps=200), TINY_Q_NETWORK, ENV)
 
 
 def test_make_train_accepts_another_target_and_uses_it():
     """The target_fn hook: double DQN trains to other weights; a zero target pulls Q to 0."""
-    config = TINY  # the plain run is then test_make_train_runs_...'s program, from the cache
+    config = TINY_DQN  # the plain run is then test_make_train_runs_...'s program, from the cache
 
     def double_dqn(reward, terminated, q_next_online, q_next_target, gamma):
         action = jnp.argmax(q_next_online, axis=-1)
@@ -198,9 +188,13 @@ def test_make_train_accepts_another_target_and_uses_it():
     def zeros(reward, terminated, q_next_online, q_next_target, gamma):
         return jnp.zeros_like(reward)
 
-    plain, plain_metrics = jax.jit(make_train(config, NETWORK, ENV))(jax.random.key(0))
-    double, _ = jax.jit(make_train(config, NETWORK, ENV, target_fn=double_dqn))(jax.random.key(0))
-    _, zero_metrics = jax.jit(make_train(config, NETWORK, ENV, target_fn=zeros))(jax.random.key(0))
+    plain, plain_metrics = jax.jit(make_train(config, TINY_Q_NETWORK, ENV))(jax.random.key(0))
+    double, _ = jax.jit(make_train(config, TINY_Q_NETWORK, ENV, target_fn=double_dqn))(
+        jax.random.key(0)
+    )
+    _, zero_metrics = jax.jit(make_train(config, TINY_Q_NETWORK, ENV, target_fn=zeros))(
+        jax.random.key(0)
+    )
     leaves = lambda r: jax.tree.leaves(r.params)  # noqa: E731
     assert any(not np.allclose(a, b) for a, b in zip(leaves(plain), leaves(double)))
     # rewards of 1 push DQN's Q-values up; a target of 0 pulls them towards 0
@@ -212,8 +206,8 @@ def test_make_train_steps_the_environment_it_is_given():
     """A CartPole with a 20-step limit truncates every training and evaluation episode at 20;
     CartPole-v1 (500 steps) lets some random early episodes run longer on the same key."""
     short = cartpole.CartPole(cartpole.DEFAULT_PARAMS._replace(max_steps=20))
-    _, metrics = jax.jit(make_train(TINY, NETWORK, short))(jax.random.key(0))
-    _, long_metrics = jax.jit(make_train(TINY, NETWORK, ENV))(jax.random.key(0))
+    _, metrics = jax.jit(make_train(TINY_DQN, TINY_Q_NETWORK, short))(jax.random.key(0))
+    _, long_metrics = jax.jit(make_train(TINY_DQN, TINY_Q_NETWORK, ENV))(jax.random.key(0))
     assert float(metrics["returns_max"].max()) == 20.0
     assert float(metrics["eval_return"].max()) <= 20.0
     assert float(long_metrics["returns_max"].max()) > 20.0
@@ -271,11 +265,11 @@ def test_default_config_is_the_chapters_lean_dqn():
 
 
 def test_make_train_reports_the_td_error_of_its_batches():
-    runner, metrics = jax.jit(make_train(TINY, make_q_network(2, (8,), layer_norm=True), ENV))(
+    runner, metrics = jax.jit(make_train(TINY_DQN, make_q_network(2, (8,), layer_norm=True), ENV))(
         jax.random.key(0)
     )
     td, loss = np.asarray(metrics["td_abs"]), np.asarray(metrics["loss"])
-    warm = TINY.warmup_iterations
+    warm = TINY_DQN.warmup_iterations
     assert np.all(td[:warm] == 0) and np.all(td[warm:] > 0)
     # squared loss 0.5 mean(e^2) >= 0.5 mean(|e|)^2 (Jensen), batch by batch
     assert np.all(loss[warm:] >= 0.5 * td[warm:] ** 2 - 1e-5)

@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compilations import count_compiles
+from tiny import TINY_CONV_NET, TINY_PPO
 
 from companion.agents import ppo
 from companion.agents.ppo.train import episode_stats, shuffle_minibatches
@@ -417,28 +419,18 @@ def test_per_step_and_pooled_resets_agree_until_an_episode_ends():
     assert not np.array_equal(walls_pooled, walls_per_step)
 
 
-TINY = ppo.PPOConfig(
-    num_envs=8,
-    num_steps=8,
-    total_timesteps=256,
-    num_epochs=1,
-    num_minibatches=2,
-)
-TINY_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
 EMPTY = maze_lib.make_maze_task("empty")
 
 
 def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
-    from test_discipline import count_compiles
-
-    trainer = ppo.make_trainer(TINY, TINY_NET, EMPTY)
+    trainer = ppo.make_trainer(TINY_PPO, TINY_CONV_NET, EMPTY)
     train = jax.jit(trainer.train)
     runner_a, metrics = train(jax.random.PRNGKey(0))
     with count_compiles() as compiles:
         runner_b, _ = train(jax.random.PRNGKey(1))
     assert compiles == []
     assert isinstance(runner_a, ppo.RunnerState)
-    assert metrics["success_rate"].shape == (TINY.num_updates,) == (4,)
+    assert metrics["success_rate"].shape == (TINY_PPO.num_updates,) == (4,)
     np.testing.assert_array_equal(metrics["env_steps"], [64, 128, 192, 256])
     model_a, model_b = trainer.model(runner_a), trainer.model(runner_b)
     leaves_a, leaves_b = jax.tree.leaves(model_a), jax.tree.leaves(model_b)
@@ -458,7 +450,7 @@ def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
 )
 def test_make_train_rejects_bad_configs(changes, message):
     with pytest.raises(ValueError, match=message):
-        ppo.make_train(TINY._replace(**changes), TINY_NET, EMPTY)
+        ppo.make_train(TINY_PPO._replace(**changes), TINY_CONV_NET, EMPTY)
 
 
 def test_ppo_learns_the_empty_maze():
@@ -606,9 +598,9 @@ def test_propagation_network_shapes_and_description():
     assert logits.shape == (5, 4) and value.shape == (5,)
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
     with pytest.raises(TypeError, match="network: expected ppo.ConvNet, .* got str"):
-        ppo.make_train(TINY, "resnet", EMPTY)
+        ppo.make_train(TINY_PPO, "resnet", EMPTY)
     with pytest.raises(ValueError, match="network.iterations"):
-        ppo.make_train(TINY, network._replace(iterations=0), EMPTY)
+        ppo.make_train(TINY_PPO, network._replace(iterations=0), EMPTY)
     with pytest.raises(ValueError, match="iterations"):
         ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
 
@@ -653,10 +645,12 @@ def test_vmapped_training_runs_repeatedly():
     # Three seeds: the program test_train_is_pure_compiles_once_per_config... compiles, so a
     # worker that ran that test first loads it from the persistent compilation cache.
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    compiled = jax.jit(jax.vmap(ppo.make_train(TINY, TINY_NET, EMPTY))).lower(keys).compile()
+    compiled = (
+        jax.jit(jax.vmap(ppo.make_train(TINY_PPO, TINY_CONV_NET, EMPTY))).lower(keys).compile()
+    )
     for seed in range(10):
         _, metrics = jax.block_until_ready(compiled(jax.random.split(jax.random.PRNGKey(seed), 3)))
-        assert metrics["entropy"].shape == (3, TINY.num_updates)
+        assert metrics["entropy"].shape == (3, TINY_PPO.num_updates)
 
 
 def test_make_train_accepts_another_loss_and_uses_it():
@@ -666,8 +660,8 @@ def test_make_train_accepts_another_loss_and_uses_it():
         logits, value = jax.vmap(model)(batch.image)
         return 0.0 * (jnp.sum(logits) + jnp.sum(value)), {"mean_value": jnp.mean(value)}
 
-    trainer = ppo.make_trainer(TINY, TINY_NET, EMPTY, loss_fn=no_learning)
-    train = ppo.make_train(TINY, TINY_NET, EMPTY, loss_fn=no_learning)
+    trainer = ppo.make_trainer(TINY_PPO, TINY_CONV_NET, EMPTY, loss_fn=no_learning)
+    train = ppo.make_train(TINY_PPO, TINY_CONV_NET, EMPTY, loss_fn=no_learning)
     runner, metrics = jax.jit(train)(jax.random.PRNGKey(0))
     model = trainer.model(runner)
     initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
@@ -684,7 +678,9 @@ def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
     """loss_fn(model, batch): make_train's default binds the config's hyperparameters."""
     import functools
 
-    config = TINY._replace(clip_eps=0.1, vf_coef=0.25, ent_coef=0.05, normalise_advantages=False)
+    config = TINY_PPO._replace(
+        clip_eps=0.1, vf_coef=0.25, ent_coef=0.05, normalise_advantages=False
+    )
     model = ppo.ActorCritic(jax.random.key(0), channels=(4,), hidden_sizes=(16,))
     k = jax.random.split(jax.random.key(1), 4)
     batch = ppo.Batch(
@@ -707,8 +703,8 @@ def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
 
 
 def test_success_by_start_counts_every_episode_once_under_its_start():
-    config = TINY._replace(total_timesteps=8 * 8 * 24)  # 24 updates
-    trainer = ppo.make_trainer(config, TINY_NET, maze_lib.make_maze_task("medium"))
+    config = TINY_PPO._replace(total_timesteps=8 * 8 * 24)  # 24 updates
+    trainer = ppo.make_trainer(config, TINY_CONV_NET, maze_lib.make_maze_task("medium"))
     runner, metrics = trainer.run(trainer.init(jax.random.PRNGKey(3)), config.num_updates)
     episodes = np.asarray(metrics["episodes"])
     successes = np.round(np.nan_to_num(np.asarray(metrics["success_rate"])) * episodes)

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
+from tiny import TINY_CONV_NET, TINY_PPO
 
 from companion.envs.autoreset import (
     _pool_entry,
@@ -170,8 +171,8 @@ def test_an_auto_reset_wrapper_is_refused_where_it_would_hide_reaching_the_targe
         r"VmapAutoResetWrapper\(",
     ):
         ppo.make_trainer(
-            ppo.PPOConfig(num_envs=2, num_steps=2, total_timesteps=8, num_minibatches=1),
-            ppo.ConvNet(channels=(2,), hidden_sizes=(4,)),
+            TINY_PPO,
+            TINY_CONV_NET,
             VmapAutoResetWrapper(env),
         )
     # The advice of the message: the unwrapped Maze (the same object) gives the true numbers.
