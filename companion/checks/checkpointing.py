@@ -235,6 +235,24 @@ def check_checkpointed_propagation(network_class: type) -> None:
         and len(got[0]) == 2
         and all(close(a, b, 1e-5, 1e-5) for a, b in zip(got[0], want[0]))
     ):
+        if isinstance(got[0], tuple) and len(got[0]) == 2:
+            for other in (sizes["iterations"] - 1, sizes["iterations"] + 1):
+                # the same arrays in the original built for another number of iterations
+                skeleton_n = jax.eval_shape(
+                    lambda k, n=other: ppo.PropagationActorCritic(k, **{**sizes, "iterations": n}),
+                    jax.random.key(3),
+                )
+                shifted = jax.tree.unflatten(jax.tree.structure(skeleton_n), leaves)
+                logits, value = jax.vmap(shifted)(images)
+                if close(got[0][0], logits, 1e-5, 1e-5) and close(got[0][1], value, 1e-5, 1e-5):
+                    fail(
+                        _(
+                            "the copy's (logits, value) are the original's after {got} "
+                            "iterations of the scan, not {expected}: the scan runs "
+                            "self.iterations times (length=self.iterations), from the "
+                            "embedding jnp.tanh(x @ self.embed)"
+                        ).format(got=other, expected=sizes["iterations"])
+                    )
         fail(
             _(
                 "the copy's (logits, value) differ from ppo.PropagationActorCritic's on the same "

@@ -536,11 +536,12 @@ def _bend_numpy(sweep, slope=0.5):
     return int(sizes[flat[0]]) if flat.size else int(sizes[-1])
 
 
-def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
+def checkpointed_class(where="body", policy=None, activation=jnp.tanh, extra=0):
     """A subclass of ppo.PropagationActorCritic with jax.checkpoint ``where``: around the
     scan's ``body`` (right), the whole ``scan``, the whole ``call``, only the ``messages``
     summed inside the body, only the body's last ``tanh``, an ``identity`` on the body's
-    output, around the body of a Python ``loop`` in place of the scan, or ``none``."""
+    output, around the body of a Python ``loop`` in place of the scan, or ``none``; the scan
+    runs ``extra`` iterations more than the original."""
 
     class Copy(ppo.PropagationActorCritic):
         def __call__(self, image):
@@ -566,7 +567,7 @@ def checkpointed_class(where="body", policy=None, activation=jnp.tanh):
                     for _ in range(self.iterations):
                         h, _ = body(h, None)
                     return h
-                return jax.lax.scan(body, h, length=self.iterations)[0]
+                return jax.lax.scan(body, h, length=self.iterations + extra)[0]
 
             h = (jax.checkpoint(run) if where == "scan" else run)(jnp.tanh(x @ self.embed))
             cols = image.shape[2]

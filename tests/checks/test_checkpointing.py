@@ -15,7 +15,8 @@ check_checkpointed_propagation (jax.checkpoint around the scan's body, same outp
   (the outputs come out of the checkpoint, the work does not), named as a part of the body;
   ``nothing_saveable`` passes;
 - a scan: a Python loop over checkpointed bodies, named;
-- the same network: relu in the body changes (logits, value) (generic); another network's
+- the same network: one iteration fewer or more (the outputs are the original's after 6 or
+  8), named; relu in the body changes (logits, value) (generic); another network's
   class holds other arrays; a model instead of the class is told to pass the class.
 """
 
@@ -86,6 +87,16 @@ WRONG_CHECKPOINT = [
         "a Python loop over checkpointed bodies in place of the scan",
         checkpointed_class("loop"),
         r"has no jax.lax.scan: a Python loop",
+    ),
+    (
+        "one iteration fewer (length=self.iterations - 1)",
+        checkpointed_class(extra=-1),
+        r"the original's after 6 iterations of the scan, not 7",
+    ),
+    (
+        "one iteration more",
+        checkpointed_class(extra=1),
+        r"the original's after 8 iterations of the scan, not 7",
     ),
     (
         "relu in the body",
