@@ -244,6 +244,44 @@ def _mlp_diagnosis(cases: list, outputs: list) -> None:
     )
 
 
+def _frozen_by_unit_inputs(module, weight) -> None:
+    """Name a wrong call by its value at 0, where it should be 0, and on each unit vector
+    e_j, where it should be scale * weight[j]: a term added, a constant factor other than
+    the scale, or one value for every j."""
+    try:
+        units = np.asarray(
+            [float(np.asarray(module(jnp.eye(4)[j])).reshape(())) for j in range(4)], np.float64
+        )
+        at_zero = float(np.asarray(module(jnp.zeros(4))).reshape(()))
+    except Exception:  # the call's own error is reported by the value check
+        return
+    if abs(at_zero) > 1e-6:
+        fail(
+            _(
+                "module(x) at x = 0 is {value}, not 0: scale * sum(weight * x) has no constant "
+                "term, so something is added (the scale, where it should multiply?)"
+            ).format(value=f"{at_zero:.4g}")
+        )
+    weight = np.asarray(weight, np.float64)
+    factors = units / np.where(weight == 0, np.nan, weight)
+    if np.all(np.isfinite(factors)) and np.allclose(factors, factors[0], rtol=1e-4):
+        fail(
+            _(
+                "module(e_j), e_j the j-th unit vector, is {factor} * weight[j]; it should be "
+                "scale * weight[j] = 2.0 * weight[j]: the call multiplies by {factor}, not by "
+                "self.scale"
+            ).format(factor=f"{factors[0]:.4g}")
+        )
+    if np.allclose(units, units[0], rtol=1e-4):
+        fail(
+            _(
+                "module(e_j), e_j the j-th unit vector, is {value} for every j; it should be "
+                "scale * weight[j] ({expected}): each weight multiplies its own input, "
+                "scale * sum(weight * x), not the sum of the weights times the sum of x"
+            ).format(value=f"{units[0]:.4g}", expected=np.round(2.0 * weight, 4).tolist())
+        )
+
+
 @self_check
 def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
     """Check ``make_module(key)``: an equinox module, trainable ``weight``, constant ``scale``.
@@ -296,6 +334,7 @@ def check_frozen_constant(make_module: Callable[[jax.Array], Any]) -> None:
         out, _("module(x) with x of shape (4,)"), (), np.float32, why=_("scale * sum(weight * x)")
     )
     if not close(out, 2.0 * np.sum(weight * np.asarray(x))):
+        _frozen_by_unit_inputs(module, weight)
         fail(
             _("module(x) = {got}, expected scale * sum(weight * x) = {expected}").format(
                 got=f"{float(out):.4f}",
@@ -365,6 +404,56 @@ def _grad_norms_reference(model, x, y, mistake=None):
         else:
             rows.append(sum(squares) if mistake == "squared" else sum(squares) ** 0.5)
     return np.array(rows)
+
+
+def _per_example_gradients(model, x, y) -> np.ndarray:
+    """Each example's gradient of its summed squared error, flattened: ``(batch, params)``."""
+    rows = []
+    for x_i, y_i in zip(x, y):
+        grads = eqx.filter_grad(lambda m, x_i=x_i, y_i=y_i: jnp.sum((m(x_i) - y_i) ** 2))(model)
+        rows.append(np.concatenate([np.ravel(g) for g in jax.tree.leaves(grads)]))
+    return np.asarray(rows, np.float64)
+
+
+def _grad_norms_probes(answer: Callable, model, x, y, got, expected) -> None:
+    """Name a shift of every norm, or a loss that is not the squared error by two probes:
+    targets equal to the predictions (every gradient 0) and every error doubled (every norm
+    doubled)."""
+    shift = np.asarray(got, np.float64) - expected
+    if np.allclose(shift, shift[0], rtol=1e-4, atol=1e-5):
+        fail(
+            _(
+                "per_example_grad_norms: every norm is off by the same {shift}: something is "
+                "added to the norm of each example's gradient"
+            ).format(shift=f"{shift[0]:.4g}")
+        )
+    predictions = jax.vmap(model)(x)
+    probes = {}
+    for name, targets in (("zero", predictions), ("double", 2 * y - predictions)):
+        try:
+            probes[name] = np.asarray(
+                run_answer(answer, model, x, targets, call="per_example_grad_norms"), np.float64
+            )
+        except CheckFailed:
+            return
+    if np.shape(probes["zero"]) == (6,) and np.abs(probes["zero"]).max() > 1e-4:
+        fail(
+            _(
+                "per_example_grad_norms gives {got} where every target equals its prediction, "
+                "y_i = model(x_i): the squared error's gradient is 0 there. The loss is not "
+                "sum((model(x_i) - y_i) ** 2): no square, or something other than the error?"
+            ).format(got=np.round(probes["zero"][:3], 4).tolist())
+        )
+    ratio = probes["double"] / np.asarray(got, np.float64)
+    if np.shape(ratio) == (6,) and not np.allclose(ratio, 2.0, rtol=1e-3):
+        fail(
+            _(
+                "per_example_grad_norms does not double when every error doubles (y_i moved to "
+                "2 * y_i - model(x_i)): it changes by {ratio}. The squared error's gradient, 2 * "
+                "(model(x_i) - y_i) through the model, is linear in the error: the loss is not "
+                "sum((model(x_i) - y_i) ** 2) (an absolute error, a square root?)"
+            ).format(ratio=np.round(ratio[:3], 3).tolist())
+        )
 
 
 @self_check
@@ -455,6 +544,32 @@ def check_per_example_grad_norms(per_example_grad_norms: Callable) -> None:
     mistakes[_("every example gets the norm of the whole batch's gradient: vmap the gradient")] = (
         np.full(6, batch_norm)
     )
+    vectors = _per_example_gradients(model, x, y)
+    mistakes[
+        _(
+            "this is each gradient's L1 norm, the sum of |entries|; the norm asked for is the "
+            "Euclidean one, the square root of the sum of squares"
+        )
+    ] = np.abs(vectors).sum(axis=1)
+    mistakes[
+        _(
+            "this is each gradient's largest |entry| (the max norm); the norm asked for is the "
+            "Euclidean one, the square root of the sum of squares"
+        )
+    ] = np.abs(vectors).max(axis=1)
+    mistakes[
+        _(
+            "these are the norms of the gradients with respect to the model's output, 2 * "
+            "(model(x_i) - y_i); the gradient asked for is with respect to the model's arrays"
+        )
+    ] = np.linalg.norm(2 * (np.asarray(jax.vmap(model)(x)) - np.asarray(y)), axis=1)
+    mistakes[_("x and y are swapped: the model takes x_i, and y_i is its target")] = (
+        _grad_norms_reference(model, y, x)
+    )
     case = Case(_("a batch of 6"), {"x": x, "y": y}, expected, mistakes)
-    verdict("per_example_grad_norms", [case], [got], rtol=1e-4, atol=1e-5)
+    try:
+        verdict("per_example_grad_norms", [case], [got], rtol=1e-4, atol=1e-5)
+    except _Differs:
+        _grad_norms_probes(per_example_grad_norms, model, x, y, got, expected)
+        raise
     passed(_("per_example_grad_norms: one gradient per example, its norm over every array"))

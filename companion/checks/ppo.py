@@ -448,6 +448,17 @@ def _last_measured(rows, k, skip_from_end=0):
     return np.asarray(out)
 
 
+def _forward_filled(rows, k):
+    """Each row's mean of its last ``k`` values, each nan filled with the value before it."""
+    out = []
+    for row in np.asarray(rows, np.float64):
+        filled = row.copy()
+        for i in range(1, len(filled)):
+            filled[i] = filled[i - 1] if np.isnan(filled[i]) else filled[i]
+        out.append(np.nanmean(filled[-k:]))
+    return np.asarray(out)
+
+
 def _late_success_case(rows, k, label) -> Case:
     x = np.asarray(rows, np.float32)
     x64 = x.astype(np.float64)
@@ -480,6 +491,23 @@ def _late_success_case(rows, k, label) -> Case:
             _("this averages k + 1 values: take the last k"): _last_measured(x64, k + 1),
             _("this averages k - 1 values: take the last k"): _last_measured(x64, k - 1),
             _("this is the last measured value alone; average the last k"): _last_measured(x64, 1),
+            _("this is the median of the last k measured values; take their mean"): np.asarray(
+                [np.median(row[~np.isnan(row)][-k:]) for row in x64]
+            ),
+            _("this is the largest of the last k measured values; take their mean"): np.asarray(
+                [row[~np.isnan(row)][-k:].max() for row in x64]
+            ),
+            _(
+                "this averages the first k measured values, early in training; take the last k"
+            ): np.asarray([row[~np.isnan(row)][:k].mean() for row in x64]),
+            _(
+                "this averages the k largest measured values, not the last k: keep the values in "
+                "the order of the updates"
+            ): np.asarray([np.sort(row[~np.isnan(row)])[-k:].mean() for row in x64]),
+            _(
+                "a nan is filled with the value before it, so a value is counted twice: skip each "
+                "nan, and take the last k values left"
+            ): _forward_filled(x64, k),
         }
     return Case(label, {"success_by_start": x, "k": k}, _last_measured(x64, k), mistakes)
 

@@ -21,14 +21,21 @@ check_frozen_constant (``scale`` constant, ``weight`` trained by ``eqx.filter_gr
 - no gradient for scale: an array field (``jnp.array(2.0)``), even behind
   ``stop_gradient`` (a zero gradient, not None), is named;
 - a gradient for weight: an integer or a static weight gets none, named;
-- the values: a scale of 3.0, a call without the scale; a dict is not a module.
+- the values: a scale of 3.0 (generic); a dict is not a module; a call is probed at 0 (the
+  scale added) and on each unit vector e_j, where it is scale * weight[j]: another factor
+  (no scale, the scale squared, a mean) or one value for every j (sum(weight) * sum(x)),
+  named; a NumPy scalar constant gets a gradient, named.
 
 check_per_example_grad_norms (one norm of the whole gradient per example)
 - per example: the batch's gradient, or its norm repeated, named;
 - over every trainable array: weights only, per-leaf norms added, squared norms;
 - the loss of one example: a mean over outputs, half the error, the batch size dividing;
 - by the parameters, not the input; ``jax.grad`` on a module is told to use filter_grad;
-- the contract: three rows only; an offset is generic.
+- the norm: L1 or the max norm of each gradient, named; by the output, x and y swapped;
+- the loss, probed: targets equal to the predictions give 0 (no square, an absolute
+  error are told they do not), every error doubled doubles each norm (a square root or a
+  cube of the error are told they do not); an offset is told every norm is shifted;
+- the contract: three rows only.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ import functools
 
 import equinox as eqx
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import companion.checks as checks
@@ -295,13 +304,72 @@ WRONG_FROZEN += [
     (
         "the scale left out of the call",
         lambda key: _NoScaleInCall(jax.random.normal(key, (4,)), 2.0),
-        generic("expected scale \\* sum"),
+        r"is 1 \* weight\[j\].*multiplies by 1, not by self.scale",
     ),
     pytest.param(
         "the weight static",
         lambda key: _StaticWeight(jax.random.normal(key, (4,))),
         "static fields are not trained",
         marks=pytest.mark.filterwarnings("ignore:A JAX array is being set as static"),
+    ),
+]
+
+
+class _SummedApart(FloatScale):
+    def __call__(self, x):
+        return self.scale * jnp.sum(self.weight) * jnp.sum(x)
+
+
+class _ScaleSquared(FloatScale):
+    def __call__(self, x):
+        return self.scale**2 * jnp.sum(self.weight * x)
+
+
+class _ScaleAdded(FloatScale):
+    def __call__(self, x):
+        return jnp.sum(self.weight * x) + self.scale
+
+
+class _Averaged(FloatScale):
+    def __call__(self, x):
+        return self.scale * jnp.mean(self.weight * x)
+
+
+class _NumpyScale(eqx.Module):
+    weight: jax.Array
+    scale: float = np.float32(2.0)
+
+    def __call__(self, x):
+        return self.scale * jnp.sum(self.weight * x)
+
+
+WRONG_FROZEN += [
+    # a student trial's
+    (
+        "sum(weight) * sum(x)",
+        lambda key: _SummedApart(jax.random.normal(key, (4,)), 2.0),
+        r"module\(e_j\), e_j the j-th unit vector, is .* for every j",
+    ),
+    # new slips
+    (
+        "the scale squared",
+        lambda key: _ScaleSquared(jax.random.normal(key, (4,)), 2.0),
+        r"is 4 \* weight\[j\].*multiplies by 4, not by self.scale",
+    ),
+    (
+        "the scale added",
+        lambda key: _ScaleAdded(jax.random.normal(key, (4,)), 2.0),
+        r"module\(x\) at x = 0 is 2, not 0",
+    ),
+    (
+        "a mean for the sum",
+        lambda key: _Averaged(jax.random.normal(key, (4,)), 2.0),
+        r"is 0.5 \* weight\[j\]",
+    ),
+    (
+        "a NumPy scalar constant",
+        lambda key: _NumpyScale(jax.random.normal(key, (4,))),
+        r"the constant `scale` gets a gradient; it should be None",
     ),
 ]
 
@@ -387,7 +455,7 @@ WRONG_NORMS += [
         lambda m, x, y: grad_norms(m, x, y)[:3],
         r"of shape \(6,\).*; it (returned|is) an? \w+ array of shape \(3,\)",
     ),
-    ("an offset", lambda m, x, y: grad_norms(m, x, y) + 1.0, generic("expected")),
+    ("an offset", lambda m, x, y: grad_norms(m, x, y) + 1.0, r"every norm is off by the same 1"),
     ("the model on the batch", lambda m, x, y: m(x), "raised"),
     (
         "half the squared error",
@@ -398,6 +466,64 @@ WRONG_NORMS += [
 
 
 #: Each check's right answers and its bank of wrong ones.
+
+
+def _norms_of(loss, reduce=jnp.linalg.norm):
+    """Per-example norms of ``loss(prediction, target)``'s gradient, reduced by ``reduce``."""
+
+    def norms(model, x, y):
+        params, static = eqx.partition(model, eqx.is_inexact_array)
+
+        def one(x_i, y_i):
+            grads = jax.grad(lambda p: loss(eqx.combine(p, static)(x_i), y_i))(params)
+            return reduce(jax.flatten_util.ravel_pytree(grads)[0])
+
+        return jax.vmap(one)(x, y)
+
+    return norms
+
+
+def _squared(p, t):
+    return jnp.sum((p - t) ** 2)
+
+
+WRONG_NORMS += [
+    # slips of a student trial
+    (
+        "the max norm",
+        _norms_of(_squared, lambda v: jnp.max(jnp.abs(v))),
+        r"largest \|entry\| \(the max norm\)",
+    ),
+    (
+        "no square: sum(p - t)",
+        _norms_of(lambda p, t: jnp.sum(p - t)),
+        r"where every target equals its prediction.*gradient is 0 there",
+    ),
+    (
+        "the gradient by the output",
+        lambda m, x, y: jax.vmap(lambda a, b: jnp.linalg.norm(2 * (m(a) - b)))(x, y),
+        r"with respect to the model's output",
+    ),
+    (
+        "an absolute error",
+        _norms_of(lambda p, t: jnp.sum(jnp.abs(p - t))),
+        r"where every target equals its prediction",
+    ),
+    # new slips
+    ("the L1 norm", _norms_of(_squared, lambda v: jnp.sum(jnp.abs(v))), r"L1 norm, the sum"),
+    (
+        "the error's norm as the loss",
+        _norms_of(lambda p, t: jnp.sqrt(jnp.sum((p - t) ** 2))),
+        r"does not double when every error doubles",
+    ),
+    ("x and y swapped", lambda m, x, y: grad_norms(m, y, x), r"x and y are swapped"),
+    (
+        "the error cubed",
+        _norms_of(lambda p, t: jnp.sum(jnp.abs(p - t) ** 3)),
+        r"does not double when every error doubles",
+    ),
+]
+
 RIGHTS = {
     "check_mlp_apply": RIGHT_MLP,
     "check_frozen_constant": RIGHT_FROZEN,

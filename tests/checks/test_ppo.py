@@ -413,6 +413,46 @@ WRONG_LATE_SUCCESS = [
 ]
 
 
+def _measured(row):
+    return row[~np.isnan(row)]
+
+
+def _forward_fill_mean(x, k):
+    out = []
+    for row in x:
+        row = row.copy()
+        for i in range(1, len(row)):
+            if np.isnan(row[i]):
+                row[i] = row[i - 1]
+        out.append(np.nanmean(row[-k:]))
+    return np.array(out, np.float32)
+
+
+WRONG_LATE_SUCCESS += [
+    (
+        "the median of the last k",
+        lambda x, k: np.array([np.median(_measured(r)[-k:]) for r in x]),
+        "the median of the last k measured values",
+    ),
+    (
+        "the best of the last k",
+        lambda x, k: np.array([_measured(r)[-k:].max() for r in x]),
+        "the largest of the last k measured values",
+    ),
+    (
+        "the first k measured",
+        lambda x, k: np.array([_measured(r)[:k].mean() for r in x]),
+        "the first k measured values",
+    ),
+    (
+        "the k largest",
+        lambda x, k: np.array([np.sort(_measured(r))[-k:].mean() for r in x]),
+        "the k largest measured values",
+    ),
+    ("nan filled forwards", _forward_fill_mean, "filled with the value before it"),
+]
+
+
 #: Each check's right answers and its bank of wrong ones.
 RIGHTS = {
     "check_dual_clip_objective": RIGHT_DUAL_CLIP,
