@@ -71,6 +71,41 @@ def _first_difference(
     )
 
 
+def _batched_actions_mixed(physics, make_states, actions, step_fn) -> None:
+    """Fail when every environment's final physics is another environment's actions stepped
+    (``actions[t, e]`` read as ``actions[e, t]``'s column swapped), or the actions in reverse
+    time order."""
+    num_envs = actions.shape[1]
+    actions = np.asarray(actions)
+
+    def final(e, sequence):
+        state = jax.tree.map(lambda leaf: leaf[e], make_states())
+        return np.asarray(_loop_reference(state, sequence, step_fn)[0].physics)
+
+    if all(close(physics[e], final(e, actions[::-1, e])) for e in range(num_envs)):
+        fail(
+            _(
+                "the actions are taken in reverse time order: scan over actions as they come, "
+                "actions[0] first (no reverse=True, no actions[::-1])"
+            )
+        )
+    columns = []
+    for e in range(num_envs):
+        found = [c for c in range(num_envs) if close(physics[e], final(e, actions[:, c]))]
+        if not found:
+            return
+        columns.append(e if e in found else found[0])
+    if columns != list(range(num_envs)):
+        e = next(e for e, c in enumerate(columns) if c != e)
+        fail(
+            _(
+                "environment {env} is stepped with the actions of environment {other}: "
+                "actions[t, e] is the action of environment e at step t, so each step's row "
+                "actions[t] goes to the vmapped step as it is, its e-th action to environment e"
+            ).format(env=e, other=columns[e])
+        )
+
+
 @self_check
 def check_batched_rollout(batched_rollout: Callable) -> None:
     """Check ``batched_rollout(states, actions) -> (final_states, done_t)`` for N CartPoles.
@@ -84,8 +119,9 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
 
     Raises:
         CheckFailed: naming the mistake (no auto-reset, ``terminated`` for ``done``, done flags
-            environment-first, one step late or not bool, a Python loop unrolled, final states
-            or step counts that differ, wrong types or shapes).
+            environment-first, one step late or not bool, a Python loop unrolled, the states
+            passed in returned, the actions in reverse time or given to other environments,
+            final states or step counts that differ, wrong types or shapes).
     """
     require_function(batched_rollout, "batched_rollout")
     num_steps, num_envs = 60, 3
@@ -168,7 +204,16 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
     )[0]
     if close(physics, no_reset):
         fail(_("the episodes never restart: step with cartpole.step_autoreset, not cartpole.step"))
+    start = make_states()
+    if close(physics, start.physics) and np.array_equal(counts, start.step_count):
+        fail(
+            _(
+                "the final states are the states passed in: return the scan's final carry, "
+                "the first of jax.lax.scan's results, not the states it started from"
+            )
+        )
     if not close(physics, ref_physics):
+        _batched_actions_mixed(physics, make_states, actions, reference_step)
         difference = _first_difference(
             physics,
             ref_physics,
@@ -222,6 +267,12 @@ def check_batched_rollout(batched_rollout: Callable) -> None:
 
 def _rollout_bytes_per_step() -> int:
     """Bytes of one step of one environment of the PPO rollout on the 10 x 10 Maze."""
+    return sum(size * itemsize for _name, _shape, _dtype, size, itemsize in _rollout_fields())
+
+
+def _rollout_fields() -> list:
+    """``(name, shape, dtype, size, itemsize)`` of each array of one step of one environment
+    of the PPO rollout on the 10 x 10 Maze."""
     from companion.agents import ppo
     from companion.envs import maze
     from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
@@ -235,8 +286,71 @@ def _rollout_bytes_per_step() -> int:
         pool = make_reset_pool(env, jax.random.key(2), 1)
         return ppo.rollout(model, env, pool, *batch, jax.random.key(3), 1)[2]
 
-    shapes = jax.eval_shape(one_step_rollout)
-    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
+    shapes = jax.tree_util.tree_flatten_with_path(jax.eval_shape(one_step_rollout))[0]
+    return [
+        (
+            jax.tree_util.keystr(path).lstrip("."),
+            leaf.shape[2:],
+            str(leaf.dtype),
+            leaf.size,
+            leaf.dtype.itemsize,
+        )
+        for path, leaf in shapes
+    ]
+
+
+def _bytes_explanations(per: int, got: int) -> list:
+    """What makes ``got`` bytes a step out of the rollout's ``per``: one field (or each field
+    of one dtype) counted at another size an element, left out, counted as one element, or
+    counted in bits."""
+    fields = _rollout_fields()
+    found = []
+
+    def add(value, message, group, **values):
+        if value == got:
+            names = " / ".join(
+                f"{name} {shape or '()'} {dtype}" for name, shape, dtype, *_ in group
+            )
+            found.append(message.format(fields=names, **values))
+
+    kinds: dict = {}
+    for field in fields:
+        kinds.setdefault((field[3], field[4]), []).append(field)
+    for (n, size), group in kinds.items():  # one field of those alike
+        one = len(group) == 1
+        add(per - n * size, _("{fields} left out") if one else _("one of {fields} left out"), group)
+        if n > 1:
+            add(per - (n - 1) * size, _("{fields} counted as one element, not {n}"), group, n=n)
+        for other in (1, 2, 4, 8):
+            if other == size:
+                continue
+            if other == 1:
+                message = (
+                    _("{fields} counted at 1 byte an element, not {size}")
+                    if one
+                    else _("one of {fields} counted at 1 byte an element, not {size}")
+                )
+            else:
+                message = (
+                    _("{fields} counted at {other} bytes an element, not {size}")
+                    if one
+                    else _("one of {fields} counted at {other} bytes an element, not {size}")
+                )
+            add(per + n * (other - size), message, group, other=other, size=size)
+        if one and n * size >= 8:
+            for bits in {n * size // 8, -(-n * size // 8)}:
+                add(per - n * size + bits, _("{fields} counted in bits, not bytes"), group)
+    for dtype in sorted({field[2] for field in fields}):
+        group = [field for field in fields if field[2] == dtype]
+        total = sum(field[3] * field[4] for field in group)
+        for bits in {total // 8, -(-total // 8)}:
+            add(
+                per - total + bits,
+                _("every {dtype} field ({fields}) counted in bits, not bytes"),
+                group,
+                dtype=dtype,
+            )
+    return list(dict.fromkeys(found))[:2]
 
 
 @self_check
@@ -316,6 +430,25 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
                     call=call, value=f"{got:,}", mistake=message
                 )
             )
+    call, got, t, n = answers[0]
+    if all(g == got * tt * nn for _call, g, tt, nn in answers):
+        explained = _bytes_explanations(per, got)
+        if explained:
+            fail(
+                _(
+                    "{call} = {value}, where {per} bytes a step and environment are expected: "
+                    "the difference, {difference} bytes a step, is exactly {explanation}"
+                ).format(
+                    call=call,
+                    value=f"{got:,}",
+                    per=f"{per:,}",
+                    difference=f"{got - per:+,}",
+                    explanation=functools.reduce(
+                        lambda a, b: _("{first}, or {second}").format(first=a, second=b),
+                        explained,
+                    ),
+                )
+            )
     if all(got in (per * t, per * n) for _call, got, t, n in answers):
         call, got, _t, _n = answers[-1]
         fail(
@@ -334,18 +467,49 @@ def check_rollout_bytes(rollout_bytes: Callable) -> None:
 # --- exercise 3: where a scaling curve bends ------------------------------------------------
 
 
-def _bend_reference(sweep: dict, slope: float, order=None, past=False, linear=False) -> int:
+def _bend_reference(
+    sweep: dict,
+    slope: float,
+    order=None,
+    past=False,
+    linear=False,
+    log_gain=False,
+    from_first=False,
+    steep=False,
+    last=False,
+    rate="steps_per_s",
+) -> int:
     """The bend of ``sweep``; the keywords plant one mistake each: the sizes in ``order``
     (a function of the keys) instead of numeric order, the size past the bend, the gain over
-    the size's growth instead of the log-log slope."""
+    the size's growth or the log of the gain alone instead of the log-log slope, every slope
+    from the first size, the first segment at least as steep as ``slope``, the last flat
+    segment instead of the first, another entry of the sweep for steps per second."""
     sizes = order(sweep) if order else sorted(sweep, key=int)
-    for a, b in zip(sizes, sizes[1:]):
-        gain = sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]
+    segments = [(sizes[0] if from_first else a, b) for a, b in zip(sizes, sizes[1:])]
+    bend = None
+    for a, b in segments:
+        gain = sweep[b][rate] / sweep[a][rate]
         growth = int(b) / int(a)
-        steep = gain / growth if linear else np.log(gain) / np.log(growth)
-        if steep < slope:
-            return int(b if past else a)
-    return int(sizes[-1])
+        if linear:
+            measured = gain / growth
+        elif log_gain:
+            measured = np.log(gain)
+        else:
+            measured = np.log(gain) / np.log(growth)
+        if (measured >= slope) if steep else (measured < slope):
+            bend = int(b if past else a)
+            if not last:
+                return bend
+    return int(sizes[-1]) if bend is None else bend
+
+
+def _loglog_slopes(rates: dict) -> list:
+    """The log-log slope of each segment between neighbouring sizes, to 2 decimals."""
+    sizes = sorted(rates)
+    return [
+        round(float(np.log(rates[b] / rates[a]) / np.log(b / a)), 2)
+        for a, b in zip(sizes, sizes[1:])
+    ]
 
 
 def _sweep(steps_per_s: dict, order: list) -> dict:
@@ -406,8 +570,9 @@ def check_bend(bend: Callable) -> None:
     Raises:
         CheckFailed: for a result that is not an int (a str, a float), or naming the mistake
             (sizes sorted as strings or not sorted, the size past the bend, the peak, the gain
-            over the growth for the slope, ``slope`` ignored), else the first sweep that
-            differs.
+            over the growth or log(gain) alone for the slope, every slope from the first size,
+            the first steep segment (or median_s read), the last flat one, ``slope`` ignored),
+            else the first sweep that differs, with its log-log slopes.
     """
     require_function(bend, "bend")
     cases, outputs = [], []
@@ -456,11 +621,39 @@ def check_bend(bend: Callable) -> None:
             _(
                 "slope is ignored (0.5 throughout): compare with the slope passed in"
             ): _bend_reference(sweep, 0.5),
+            _(
+                "the slope is log(gain) alone, without dividing by log(growth): on a log-log "
+                "plot a segment's slope is log(gain) / log(growth), and the sizes do not grow "
+                "by the same factor everywhere"
+            ): [
+                _bend_reference(sweep, slope, log_gain=True),
+                _bend_reference(sweep, slope, log_gain=True, past=True),
+            ],
+            _(
+                "every slope is measured from the first size: a segment runs between "
+                "neighbouring sizes, a and the next size b"
+            ): [
+                _bend_reference(sweep, slope, from_first=True),
+                _bend_reference(sweep, slope, from_first=True, past=True),
+            ],
+            _(
+                "it returns where the curve is steep, not where it flattens: the bend is the "
+                "first size whose next segment's log-log slope of steps_per_s is below slope "
+                "(<, not >=; and steps_per_s, not median_s, whose slope is 1 minus it)"
+            ): [
+                _bend_reference(sweep, slope, steep=True),
+                _bend_reference(sweep, slope, rate="median_s"),
+            ],
+            _(
+                "it returns the last segment flatter than slope: the bend is the first one, "
+                "where the curve first flattens"
+            ): _bend_reference(sweep, slope, last=True),
         }
         inputs = {
             "sizes": sorted(rates),
             "steps_per_s": [rates[n] for n in sorted(rates)],
             "slope": slope,
+            _("log-log slopes between neighbouring sizes"): _loglog_slopes(rates),
         }
         cases.append(Case(label, inputs, _bend_reference(sweep, slope), mistakes))
     verdict("bend", cases, outputs, rtol=0, atol=0)

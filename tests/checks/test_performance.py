@@ -10,18 +10,28 @@ CartPoles with a time limit of 30)
 - one scan: a Python loop, even under jax.jit, and scan's unroll, from the programs at
   20 and 40 steps;
 - a check run twice, or under the answer's own jit, passes, and leaves the real limit;
+- the final carry, on time: the states passed in returned, the actions in reverse time
+  (reversed, or scan's reverse=True), the environments' actions swapped or all
+  environment 0's, named; other final states generic, at their first element;
 - the contract: the states only, the physics for the states, int done.
 
 check_rollout_bytes (330 bytes per step and environment)
 - dtype sizes: bools as 4 bytes, ints as int64, float64, bits, megabytes, named;
 - the fields: a next image, one channel, a missing 4-byte field (next_value, not told it
   is stored too) or bool, named;
-- num_steps * num_envs transitions; an int. 8 bytes too many is generic.
+- num_steps * num_envs transitions; an int. 8 bytes too many is generic;
+- any other whole number of bytes a step: the difference explained by one field (or every
+  field of a dtype) left out, counted as one element, at another size an element or in
+  bits: the bools in bits, the mask as 1 byte, terminated as float32, the image in bits or
+  left out, reward as float64, named.
 
 check_bend (the first size where the log-log slope drops below ``slope``)
 - numeric order: sizes sorted as strings, the dict's order, named;
 - the size before the bend, not after; not the peak; the slope of logs, not a ratio of
-  gains; slope used; an int, not a str.
+  gains nor log(gain) alone; segments between neighbours, not from the first size; the
+  first flat segment, not the first steep one nor the last flat one; steps_per_s, not
+  median_s (named with the steep segment, whose bends it gives on every sweep); slope used;
+  an int, not a str. Otherwise generic, with the log-log slopes.
 """
 
 from __future__ import annotations
@@ -163,7 +173,7 @@ WRONG_BATCHED += [
     (
         "the environments' actions reversed",
         lambda s, a: batched_scan(s, a[:, ::-1]),
-        generic("actions\\[t, e\\] is the action"),
+        r"environment 0 is stepped with the actions of environment 2",
     ),
     ("a Python loop", unrolled_batched, "unrolls its loop"),
     ("the states only", lambda s, a: s, "pair"),
@@ -176,6 +186,40 @@ WRONG_BATCHED += [
     ("a Python loop under jax.jit", _jitted_python_loop, "unrolls its loop"),
     ("scan's unroll", _scan_unrolled, "unroll"),
     ("terminated for done", _scan_terminated, "misses the truncations"),
+    (
+        "the states passed in",
+        lambda s, a: (s, batched_scan(s, a)[1]),
+        r"the final states are the states passed in: return the scan's final carry",
+    ),
+    (
+        "environment 0's actions for all",
+        lambda s, a: batched_scan(s, jnp.broadcast_to(a[:, :1], a.shape)),
+        r"environment 1 is stepped with the actions of environment 0",
+    ),
+    (
+        "the actions in reverse time",
+        lambda s, a: batched_scan(s, a[::-1]),
+        r"the actions are taken in reverse time order",
+    ),
+    (
+        "scan's reverse=True",
+        lambda s, a: jax.lax.scan(
+            lambda st, at: (lambda out: (out[0], out[1].done))(
+                jax.vmap(cartpole.step_autoreset)(st, at)
+            ),
+            s,
+            a,
+            reverse=True,
+        ),
+        r"the actions are taken in reverse time order",
+    ),
+    (
+        "the final step's physics perturbed",
+        lambda s, a: (lambda st, d: (st._replace(physics=st.physics * 1.5), d))(
+            *batched_scan(s, a)
+        ),
+        generic(r"final_states.physics first differs at environment 0"),
+    ),
 ]
 
 
@@ -217,6 +261,34 @@ WRONG_BYTES += [
     ("a str", lambda t, n: "many", "should return an int .*; it returned the str 'many'"),
     ("megabytes", lambda t, n: 330 * t * n / 1e6, "a whole number of bytes"),
 ]
+WRONG_BYTES += [
+    (what, lambda t, n, b=per_step: b * t * n, message)
+    for what, per_step, message in [
+        (
+            "the bools in bits",
+            (300 + 4 + 2) // 8 + 8 + 16,
+            r"= 62, where 330 bytes .*: the difference, -268 bytes a step, is exactly every "
+            r"bool field \(image \(3, 10, 10\) bool / action_mask \(4,\) bool / terminated",
+        ),
+        (
+            "the action mask as 1 byte",
+            300 + 1 + 8 + 16 + 2,
+            r"-3 bytes a step, is exactly action_mask \(4,\) bool counted as one element, not 4",
+        ),
+        (
+            "terminated as float32",
+            333,
+            r"one of terminated \(\) bool / done \(\) bool counted at 4 bytes an element",
+        ),
+        ("the image in bits", 330 - 300 + 37, r"image \(3, 10, 10\) bool counted in bits"),
+        ("the image left out", 30, r"image \(3, 10, 10\) bool left out"),
+        (
+            "reward as float64",
+            334,
+            r"one of action \(\) int32 / .* counted at 8 bytes an element, not 4",
+        ),
+    ]
+]
 
 
 def test_a_missing_field_is_not_told_it_is_next_value():
@@ -247,6 +319,37 @@ def _bend_linear(sweep, slope=0.5):
     return int(sizes[-1])
 
 
+def _bend_with(sweep, slope, flat):
+    """The bend with ``flat(gain, growth)`` for a segment flatter than ``slope``."""
+    sizes = sorted(sweep, key=int)
+    for a, b in zip(sizes, sizes[1:]):
+        if flat(sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"], int(b) / int(a)):
+            return int(a)
+    return int(sizes[-1])
+
+
+def _bend_from_first(sweep, slope=0.5):
+    sizes = sorted(sweep, key=int)
+    a = sizes[0]
+    for b in sizes[1:]:
+        gain = sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]
+        if np.log(gain) / np.log(int(b) / int(a)) < slope:
+            return int(b)
+    return int(sizes[-1])
+
+
+def _bend_last(sweep, slope=0.5):
+    sizes = sorted(sweep, key=int)
+    bend = int(sizes[-1])
+    for a, b in zip(sizes, sizes[1:]):
+        if (
+            np.log(sweep[b]["steps_per_s"] / sweep[a]["steps_per_s"]) / np.log(int(b) / int(a))
+            < slope
+        ):
+            bend = int(a)
+    return bend
+
+
 RIGHT_BEND = [bend_answer, _bend_numpy]
 
 
@@ -261,6 +364,40 @@ WRONG_BEND = [
     ),
     ("gain / growth", _bend_linear, r"gain over the size's growth"),
     ("slope ignored", lambda s, slope: bend_answer(s), r"slope is ignored"),
+    (
+        "log(gain) alone",
+        lambda s, slope=0.5: _bend_with(s, slope, lambda g, growth: np.log(g) < slope),
+        r"the slope is log\(gain\) alone, without dividing by log\(growth\)",
+    ),
+    (
+        "every slope from the first size",
+        _bend_from_first,
+        r"every slope is measured from the first size",
+    ),
+    (
+        ">= for <",
+        lambda s, slope=0.5: _bend_with(
+            s, slope, lambda g, growth: np.log(g) / np.log(growth) >= slope
+        ),
+        r"it returns where the curve is steep",
+    ),
+    (
+        "the last flat segment",
+        _bend_last,
+        r"the last segment flatter than slope",
+    ),
+    (
+        "median_s for steps_per_s",
+        lambda s, slope=0.5: bend_answer(
+            {k: {"steps_per_s": v["median_s"]} for k, v in s.items()}, slope
+        ),
+        r"it returns where the curve is steep.*not median_s",
+    ),
+    (
+        "twice the size",
+        lambda s, slope=0.5: 2 * bend_answer(s, slope),
+        generic(r"differs from the reference on DQN's committed curve(.|\n)*log-log slopes"),
+    ),
     (
         "a str",
         lambda s, slope: str(bend_answer(s, slope)),
