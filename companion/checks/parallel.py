@@ -343,14 +343,18 @@ def check_pays_from(pays_from: Callable) -> None:
     ``ratios`` maps ``num_envs`` (ints, in any order) to the steps per second of the
     data-parallel run over one device's at that ``num_envs``. Returns the smallest
     ``num_envs`` from which every ratio exceeds ``above`` (that one and every larger one
-    measured); None if the largest does not. Runs the answer as Python (no jit) on five sets
-    of ratios, given out of order.
+    measured); None if the largest does not. Runs the answer as Python (no jit) on seven
+    sets of ratios, given out of order (one where every size pays, one whose ratios do not
+    rise with the size).
 
     Raises:
         CheckFailed: for a result that is neither an int nor None (a ratio, a float, a str),
             or naming the mistake (the first size that pays though a larger one falls back,
-            the largest that pays, sizes not sorted, >= for >, ``above`` ignored, 0 or -1 for
-            None), else the first set that differs.
+            the largest that pays, sizes not sorted, sorted by ratio or with the ratios left
+            in the dict's order, the size just below the answer, the paying size of the
+            largest ratio, >= for >, ``above`` ignored, 0 or -1 for None), or what no answer
+            may do on one set (None where a size pays, a size where none pays, an int that is
+            no size: a position, a count), else the first set that differs.
     """
     require_function(pays_from, "pays_from")
     cases, outputs, broken = [], [], []
