@@ -16,6 +16,7 @@ from companion.checks.core import (
     _program_lacks,
     fail,
     passed,
+    program_equations,
     require_function,
     run_answer,
     self_check,
@@ -108,6 +109,24 @@ def check_allreduce_bytes(allreduce_bytes: Callable) -> None:
     passed(_("allreduce_bytes gives a ring all-reduce's bytes per device"))
 
 
+def _batch_reaches_devices_whole(fn: Callable, args: tuple, shape: tuple) -> bool:
+    """Whether every ``shard_map`` of ``fn``'s program on ``args`` (the mesh last, static)
+    receives an array of ``shape``, the batch's shape outside: its rows are not split. False
+    when the program cannot be traced or holds no ``shard_map`` body to read."""
+    try:
+        program = jax.make_jaxpr(fn, static_argnums=len(args) - 1)(*args)
+    except Exception:  # run_answer reports the error when the answer runs
+        return False
+    bodies = [
+        getattr(eqn.params["jaxpr"], "jaxpr", eqn.params["jaxpr"])
+        for eqn in program_equations(program)
+        if eqn.primitive.name == "shard_map" and "jaxpr" in eqn.params
+    ]
+    return bool(bodies) and all(
+        any(tuple(var.aval.shape) == tuple(shape) for var in body.invars) for body in bodies
+    )
+
+
 def _mse_grad(w, x, y):
     return jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
 
@@ -143,6 +162,15 @@ def check_data_parallel_grad(mean_gradient: Callable) -> None:
                 "program): the exercise asks for each device to differentiate its rows, with "
                 "shard_map and jax.lax.pmean"
             )
+        )
+    if sizes[-1] > 1 and _batch_reaches_devices_whole(mean_gradient, args, x.shape):
+        fail(
+            _(
+                "mean_gradient gives every device the whole batch: inside its shard_map x is "
+                "{shape}, the shape it has outside, so each of the {devices} devices "
+                "differentiates all {rows} rows and nothing is split. Split the rows: in_specs "
+                "(P(), P(axis), P(axis)) for w, x and y"
+            ).format(shape=tuple(x.shape), devices=sizes[-1], rows=x.shape[0])
         )
     stacked = _(
         "The devices' gradients are stacked (out_specs P(axis)); after pmean every device "

@@ -15,6 +15,9 @@ check_data_parallel_grad (pmean of the shards' gradients, meshes of 1 to 8 devic
 - the whole batch split: a gradient that never splits is named;
 - a mean: a loss summed over rows, psum for pmean (8 devices), named;
 - an all-reduce and one result: none (the first device's rows only), stacked (8 devices);
+- the rows split: x and y replicated into the shard_map (in_specs P() for them: each device
+  differentiates the whole batch, the right numbers), named from the shard_map body's
+  input shapes (8 devices, with and without jax.jit);
 - the contract: an extra axis; 2 g + 1 is generic;
 - the gradient itself: half of it (the 2 of the square left out), its sign flipped, divided by
   the rows again, named.
@@ -150,17 +153,17 @@ from companion import parallel
 from companion.checks import CheckFailed, check_data_parallel_grad
 from checks.answers import mean_gradient, _rows_summed
 
-def sharded(collective=jax.lax.pmean, out=P()):
+def sharded(collective=jax.lax.pmean, out=P(), rows=P("devices")):
     def answer(w, x, y, mesh):
         def on_each_device(w, x, y):
             return collective(jax.grad(lambda w: jnp.mean((x @ w - y) ** 2))(w), "devices")
-        return parallel.shard_map(on_each_device, mesh, (P(), P("devices"), P("devices")), out)(
-            w, x, y)
+        return parallel.shard_map(on_each_device, mesh, (P(), rows, rows), out)(w, x, y)
     return answer
 
 answers = {"right": mean_gradient, "psum": sharded(jax.lax.psum),
            "no all-reduce": sharded(lambda g, axis: g), "stacked": sharded(out=P("devices")),
-           "rows summed": _rows_summed}
+           "rows summed": _rows_summed, "replicated": sharded(rows=P()),
+           "replicated, jitted": jax.jit(sharded(rows=P()), static_argnums=3)}
 out = {"devices": len(jax.devices())}
 for name, answer in answers.items():
     try:
@@ -196,6 +199,11 @@ def test_data_parallel_mistakes_on_eight_devices():
     assert "the first device's rows only" in messages["no all-reduce"]
     assert "gradients are stacked" in messages["stacked"]
     assert "a sum over its rows, not a mean" in messages["rows summed"]
+    for name in ("replicated", "replicated, jitted"):
+        assert (
+            "gives every device the whole batch: inside its shard_map x is (16, 3)"
+            in (messages[name])
+        )
 
 
 # --- check_pays_from: pays_from(ratios, above) ----------------------------------------
