@@ -14,6 +14,7 @@ from companion.checks._messages import _
 from companion.checks.core import (
     Case,
     _Differs,
+    _show,
     close,
     fail,
     passed,
@@ -257,24 +258,20 @@ def check_count_endings(count_endings: Callable) -> None:
             for (_seed, case), out in zip(cases, outputs)
             if not close(out, case.expected)
         )
-        grid = "\n".join("  " + " ".join(str(k) for k in row) for row in case.inputs[_KINDS])
-        starts = np.argwhere(case.inputs["next episode starts walled in"])
-        message = _(
-            "count_endings differs from the reference on {case}: it gives (n_terminated, "
-            "n_truncated) = ({got_term}, {got_trunc}), expected ({term}, {trunc}). The rollout, "
-            "a row per step and a column per environment (0 within an episode, 1 an ending at "
-            "the target, 2 walled in, 3 at the time limit):"
-        ).format(
-            case=case.label,
-            got_term=int(got[0]),
-            got_trunc=int(got[1]),
-            term=int(case.expected[0]),
-            trunc=int(case.expected[1]),
-        )
-        if len(starts):
-            grid += "\n" + _(
-                "After the ending at step {step} of environment {env} the next episode starts "
-                "walled in (its observation's mask is empty)"
-            ).format(step=int(starts[0][0]), env=int(starts[0][1]))
-        fail(message + "\n" + grid)
+        lines = [
+            _(
+                "count_endings differs from the reference on {case}: it gives (n_terminated, "
+                "n_truncated) = ({got_term}, {got_trunc}), expected ({term}, {trunc})"
+            ).format(
+                case=case.label,
+                got_term=int(got[0]),
+                got_trunc=int(got[1]),
+                term=int(case.expected[0]),
+                trunc=int(case.expected[1]),
+            ),
+            _("The inputs:"),
+        ]
+        # every step shown, a row per step and a column per environment
+        lines += [_show(value, f"  {key} = ") for key, value in case.inputs.items()]
+        fail("\n".join(lines))
     passed(_("count_endings counts terminations and truncations from extras['next_obs']"))
