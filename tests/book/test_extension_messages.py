@@ -43,7 +43,7 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
     monkeypatch.setattr(editions, "PACKAGE_LOCALE", tmp_path / "package_locale")
     for name, other in (("EXTENSIONS", "extensions"), ("BENCH", "companion"), ("CHECKS", "checks")):
         monkeypatch.setattr(editions, name, code if domain == other else tmp_path / "none")
-    monkeypatch.setattr(editions, "FIGURES", tmp_path / "none")  # tests/test_figure_words.py
+    monkeypatch.setattr(editions, "FIGURES", tmp_path / "none")  # tests/book/test_figure_words.py
     for name in ("GLUE", "QUIZZES", "PLAYGROUND", "LAB"):  # test_glue.py, test_editions.py
         monkeypatch.setattr(editions, name, tmp_path / "none")
     return code, locales

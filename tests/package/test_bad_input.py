@@ -898,6 +898,14 @@ CASES = [
          lambda mp: __import__('companion.figure_words', fromlist=['x']).translate_player(
              3, 'ja'),
          TypeError, 'html: expected a str, got int'),
+    Case('figure_words.mark_player',
+         lambda mp: __import__('companion.figure_words', fromlist=['x']).mark_player(
+             '<img>', 'de'),
+         ValueError, "language: expected one of en, ja, got 'de'"),
+    Case('figure_words.keep_player',
+         lambda mp: __import__('companion.figure_words', fromlist=['x']).keep_player(
+             None, 'ja'),
+         TypeError, 'html: expected a str, got NoneType'),
     Case('checks.core.program_equations',
          lambda mp: core.program_equations([1]),
          TypeError, "jaxpr: expected jax.make_jaxpr's result, got list"),

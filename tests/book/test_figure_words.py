@@ -23,7 +23,7 @@ from docutils import nodes  # noqa: E402
 
 from companion import figure_words, figures  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
