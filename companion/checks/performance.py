@@ -478,12 +478,14 @@ def _bend_reference(
     steep=False,
     last=False,
     rate="steps_per_s",
+    unbent=-1,
 ) -> int:
     """The bend of ``sweep``; the keywords plant one mistake each: the sizes in ``order``
     (a function of the keys) instead of numeric order, the size past the bend, the gain over
     the size's growth or the log of the gain alone instead of the log-log slope, every slope
     from the first size, the first segment at least as steep as ``slope``, the last flat
-    segment instead of the first, another entry of the sweep for steps per second."""
+    segment instead of the first, another entry of the sweep for steps per second, the size
+    at index ``unbent`` of a curve that never bends."""
     sizes = order(sweep) if order else sorted(sweep, key=int)
     segments = [(sizes[0] if from_first else a, b) for a, b in zip(sizes, sizes[1:])]
     bend = None
@@ -500,7 +502,7 @@ def _bend_reference(
             bend = int(b if past else a)
             if not last:
                 return bend
-    return int(sizes[-1]) if bend is None else bend
+    return int(sizes[unbent]) if bend is None else bend
 
 
 def _loglog_slopes(rates: dict) -> list:
@@ -571,7 +573,8 @@ def check_bend(bend: Callable) -> None:
         CheckFailed: for a result that is not an int (a str, a float), or naming the mistake
             (sizes sorted as strings or not sorted, the size past the bend, the peak, the gain
             over the growth or log(gain) alone for the slope, every slope from the first size,
-            the first steep segment (or median_s read), the last flat one, ``slope`` ignored),
+            the first steep segment (or median_s read), the last flat one, the smallest size
+            for a curve that never bends, ``slope`` ignored),
             else the first sweep that differs, with its log-log slopes.
     """
     require_function(bend, "bend")
@@ -621,6 +624,10 @@ def check_bend(bend: Callable) -> None:
             _(
                 "slope is ignored (0.5 throughout): compare with the slope passed in"
             ): _bend_reference(sweep, 0.5),
+            _(
+                "on a curve that never bends it returns the smallest size: where no segment is "
+                "flatter than slope, the bend is the largest size"
+            ): _bend_reference(sweep, slope, unbent=0),
             _(
                 "the slope is log(gain) alone, without dividing by log(growth): on a log-log "
                 "plot a segment's slope is log(gain) / log(growth), and the sizes do not grow "

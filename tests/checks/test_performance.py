@@ -30,7 +30,8 @@ check_bend (the first size where the log-log slope drops below ``slope``)
 - the size before the bend, not after; not the peak; the slope of logs, not a ratio of
   gains nor log(gain) alone; segments between neighbours, not from the first size; the
   first flat segment, not the first steep one nor the last flat one; steps_per_s, not
-  median_s (named with the steep segment, whose bends it gives on every sweep); slope used;
+  median_s (named with the steep segment, whose bends it gives on every sweep); the
+  largest size for a curve that never bends, not the smallest; slope used;
   an int, not a str. Otherwise generic, with the log-log slopes.
 """
 
@@ -392,6 +393,13 @@ WRONG_BEND = [
             {k: {"steps_per_s": v["median_s"]} for k, v in s.items()}, slope
         ),
         r"it returns where the curve is steep.*not median_s",
+    ),
+    (
+        "the smallest size when it never bends",
+        lambda s, slope=0.5: (lambda b: min(map(int, s)) if b == max(map(int, s)) else b)(
+            bend_answer(s, slope)
+        ),
+        r"on a curve that never bends it returns the smallest size",
     ),
     (
         "twice the size",
