@@ -124,6 +124,20 @@ def _require_transitions(answer, args: tuple, call: str):
         timestep,
         key,
     )
+    action, mask = np.asarray(transitions.action), np.asarray(transitions.action_mask)
+    if (
+        action.shape == reference.action.shape
+        and mask.shape == reference.action_mask.shape
+        and np.issubdtype(action.dtype, np.integer)
+        and ((action < 0) | (action >= mask.shape[-1])).sum() == 0
+        and not np.take_along_axis(mask, action[..., None].astype(int), -1).all()
+    ):  # before log_prob's -inf, which an illegal action gives under the mask
+        fail(
+            _(
+                "rollout: some actions are illegal under the action mask they were chosen "
+                "with: sample from the masked logits (ppo.masked_logits), not the raw ones"
+            )
+        )
     for name in ppo.Transition._fields:
         want = getattr(reference, name)
         require_array(

@@ -221,6 +221,8 @@ def _mlp_diagnosis(cases: list, outputs: list) -> None:
     b, nothing else), or only between layers."""
     one = next(i for i, case in enumerate(cases) if "W2" not in case.inputs)
     right = [close(out, case.expected, 1e-5, 1e-5) for case, out in zip(cases, outputs)]
+    if sum(not ok for ok in right) < 2:  # one case alone may bring out anything
+        return
     case, got = cases[one], np.asarray(outputs[one])
     if not right[one]:
         fail(

@@ -118,6 +118,12 @@ def _dual_clip_diagnosis(cases: list, outputs: list) -> None:
         if first is None and wrong.any():
             index = tuple(np.argwhere(wrong)[0])
             first = (case, got, index, int(regions[index]))
+    differing = sum(
+        not np.allclose(got, case.expected, rtol=1e-5, atol=1e-6)
+        for case, got in zip(cases, outputs)
+    )
+    if differing < 2:  # one case alone may bring out anything
+        return
     case, got, index, region = first
     shown = {
         "ratio": f"{case.inputs['ratio'][index]:.4g}",
@@ -296,6 +302,12 @@ def _epsilon_rows(cases: list, outputs: list) -> None:
         logits, mask, eps = case.inputs.values()
         for row in zip(*(np.reshape(a, (-1, 4)) for a in (logits, mask, got, case.expected))):
             rows.append((*row, eps))
+    differing = sum(
+        not np.allclose(got, case.expected, rtol=1e-5, atol=1e-6)
+        for case, got in zip(cases, outputs)
+    )
+    if differing < 2:  # one case alone may bring out anything
+        return
     wrong = [r for r in rows if not np.allclose(r[2], r[3], rtol=1e-5, atol=1e-6)]
 
     def shown(a):

@@ -160,6 +160,12 @@ def _implied_deltas(advantages, terminated, truncated, gamma, lam) -> np.ndarray
 def _gae_diagnosis(cases: list, outputs: list) -> None:
     """Name an unlisted mistake: advantages rescaled or shifted, or the kind of step (the
     rollout's last, an episode's end, inside an episode) where its TD errors differ."""
+    differing = sum(
+        not np.allclose(got, case.expected, rtol=1e-4, atol=1e-5)
+        for case, got in zip(cases, outputs)
+    )
+    if differing < 2:  # one case alone may bring out anything
+        return
     fits = []
     for case, got in zip(cases, outputs):
         expected = np.asarray(case.expected, np.float64).ravel()

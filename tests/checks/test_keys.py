@@ -11,7 +11,11 @@ checker and statistics with a threshold of 5 standard deviations)
 - independent environments: one key for all (shared noise), keys from the step count,
   named;
 - no repetition across episodes: keys from each environment's step count, named;
-- samples of the policy: the argmax, logits / 1.5, uniform over legal actions, named.
+- samples of the policy: the argmax, logits / 1.5 or / 2, uniform over legal actions,
+  named; unmasked logits are told the actions are illegal (not the -inf log_prob);
+- a key made afresh, or the carried key folded with a constant, at every step: told the key
+  is ignored, reused or the actions repeat; keys split before the scan and passed as its xs
+  are right.
 """
 
 from __future__ import annotations
@@ -216,6 +220,64 @@ WRONG_ROLLOUT_KEYS += [
             step=True,
         ),
         "not samples of the policy",
+    ),
+]
+
+
+WRONG_ROLLOUT_KEYS += [
+    # a student trial's
+    (
+        "the sampling key carried, next_key = key_t",
+        rollout((_SPLIT, "next_key, key_t = jax.random.split(key); next_key = key_t")),
+        "carries that same key",
+    ),
+    (
+        "sampled with the carried key, its split's halves unused",
+        rollout((_SPLIT, "next_key, _unused = jax.random.split(key); key_t = key")),
+        "(carries that same key|finds a key used twice)",
+    ),
+    (
+        "a fixed seed folded with the step count",
+        rollout(
+            ("env_state, timestep, key = carry", "env_state, timestep, key = carry; t = _"),
+            (_SPLIT, "key_t = jax.random.fold_in(jax.random.key(0), t); next_key = key"),
+            ("step, carry, None, length=num_steps", "step, carry, jnp.arange(num_steps)"),
+        ),
+        "ignores its key: another key gave the same actions",
+    ),
+    # new slips
+    (
+        "a new key made in every step",
+        rollout((_SPLIT, "next_key, key_t = key, jax.random.key(0)")),
+        "(ignores its key|previous action again|finds a key used twice)",
+    ),
+    (
+        "the logits not masked before sampling",
+        _rollout_variant(
+            _SAMPLE,
+            "action_t = jax.random.categorical(key_t, jax.vmap(model)(image_t)[0])"
+            ".astype(jnp.int32)",
+            step=True,
+        ),
+        "some actions are illegal",
+    ),
+    (
+        "a temperature of 2",
+        _rollout_variant(_SAMPLE, _SAMPLE.replace("logits_t)", "logits_t / 2.0)"), step=True),
+        "not samples of the policy",
+    ),
+    (
+        "the same key folded with 1 at every step",
+        rollout((_SPLIT, "next_key, key_t = key, jax.random.fold_in(key, 1)")),
+        "(previous action again|finds a key used twice|one carried unchanged)",
+    ),
+]
+RIGHT_ROLLOUT_KEYS += [
+    # one key per step, split before the scan and passed as its xs
+    rollout(
+        ("def step(carry, _):", "def step(carry, key_t):"),
+        (_SPLIT, "next_key = key"),
+        ("step, carry, None, length=num_steps", "step, carry, jax.random.split(key, num_steps)"),
     ),
 ]
 
