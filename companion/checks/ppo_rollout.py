@@ -357,9 +357,10 @@ def _fill_one_batch():
     return model, batch
 
 
-def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False, cut=False):
+def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False, cut=False, slip=""):
     """ppo.ppo_loss with the illegal logits filled with ``fill`` in the ratio; ``cut`` stops
-    the gradient of the ratio (a planted mistake)."""
+    the gradient of the ratio, ``slip`` plants another mistake ("value_half": no 0.5 on the
+    value loss, "entropy_sign", "policy_sign": a term's sign flipped, "no_clip")."""
     from companion.agents import ppo
 
     clip_eps, vf_coef, ent_coef = coefs
@@ -368,15 +369,39 @@ def _loss_with_fill(model, batch, coefs, normalise, fill, entropy_masked=False, 
     ratio = jnp.exp(ppo.log_prob(filled, batch.action) - batch.log_prob)
     ratio = jax.lax.stop_gradient(ratio) if cut else ratio
     advantage = ppo.normalise(batch.advantage) if normalise else batch.advantage
-    policy_loss = -jnp.mean(ppo.clipped_surrogate(ratio, advantage, clip_eps))
-    value_loss = 0.5 * jnp.mean((value - batch.target) ** 2)
+    surrogate = ratio * advantage if slip == "no_clip" else None
+    if surrogate is None:
+        surrogate = ppo.clipped_surrogate(ratio, advantage, clip_eps)
+    policy_loss = (1.0 if slip == "policy_sign" else -1.0) * jnp.mean(surrogate)
+    value_loss = (1.0 if slip == "value_half" else 0.5) * jnp.mean((value - batch.target) ** 2)
     for_entropy = ppo.masked_logits(logits, batch.action_mask) if entropy_masked else filled
-    return policy_loss + vf_coef * value_loss - ent_coef * jnp.mean(ppo.entropy(for_entropy))
+    entropy_term = ent_coef * jnp.mean(ppo.entropy(for_entropy))
+    sign = -1.0 if slip == "entropy_sign" else 1.0
+    return policy_loss + vf_coef * value_loss - sign * entropy_term
 
 
 def _flat_grad(loss, model) -> np.ndarray:
     grads = eqx.filter_grad(loss)(model)
     return np.concatenate([np.ravel(g) for g in jax.tree.leaves(grads)])
+
+
+#: Slips in ppo_loss's terms, by the name _loss_with_fill plants them with.
+_FILL_SLIPS = {
+    "value_half": N_(
+        "the value loss lacks its 0.5: ppo_loss's value loss is 0.5 * mean((value - target) ** 2)"
+    ),
+    "entropy_sign": N_(
+        "the entropy bonus has the wrong sign: the loss subtracts ent_coef * entropy, so that "
+        "minimising it keeps the policy exploring"
+    ),
+    "policy_sign": N_(
+        "the policy term has the wrong sign: the loss is minus the clipped surrogate's mean"
+    ),
+    "no_clip": N_(
+        "the ratio is not clipped: the policy term is minus the mean of "
+        "ppo.clipped_surrogate(ratio, advantage, clip_eps), not of ratio * advantage"
+    ),
+}
 
 
 @self_check
@@ -468,6 +493,13 @@ def check_fill_one_loss(loss_fn: Callable) -> None:
                         "the arguments clip_eps, vf_coef and ent_coef are ignored: use the values "
                         "make_train passes"
                     ): float(_loss_with_fill(model, batch, (0.2, 0.5, 0.01), normalise, 1.0)),
+                    **{
+                        _(message): [
+                            float(_loss_with_fill(model, batch, coefs, normalise, 1.0, e, slip=s))
+                            for e in (False, True)
+                        ]
+                        for s, message in _FILL_SLIPS.items()
+                    },
                 },
             )
         )

@@ -20,6 +20,8 @@ check_fill_one_loss (PPO's loss with illegal logits filled with 1.0)
 - the fill: the correct -inf loss, a fill of 0, named;
 - the arguments: normalise_advantages and the coefficients used, passed by keyword;
 - the gradient: cut through the ratio, named; the entropy of either logits passes;
+- the terms: no 0.5 on the value loss, the entropy bonus's or the policy term's sign, the
+  ratio unclipped, named (the entropy of either logits);
 - the contract: the loss alone, a metric that is not a scalar; twice the loss is generic.
 """
 
@@ -260,6 +262,35 @@ WRONG_FILL_ONE = [
 
 
 #: Each check's right answers and its bank of wrong ones.
+
+
+def _fill_loss_slip(model, batch, clip_eps, vf_coef, ent_coef, normalise_advantages, slip=""):
+    """The 1.0-filled loss written out, ``slip`` planting one mistake in its terms."""
+    logits, value = jax.vmap(model)(batch.image)
+    logits = jnp.where(batch.action_mask, logits, 1.0)
+    ratio = jnp.exp(ppo.log_prob(logits, batch.action) - batch.log_prob)
+    adv = ppo.normalise(batch.advantage) if normalise_advantages else batch.advantage
+    surrogate = ratio * adv if slip == "no_clip" else ppo.clipped_surrogate(ratio, adv, clip_eps)
+    policy_loss = jnp.mean(surrogate) if slip == "policy_sign" else -jnp.mean(surrogate)
+    squared = jnp.mean((value - batch.target) ** 2)
+    value_loss = squared if slip == "value_half" else 0.5 * squared
+    entropy = jnp.mean(ppo.entropy(logits))
+    bonus = -ent_coef * entropy if slip == "entropy_sign" else ent_coef * entropy
+    return policy_loss + vf_coef * value_loss - bonus, {}
+
+
+def _fill_slip(slip):
+    return lambda m, b, **k: _fill_loss_slip(m, b, **k, slip=slip)
+
+
+WRONG_FILL_ONE += [
+    ("no 0.5 on the value loss", _fill_slip("value_half"), "the value loss lacks its 0.5"),
+    ("the entropy bonus added", _fill_slip("entropy_sign"), "entropy bonus has the wrong sign"),
+    ("the policy term's sign", _fill_slip("policy_sign"), "the policy term has the wrong sign"),
+    ("the ratio unclipped", _fill_slip("no_clip"), "the ratio is not clipped"),
+]
+RIGHT_FILL_ONE += [_fill_slip("")]
+
 RIGHTS = {
     "check_gae_from_values": RIGHT_GAE,
     "check_fill_one_loss": RIGHT_FILL_ONE,
