@@ -53,7 +53,7 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
 EDITS = [
     ("extensions", "chapter_cards.py", "Open in Colab", "Open it in Colab", "Colab で開く"),
     ("companion", "tables.py", "seeds solved", "seeds that solved", "解けたシード"),
-    ("checks", "core.py", "The inputs:", "The inputs were:", "入力:"),
+    ("checks", "core.py", "a triple", "a 3-tuple", "3 つ組"),
 ]
 
 
@@ -67,6 +67,9 @@ def test_a_changed_english_text_turns_its_translation_fuzzy(
     as a fuzzy suggestion (which the check refuses and the compiled catalogue leaves out);
     the unchanged copy leaves the catalogue untouched."""
     code, locales = _copy(tmp_path, monkeypatch, domain)
+    message = re.compile(r"\b_\(\s*" + re.escape(f'"{english}"'))  # the text as a message
+    holders = [p.name for p in sorted(code.rglob("*.py")) if message.search(p.read_text())]
+    assert holders == [file], f"pick a message only {file} holds, not {english!r} ({holders})"
     po = locales / "ja" / "LC_MESSAGES" / f"{domain}.po"
     before = po.read_bytes()
     assert editions.update_code_catalogue("ja", domain, code, locales) == po
