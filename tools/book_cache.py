@@ -299,6 +299,7 @@ def refresh(
     notebooks: Path | None = None,
     extensions: Path | None = None,
     root: Path | None = None,
+    dry_run: bool = False,
 ) -> Outcome:
     """Remove from ``cache`` (a jupyter-cache folder) and ``doctrees`` what the changes since
     the notebooks' executions make stale, and store the new manifest.
@@ -309,6 +310,7 @@ def refresh(
     edition: each edition reads the same execution cache, so a notebook executed again must
     be read again by every one of them. Everything is cleared when ``cache`` holds no
     readable manifest, or it was written by another version of this script or jupyter-cache.
+    With ``dry_run`` the outcome is the same and nothing is removed or written.
     """
     root = package.parent if root is None else root
     saved = [] if doctrees is None else [doctrees] if isinstance(doctrees, Path) else list(doctrees)
@@ -321,7 +323,7 @@ def refresh(
         known = None
     if known is None or any(known[k] != manifest[k] for k in ("tool", "jupyter_cache")):
         for folder in (cache, *saved):
-            if folder.exists():
+            if folder.exists() and not dry_run:
                 shutil.rmtree(folder)
         outcome = Outcome(True, tuple(nb.stem for nb in paths), True, {})
     else:
@@ -332,10 +334,10 @@ def refresh(
         reads = reads if isinstance(reads, dict) else {}
         why = {nb.stem: changed_reads(reads.get(nb.stem), root) for nb in paths}
         stale = [nb for nb in paths if why[nb.stem]]
-        if stale:
+        if stale and not dry_run:
             _remove_records(cache, stale)
         pages = known["extensions"] != manifest["extensions"]
-        for folder in saved:
+        for folder in [] if dry_run else saved:
             if pages and folder.exists():
                 shutil.rmtree(folder)
             elif notebooks is not None:
@@ -344,6 +346,8 @@ def refresh(
         outcome = Outcome(
             False, tuple(nb.stem for nb in stale), pages, {nb.stem: why[nb.stem] for nb in stale}
         )
+    if dry_run:
+        return outcome
     cache.mkdir(parents=True, exist_ok=True)
     partial = cache / (MANIFEST + ".new")
     partial.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -365,21 +369,35 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     parser.add_argument("--extensions", type=Path, default=ROOT / "book" / "_ext")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what the next make book executes again, and change nothing",
+    )
     args = parser.parse_args(argv)
-    outcome = refresh(args.cache, args.package, args.doctrees, args.notebooks, args.extensions)
+    outcome = refresh(
+        args.cache,
+        args.package,
+        args.doctrees,
+        args.notebooks,
+        args.extensions,
+        dry_run=args.dry_run,
+    )
+    would = "would " if args.dry_run else ""
     if outcome.everything:
         print(
             "book_cache: no manifest, or this script or jupyter-cache changed: "
-            f"{args.cache} starts empty"
+            f"{args.cache} {would}start{'' if would else 's'} empty"
         )
     elif outcome.notebooks:
         for stem in outcome.notebooks:
             why = ", ".join(outcome.why[stem][:3]) + (" ..." if len(outcome.why[stem]) > 3 else "")
-            print(f"book_cache: execute again: {stem} (read {why})")
+            print(f"book_cache: {would}execute again: {stem} (read {why})")
     else:
         print("book_cache: every cached notebook is reused")
     if outcome.pages and not outcome.everything:
-        print("book_cache: the Sphinx extensions changed: every page is read again")
+        again = "would be read again" if args.dry_run else "is read again"
+        print(f"book_cache: the Sphinx extensions changed: every page {again}")
     return 0
 
 

@@ -284,6 +284,33 @@ def test_a_change_forgets_only_the_notebooks_that_read_it(book, monkeypatch):
     assert _cached(cache) == set() and not doctrees.exists() and not edition.exists()
 
 
+def test_a_dry_run_says_what_would_execute_again_and_changes_nothing(book, monkeypatch):
+    """``--dry-run`` gives the outcome the real refresh then gives (a changed module's
+    reader), and leaves the cache's records, the doctrees and the manifest as they were."""
+    root, pkg = book["root"], book["package"]
+    monkeypatch.setattr(book_cache, "INPUTS", ("companion/", "results/", "notebooks/quizzes/"))
+    cache, doctrees = root / "_build" / ".jupyter_cache", root / "_build" / ".doctrees"
+
+    def run(dry_run):
+        return refresh(cache, pkg, doctrees, book["notebooks"], root / "_ext", dry_run=dry_run)
+
+    assert run(True).everything and not cache.exists()  # nothing written
+    run(False)
+    _cache_both(book, cache)
+    _record_both(book, cache)
+    for stem in ("a_first", "b_second"):
+        _write(doctrees / "notebooks" / f"{stem}.doctree", "doctree")
+    _write(pkg / "agents" / "dqn" / "losses.py", "def loss():\n    return 2.0\n")
+    manifest = (cache / MANIFEST).read_bytes()
+    dry = run(True)
+    assert dry.notebooks == ("b_second",) and not dry.everything
+    assert _cached(cache) == {"a_first", "b_second"}
+    assert {d.stem for d in (doctrees / "notebooks").glob("*.doctree")} == {"a_first", "b_second"}
+    assert (cache / MANIFEST).read_bytes() == manifest
+    assert run(False) == dry
+    assert _cached(cache) == {"a_first"}
+
+
 def test_a_changed_extension_reads_every_page_again_and_keeps_the_executions(book):
     root, pkg = book["root"], book["package"]
     cache, doctrees = root / "cache", root / ".doctrees"
