@@ -29,7 +29,7 @@ import logging
 import re
 from pathlib import Path
 
-from companion.language import LANGUAGES, current_language
+from companion.language import LANGUAGES, book_build, current_language
 
 #: The gettext domain of the figures' words.
 DOMAIN = "figures"
@@ -46,12 +46,11 @@ def _check_language(language: object) -> str:
 
 
 def editions() -> tuple[str, ...]:
-    """The languages a figure is output in: every edition's in the book's build (where
-    myst-nb is installed: each page keeps its own, ``book/_ext/figure_widths.py``), else the
-    reader's (:func:`companion.language.current_language`)."""
-    if importlib.util.find_spec("myst_nb") is not None:
-        return LANGUAGES
-    return (current_language(),)
+    """The languages a figure is output in: every edition's in the book's build
+    (:func:`companion.language.book_build`: each page keeps its own,
+    ``book/_ext/figure_widths.py``), else the reader's
+    (:func:`companion.language.current_language`)."""
+    return LANGUAGES if book_build() else (current_language(),)
 
 
 @functools.cache

@@ -19,7 +19,8 @@ headers) is shown in both languages the same way, ``display(markdown("...", n=n)
 that the package composes in each language (a table of ``companion.bench``) is given as
 ``markdown(en=..., ja=...)``.
 
-Where myst-nb is not installed (Colab), the Markdown cell shows the role as written; ``glue``
+Outside the book's build (Colab, Jupyter: :func:`companion.language.book_build`), the
+Markdown cell shows the role as written; ``glue``
 then shows the figures under the code cell that made them, one line, so that a reader can
 read them there, and :func:`markdown` shows its text, both in the reader's language
 (``companion.set_language``; English unless chosen).
@@ -179,7 +180,7 @@ def markdown(text: str | None = None, /, *, en=None, ja=None, **values):
     ``markdown("Mean return over {n} seeds", n=n)``, its Japanese from the catalogue
     :data:`DOMAIN`, or ``markdown(en=..., ja=...)`` for two texts composed in each language.
 
-    In the book's build (myst-nb installed) the output holds both texts, each in a block
+    In the book's build (``companion.language.book_build``) the output holds both texts, each in a block
     ``<div class="edition-text" lang="...">`` that the book's style shows on pages of its
     language only; elsewhere (Colab, plain Jupyter) it is the text in the reader's language
     (``companion.set_language``; English unless chosen). Both texts should be built from the
@@ -203,11 +204,9 @@ def markdown(text: str | None = None, /, *, en=None, ja=None, **values):
             raise ValueError(f"markdown: {lang}: the text is empty")
     if not _JAPANESE.search(ja):
         raise ValueError(f"markdown: ja: expected Japanese, got {ja[:60]!r}")
-    try:
-        import myst_nb  # noqa: F401  (the book's build)
-    except ImportError:
-        from companion.language import current_language
+    from companion.language import book_build, current_language
 
+    if not book_build():
         return Markdown(ja if current_language() == "ja" else en)
     return Markdown(
         "\n\n".join(
@@ -256,15 +255,15 @@ def glue(**texts: str | Words) -> None:
             )
     from IPython.display import Markdown, display
 
-    try:
-        from myst_nb import glue as myst_glue
-    except ImportError:  # Colab: show the figures where they were computed
-        from companion.language import current_language
+    from companion.language import book_build, current_language
 
+    if not book_build():  # Colab, Jupyter: show the figures where they were computed
         language = current_language()
         shown = {n: getattr(t, language) if isinstance(t, Words) else t for n, t in texts.items()}
         display(Markdown("; ".join(f"`{n}`: {t}" for n, t in shown.items())))
         return
+    from myst_nb import glue as myst_glue
+
     for name, text in texts.items():
         markdown = text.markdown() if isinstance(text, Words) else text
         myst_glue(name, Markdown(markdown), display=False)

@@ -14,6 +14,8 @@ import os
 LANGUAGES = ("en", "ja")
 #: The environment variable read when :func:`set_language` has not been called.
 VARIABLE = "COMPANION_LANGUAGE"
+#: The environment variable the book's build sets ("1") in the kernels it executes.
+BOOK_BUILD = "DRLJAX_BOOK_BUILD"
 
 _chosen: str | None = None
 
@@ -33,6 +35,21 @@ def set_language(language: str | None) -> None:
     """
     global _chosen
     _chosen = None if language is None else _valid(language, "language")
+
+
+def book_build() -> bool:
+    """Whether this process executes a notebook for the book's build, which shows every
+    edition from one execution: the build sets :data:`BOOK_BUILD` to "1" (``make book``,
+    ``tools/execute_notebooks.py``; the tests that check the build's outputs too), and
+    myst-nb, which keeps the outputs, is installed. Elsewhere (Colab, Jupyter, a course
+    lab's machine with the book's packages) a notebook shows the reader's language only."""
+    if os.environ.get(BOOK_BUILD, "").strip() != "1":
+        return False
+    try:
+        import myst_nb  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def current_language() -> str:

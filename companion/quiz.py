@@ -140,7 +140,7 @@ def load_quiz(chapter: str, language: str = "en") -> list[dict]:
 def show_quiz(chapter: str) -> None:
     """Show the quiz of ``chapter`` with jupyterquiz (answers shuffled, feedback on click).
 
-    In the book's build (myst-nb installed) each language's quiz is shown in its own
+    In the book's build (``companion.language.book_build``) each language's quiz is shown in its own
     ``<div class="edition-text" lang="...">``, which the book's style shows on pages of its
     language only (``editions.css``, as for :func:`companion.glue.markdown`); a translation
     that cannot be loaded is left out. Elsewhere (Colab, Jupyter) the quiz is shown in the
@@ -166,11 +166,9 @@ def show_quiz(chapter: str) -> None:
             quizzes.append((language, load_quiz(chapter, language)))
         except FileNotFoundError:
             pass
-    try:
-        import myst_nb  # noqa: F401  (the book's build: every edition's quiz, each page its own)
-    except ImportError:
-        from companion.language import current_language
+    from companion.language import book_build, current_language
 
+    if not book_build():  # the book's build: every edition's quiz, each page its own
         reader = [q for q in quizzes if q[0] == current_language()]
         quizzes = reader or quizzes[:1]
     for language, questions in quizzes:

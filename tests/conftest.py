@@ -4,6 +4,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 os.environ.setdefault("DRLJAX_BUDGET", "tiny")
+# The tests check the book build's outputs (every edition's words from one execution), as
+# make book's kernels make them; a test of a reader's notebook unsets it.
+os.environ.setdefault("DRLJAX_BOOK_BUILD", "1")
 
 # Tests compile far more programs than they run steps: on the tiny budgets, XLA's compile time
 # is most of a test run. LLVM optimisation level 2 (XLA:CPU's default is 3) makes compiling

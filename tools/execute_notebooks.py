@@ -96,8 +96,9 @@ def _execute(
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "reads"
-        # this worker's environment is the kernel's: set for each notebook it runs
-        os.environ.update(book_cache.recording_env(record, ROOT))
+        # this worker's environment is the kernel's: set for each notebook it runs; the
+        # kernel outputs every edition's words (companion.language.book_build)
+        os.environ.update(book_cache.recording_env(record, ROOT), DRLJAX_BOOK_BUILD="1")
         start = time.time()
         result = single_nb_execution(
             notebook,

@@ -1217,6 +1217,7 @@ EXEMPT = {
     "bench.words.N_": "the identity: marks a text for the catalogue's extraction (gettext's N_)",
     "figure_words.N_": "the identity: marks a text for the catalogue's extraction (gettext's N_)",
     "figure_words.editions": "takes no argument: the languages an output is made in",
+    "language.book_build": "takes no argument: whether the kernel runs for the book's build",
     "checks.core.CheckFailed": "the exception the checks raise",
     "checks.core.Case": "data container",
     "checks.core.fail": "raises CheckFailed by design",

@@ -135,6 +135,30 @@ def test_a_markdown_output_holds_both_languages_in_the_build_and_english_elsewhe
     assert markdown(en="Measured on AMD EPYC", ja="AMD EPYC で測定").data == "Measured on AMD EPYC"
 
 
+def test_outside_the_build_a_notebook_shows_the_readers_language_only(monkeypatch):
+    """On a machine with the book's packages (myst-nb installed), a notebook run outside the
+    build (a course lab, Jupyter) shows one language, the reader's: a Markdown output, the
+    figures' editions and a glued figure; in the build (DRLJAX_BOOK_BUILD=1) every edition."""
+    from companion import figure_words, language
+    from companion.glue import glue, markdown, words
+
+    assert language.book_build() and figure_words.editions() == ("en", "ja")
+    monkeypatch.delenv(language.BOOK_BUILD)
+    monkeypatch.setenv(language.VARIABLE, "ja")
+    assert not language.book_build() and figure_words.editions() == ("ja",)
+    assert markdown(en="Measured on AMD EPYC", ja="AMD EPYC で測定").data == "AMD EPYC で測定"
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *items: shown.extend(items))
+    glue(note=words("(not measured here)"))
+    assert (
+        len(shown) == 1
+        and "`note`: " in shown[0].data
+        and "(not measured here)" not in (shown[0].data)
+    )
+    monkeypatch.setenv(language.BOOK_BUILD, "0")
+    assert not language.book_build()
+
+
 @pytest.mark.parametrize(
     "en, ja, error, match",
     [
