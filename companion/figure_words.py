@@ -153,7 +153,17 @@ def in_language(fig, language: str):
     if font is None:
         yield fig
         return
-    saved = []
+    saved, ticks = [], []
+    for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):
+        # tick labels in words (set_yticks(ticks, ["illegal", "legal"])) are made at each
+        # draw by the axis's formatter: the axis gets fixed translated labels for the block
+        english = [label.get_text() for label in axis.get_majorticklabels()]
+        translated = [translate(text, language) for text in english]
+        if translated != english:
+            ticks.append((axis, axis.get_major_locator(), axis.get_major_formatter()))
+            axis.set_ticks(axis.get_majorticklocs(), translated)
+            for label in axis.get_majorticklabels():
+                label.set_fontfamily([font, *label.get_fontfamily()])
     for text in _texts(fig):
         translated = translate(text.get_text(), language)
         if translated == text.get_text():
@@ -174,6 +184,9 @@ def in_language(fig, language: str):
         for text, english, family in saved:
             text.set_text(english)
             text.set_fontfamily(family)
+        for axis, locator, formatter in ticks:
+            axis.set_major_locator(locator)
+            axis.set_major_formatter(formatter)
 
 
 #: The comment a diagram's SVG carries (inside its ``<svg>`` element): its language and words.

@@ -154,7 +154,46 @@ def panel_pngs(fig: Figure | None = None, language: str = "en") -> list[bytes]:
     if not fig.axes:
         raise ValueError("fig: the figure has no axes (no panel to show)")
     with in_language(fig, language):
-        return _panel_pngs(fig, language)
+        if language == "en":
+            return _panel_pngs(fig, language)
+        positions = [ax.get_position() for ax in fig.axes]
+        try:
+            _fit_words(fig)
+            return _panel_pngs(fig, language)
+        finally:
+            for ax, position in zip(fig.axes, positions):
+                ax.set_position(position)
+
+
+def _fit_words(fig: Figure) -> None:
+    """Lay ``fig`` out again (``tight_layout``) where its words, translated after the figure
+    was laid out for the English ones, reach past the figure or into a neighbouring panel;
+    a figure whose words fit keeps its layout."""
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    figure_box = fig.bbox
+    boxes = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
+    outside = any(
+        b.x0 < figure_box.x0 - 0.5
+        or b.x1 > figure_box.x1 + 0.5
+        or b.y0 < figure_box.y0 - 0.5
+        or b.y1 > figure_box.y1 + 0.5
+        for b in boxes
+    )
+    overlap = any(
+        a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+    )
+    if (outside or overlap) and fig.get_layout_engine() is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # axes tight_layout cannot place keep theirs
+            fig.tight_layout(pad=0.3)
 
 
 def _panel_pngs(fig: Figure, language: str) -> list[bytes]:

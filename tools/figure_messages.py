@@ -42,6 +42,10 @@ TEXT_CALLS = {
     "supylabel": (0,),
     "set_label": (0,),
     "set_text": (0,),
+    "set_xticks": (1,),  # set_yticks(ticks, ["illegal", "legal"])
+    "set_yticks": (1,),
+    "set_xticklabels": (0,),
+    "set_yticklabels": (0,),
     "annotate": (0,),
     "text": (2,),
     "label": (3,),  # companion.diagrams: label(ax, x, y, text)
@@ -49,7 +53,9 @@ TEXT_CALLS = {
     "N_": (0,),
 }
 #: Keyword arguments drawn as text.
-TEXT_KEYWORDS = frozenset({"title", "label", "xlabel", "ylabel", "sub", "titles", "captions"})
+TEXT_KEYWORDS = frozenset(
+    {"title", "label", "xlabel", "ylabel", "sub", "titles", "captions", "labels"}
+)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 #: Letters that are not English words: units and names every edition shares.
 SHARED_WORDS = frozenset("ms ns GB MB KB CPU GPU TPU JAX XLA".split())

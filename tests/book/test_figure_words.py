@@ -192,6 +192,30 @@ def test_outside_the_build_an_animation_is_one_unmarked_player(monkeypatch):
     assert _first_frame(drawn["en"]) != _first_frame(drawn["ja"])
 
 
+def test_tick_labels_in_words_are_translated_and_a_longer_text_is_laid_out_again():
+    """Fixed tick labels (set_yticks(ticks, labels)) are drawn in Japanese inside the block
+    and English after; the Japanese panels (laid out again where their words reach past the
+    figure) leave the figure its English layout."""
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.2), dpi=80)
+    axes[0].imshow(np.zeros((4, 4, 3)))
+    axes[1].bar(["up", "down"], [1, 0])
+    axes[1].set_yticks([0, 1], ["illegal", "legal"])
+    axes[1].set_title("action mask at the start")
+    fig.tight_layout()
+    layout = [ax.get_position().bounds for ax in fig.axes]
+    with figure_words.in_language(fig, "ja"):
+        fig.canvas.draw()
+        assert [t.get_text() for t in axes[1].get_yticklabels()] == ["無効", "有効"]
+    fig.canvas.draw()
+    assert [t.get_text() for t in axes[1].get_yticklabels()] == ["illegal", "legal"]
+    english, japanese = figures.panel_pngs(fig, "en"), figures.panel_pngs(fig, "ja")
+    assert [ax.get_position().bounds for ax in fig.axes] == layout
+    assert english[1] != japanese[1]
+    plt.close(fig)
+
+
 def test_the_figures_texts_are_found_in_the_code_that_draws_them():
     source = "\n".join(
         [
