@@ -42,17 +42,26 @@ _SPACED = re.compile(
 
 
 def _rows(bank: list) -> list:
-    """``(answer, English regex, marks)`` for each row of a bank (a row's marks: a ``skipif``
-    for a JAX without the function the answer calls, a warning the answer raises)."""
-    return [(*tuple(getattr(row, "values", row))[1:], getattr(row, "marks", ())) for row in bank]
+    """``(answer, English regex, marks, slip)`` for each row of a bank (a row's marks: a
+    ``skipif`` for a JAX without the function the answer calls, a warning the answer raises)."""
+    return [
+        (*tuple(getattr(row, "values", row))[1:], getattr(row, "marks", ()), _slip(row))
+        for row in bank
+    ]
+
+
+def _slip(row) -> str:
+    """A row's slip as a test id: words joined by "_" (``-k`` selects one slip)."""
+    slip = str(tuple(getattr(row, "values", row))[0])
+    return re.sub(r"\W+", "_", slip).strip("_")[:60] or "row"
 
 
 #: Every check, with the wrong answers of its bank (``test_<module>.py``) and a right answer.
 WRONG = {check: (_rows(bank), RIGHT[check][0]) for check, bank in banks().items()}
 CASES = [
-    pytest.param(check, answer, english, marks=marks, id=f"{check[6:]}-{i}")
+    pytest.param(check, answer, english, marks=marks, id=f"{check[6:]}-{i}-{slip}")
     for check, (rows, _right) in WRONG.items()
-    for i, (answer, english, marks) in enumerate(rows)
+    for i, (answer, english, marks, slip) in enumerate(rows)
 ]
 
 
