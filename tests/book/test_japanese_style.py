@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TERMS = ROOT / "locales" / "ja" / "terms.json"
 CATALOGUES = ROOT / "locales" / "ja" / "LC_MESSAGES"
 QUIZZES = ROOT / "notebooks" / "quizzes" / "ja"
