@@ -358,6 +358,21 @@ def check_settle(settle: Callable) -> None:
             dtype_hint=_("jnp.int32(0) as the initial count, changed.astype(jnp.int32) added"),
             returns=False,
         )
+        expected = np.asarray(case.expected[0])
+        reached = np.isfinite(expected)
+        if (
+            np.any(expected[reached] != 0)
+            and np.allclose(values[reached], -expected[reached])
+            and np.all(values[~reached] == np.inf)
+        ):
+            fail(
+                _(
+                    "the values of {call} are the expected ones with their sign flipped (+inf "
+                    "where the target cannot be reached): it returns the cost of the way to the "
+                    "target, cost times the distance; a value is minus that, 0 at the target and "
+                    "lower farther away"
+                ).format(call=call)
+            )
         if np.any(np.isnan(values)) or np.any(values == np.inf):
             fail(
                 _(

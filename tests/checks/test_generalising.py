@@ -13,7 +13,8 @@ check_settle (max-plus backups in a while_loop until nothing changes; four mazes
 - what the values break, for slips not modelled: +cost (a value above the target's 0; it
   never settles either), cost subtracted twice (every value 2 times the expected), a
   forbidden move as 0 (a wall with a finite value), a changed flag that starts False (v_0
-  returned, count 0), named; the changed cells counted (a sum for jnp.any), named;
+  returned, count 0), named; the changed cells counted (a sum for jnp.any), named; the
+  distances returned (-v: the sign flipped, +inf where the target is out of reach), named;
 - traced values: an ``if`` on one is told the book runs it under jit.
 
 check_success_by_reach (success rates within reach K + 1 and beyond)
@@ -122,6 +123,12 @@ RIGHT_SETTLE = [
 ]
 
 
+def _distances(v_0, can_move, cost):
+    """The costs of the way to the target (-v), not the values."""
+    values, count = settle_answer(v_0, can_move, cost)
+    return -values, count
+
+
 WRONG_SETTLE = [
     (
         "the last backup counted",
@@ -207,6 +214,11 @@ WRONG_SETTLE = [
         functools.partial(settle_answer, backup=_backup_blocked_as_zero),
         r"a wall at row 0 and column 5, from which the target cannot be reached, has the "
         r"value 0, not -inf",
+    ),
+    (
+        "the distances (-v) returned for the values",
+        _distances,
+        r"the expected ones with their sign flipped \(\+inf where the target cannot be reached\)",
     ),
 ]
 
