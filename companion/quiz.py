@@ -157,9 +157,15 @@ def show_quiz(chapter: str) -> None:
 
     try:
         quizzes = [("en", load_quiz(chapter))]
-    except FileNotFoundError as exc:
-        print(f"The quiz cannot be shown here: {str(exc).removeprefix('chapter: ')}.")
-        print("The book's web page shows it.")
+    except FileNotFoundError:
+        from companion.glue import markdown
+
+        display(
+            markdown(
+                "The quiz cannot be shown here: its file is not beside the notebook and the "
+                "network cannot be reached. The book's web page shows it."
+            )
+        )
         return
     for language in LANGUAGES[1:]:
         try:

@@ -80,7 +80,7 @@ def notebook_messages(path: Path) -> list[tuple[int, str]]:
 
 def template(root: Path = ROOT):
     """The English messages of the English notebooks (``<root>/notebooks/*.ipynb``) and of
-    ``companion/glue.py`` as a Babel template catalogue (domain ``glue``), each with the
+    ``companion/glue.py`` and ``companion/quiz.py`` as a Babel template catalogue (domain ``glue``), each with the
     notebooks and cells (or lines) it was found in.
 
     Raises:
@@ -92,10 +92,12 @@ def template(root: Path = ROOT):
     found = []
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         found += [(f"notebooks/{path.name}", cell, text) for cell, text in notebook_messages(path)]
-    package = root / "companion" / "glue.py"  # its own phrases (the separators of a list)
-    if package.is_file():
-        source = package.read_text(encoding="utf-8")
-        found += [("companion/glue.py", n, t) for n, t in code_messages(source, "glue.py")]
+    # the package's own phrases: the separators of a list, the quiz that cannot be shown
+    for name in ("glue.py", "quiz.py"):
+        package = root / "companion" / name
+        if package.is_file():
+            source = package.read_text(encoding="utf-8")
+            found += [(f"companion/{name}", n, t) for n, t in code_messages(source, name)]
     for where, line, text in found:
         flags = ("python-brace-format",) if "{" in text else ()
         catalog.add(text, locations=[(where, line)], flags=flags)

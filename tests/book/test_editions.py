@@ -384,3 +384,31 @@ def test_outside_the_book_the_quiz_is_in_the_readers_language(monkeypatch, langu
         set_language(None)
     html = [o.data["text/html"] for o in out.outputs if "text/html" in o.data]
     assert [h.split('lang="')[1].split('"')[0] for h in html] == [shown]
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_a_quiz_that_cannot_be_loaded_is_said_so_in_the_readers_language(monkeypatch, language):
+    """Where the quiz's file is not at hand and the network cannot be reached, the cell says
+    so in the reader's language, and the notebook goes on."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from companion import language as languages
+    from companion import set_language
+
+    def unreachable(chapter, language="en"):
+        raise FileNotFoundError(f"chapter: no local quiz {chapter!r} and no network")
+
+    monkeypatch.setattr(quiz, "load_quiz", unreachable)
+    monkeypatch.delenv(languages.BOOK_BUILD, raising=False)
+    set_language(language)
+    InteractiveShell.instance()
+    try:
+        with capture_output() as out:
+            quiz.show_quiz("07_dqn")
+    finally:
+        InteractiveShell.clear_instance()
+        set_language(None)
+    (shown,) = [o.data["text/markdown"] for o in out.outputs if "text/markdown" in o.data]
+    expected = {"en": "The quiz cannot be shown here", "ja": "ここではクイズを表示できません"}
+    assert shown.startswith(expected[language])
