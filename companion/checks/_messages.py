@@ -34,10 +34,12 @@ def _(message: str) -> str:
     return _catalogue(current_language()).gettext(message)
 
 
-#: Japanese characters: kana, kanji, Japanese punctuation (「」。、) and full-width forms (（）：).
+#: Japanese characters: kana, kanji, Japanese punctuation and full-width forms.
 _JAPANESE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff01-\uff60"
 #: Japanese punctuation, beside which Japanese writes no space.
-_PUNCTUATION = "、。，．「」『』（）：；！？"
+_PUNCTUATION = (
+    "\u3001\u3002\uff0c\uff0e\u300c\u300d\u300e\u300f\uff08\uff09\uff1a\uff1b\uff01\uff1f"
+)
 #: A half-width space between two Japanese characters, or beside Japanese punctuation.
 _NO_SPACE = re.compile(
     f"(?<=[{_JAPANESE}]) (?=[{_JAPANESE}])|(?<=[{_PUNCTUATION}]) | (?=[{_PUNCTUATION}])"
@@ -45,25 +47,28 @@ _NO_SPACE = re.compile(
 
 
 #: The end of a Japanese sentence left open: a Japanese word or a closing bracket.
-_OPEN_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff）」]$")
+_OPEN_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff09\u300d]$")
+#: The Japanese full stop.
+_FULL_STOP = "\u3002"
 
 
 def finish(message: str, *, sentence: bool = False) -> str:
     """``message``, composed of entries and the values they fill in, as the current language
     writes it. A translation keeps a space on each side of a placeholder, which its value
-    needs where it is code, a number or a Latin word ("形 {shape} の {dtype} 配列"); in
-    Japanese no space stands between two Japanese words, so where the value is Japanese
-    (「整数型」 for the dtype) the space between them goes: 「形 (3,) の整数型配列」, and so
-    does one beside Japanese punctuation (「(3,)）」). A ``sentence`` (a failure's message,
-    whose first line is what went wrong) ends its first line with 「。」 in Japanese where
-    the English leaves the last clause without a full stop (「…返したのは None です。」)."""
+    needs where it is code, a number or a Latin word (a shape, ``float32``); in Japanese no
+    space stands between two Japanese words, so where the value is Japanese (the word for
+    an integer dtype) the space between them goes, and so does one beside Japanese
+    punctuation (a closing bracket after a shape). A ``sentence`` (a failure's message,
+    whose first line is what went wrong) ends its first line with the Japanese full stop
+    where the English leaves the last clause without one. Examples: the language test,
+    ``tests/checks/test_language.py``."""
     if current_language() != "ja":
         return message
     message = _NO_SPACE.sub("", message)
     if sentence:
         first, newline, rest = message.partition("\n")
         if _OPEN_END.search(first):
-            message = first + "。" + newline + rest
+            message = first + _FULL_STOP + newline + rest
     return message
 
 
