@@ -109,9 +109,7 @@ def test_show_quiz_passes_the_checked_questions_to_jupyterquiz(monkeypatch):
     ]
 
 
-def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
-    tmp_path, monkeypatch, capsys
-):
+def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(tmp_path, monkeypatch):
     import jupyterquiz
 
     monkeypatch.chdir(tmp_path)  # no quizzes folder here or above
@@ -144,9 +142,11 @@ def test_outside_a_checkout_the_quiz_is_downloaded_or_the_page_says_why(
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     monkeypatch.setattr(jupyterquiz, "display_quiz", lambda *a, **k: pytest.fail("shown"))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *items: shown.extend(items))
     quiz.show_quiz("07_dqn")
-    printed = capsys.readouterr().out
-    assert "could not be reached" in printed and "The book's web page shows it." in printed
+    (said,) = [item.data for item in shown]
+    assert "the network cannot be reached" in said and "The book's web page shows it." in said
 
 
 def test_the_right_answer_is_not_given_away_by_its_length():
