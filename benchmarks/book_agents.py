@@ -79,7 +79,7 @@ def measure_ppo(
         runner, _ = jax.block_until_ready(run(runner))
         run_s += time.perf_counter() - start
         eval_key, key = jax.random.split(eval_key)
-        result = ppo.evaluate(trainer.model(runner), env, key, episodes)
+        result = ppo.evaluate(ppo.trained_model(PPO_NETWORK, runner), env, key, episodes)
         updates = chunk * eval_every
         evals.append(
             {
@@ -102,7 +102,7 @@ def measure_ppo(
         "evals": evals,
         "steps_to_target": hit[0]["env_steps"] if hit else None,
         "time_to_target_s": hit[0]["train_s"] if hit else None,
-        "model": trainer.model(runner),
+        "model": ppo.trained_model(PPO_NETWORK, runner),
     }
 
 

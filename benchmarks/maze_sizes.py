@@ -22,6 +22,7 @@ moves (what the agent's readout can have heard of) and beyond.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ EVAL_SEED = 10_000
 def with_iterations(model, network, iterations: int):
     """The same trained weights with another number of propagation iterations: a static
     field of the network, so the pytree's leaves (the weights) do not depend on it."""
-    like = ppo.make_model(network._replace(iterations=iterations), jax.random.key(0))
+    like = ppo.model_skeleton(functools.partial(network, iterations=iterations))
     return jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(model))
 
 

@@ -64,7 +64,7 @@ def measure_width(config: ppo.PPOConfig, network, updates: int, repeats: int) ->
     env = maze_lib.make_maze_task("medium")
     trainer = ppo.make_trainer(config, network, env)
     runner = trainer.init(jax.random.key(0))
-    params, static = eqx.partition(trainer.model(runner), eqx.is_inexact_array)
+    params, static = eqx.partition(ppo.trained_model(network, runner), eqx.is_inexact_array)
     pool_key, rollout_key, perm_key = jax.random.split(jax.random.key(1), 3)
 
     def collect(params, env_state, timestep, pool_key, rollout_key):

@@ -41,7 +41,7 @@ TASK = "random"
 def rollout_fn(config: ppo.PPOConfig, network):
     """One rollout of ``config``'s agent, with its reset scheme, as a function of a key."""
     env = maze_lib.make_maze_task(TASK)
-    model = ppo.make_model(network, jax.random.key(0), (env.num_rows, env.num_cols))
+    model = network(jax.random.key(0))
     n = config.num_envs
 
     def run(key):

@@ -74,7 +74,7 @@ def main(argv=None) -> dict:
         updates, num_seeds, repeats, sizes = 2, 8, 3, (1, 2, 4, 8)
     config = config._replace(total_timesteps=updates * config.batch_size)
     sizes = [d for d in sizes if d <= len(jax.devices())]
-    model = ppo.make_model(NETWORK, jax.random.key(0))
+    model = NETWORK(jax.random.key(0))
     num_params = sum(x.size for x in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))
     result = {
         **result_header("sharding", args.quick),

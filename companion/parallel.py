@@ -18,6 +18,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from companion._validate import positive_int, prng_key
+from companion.agents.ppo.networks import trained_model
 from companion.agents.ppo.train import (
     PPOConfig,
     RunnerState,
@@ -260,7 +261,7 @@ def make_data_parallel_train(
     Returns:
         ``train(key) -> (runner, metrics)``, not jitted (it calls a jitted ``shard_map``; jit
         it, or call it). ``runner``: a ``ppo.RunnerState`` whose model is
-        ``ppo.make_trainer(config, network, env).model(runner)``. ``params``, ``opt_state`` and
+        ``ppo.trained_model(network, runner)``. ``params``, ``opt_state`` and
         ``update`` are the devices' common copies; ``env_state``, ``timestep`` and
         ``episode_start`` the devices' parts joined along the environment axis, ``num_envs``
         in all (device ``i`` holds rows ``i * num_envs / D`` onwards), split over the mesh;
@@ -338,7 +339,7 @@ def first_batch(config: PPOConfig, network: Any, env: Any, key: jax.Array) -> tu
     @eqx.filter_jit
     def collect(key):
         runner = trainer.init(key)
-        model = trainer.model(runner)
+        model = trained_model(network, runner)
         _, pool_key, rollout_key, _ = jax.random.split(runner.key, 4)  # as the first update's
         batch, *_ = collect_batch(
             config, env, model, runner.env_state, runner.timestep, pool_key, rollout_key

@@ -161,7 +161,8 @@ def maze_playground(
     """An ipywidgets playground: edit a maze, step or run an agent, see its policy and value map.
 
     Args:
-        model: your own network (``ppo.make_model``), offered as ``agent="given model"``.
+        model: your own model (e.g. ``network(key)`` or ``ppo.trained_model``), offered as
+            ``agent="given model"``.
         walls: bool ``(rows, cols)``; ``None``: a jumanji random maze drawn from ``key``.
         start, target: ``(row, col)`` free cells; default the random maze's, or the two corners.
 

@@ -10,7 +10,7 @@ key training never used, and also runs a short training with the same code.
     python tools/train_random_maze.py --total 200000           # a short run, to try the script
 
 Writes ``companion/data/<name>.eqx`` (the model's arrays, read back with
-``eqx.tree_deserialise_leaves`` into ``ppo.make_model(network, key)``) and
+``eqx.tree_deserialise_leaves`` into ``ppo.model_skeleton(network)``) and
 ``companion/data/<name>.json`` (configuration, network, timings, hardware, learning curve and the
 evaluation on 1,000 unseen 10 x 10 mazes, sampled and greedy; for the value-iteration
 agent also on 1,000 unseen 15 x 15 and 20 x 20 mazes, which it never trained on), with
@@ -20,6 +20,7 @@ agent also on 1,000 unseen 15 x 15 and 20 x 20 mazes, which it never trained on)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -91,7 +92,7 @@ def main(argv=None) -> dict:
     start = time.perf_counter()
     runner, metrics = jax.block_until_ready(compiled(key))
     train_s = time.perf_counter() - start
-    model = trainer.model(runner)
+    model = ppo.trained_model(network, runner)
 
     args.out.mkdir(parents=True, exist_ok=True)
     eqx.tree_serialise_leaves(args.out / f"{SAVED_AGENTS[args.agent]}.eqx", model)
@@ -99,7 +100,7 @@ def main(argv=None) -> dict:
     if args.agent == "value_iteration":
         # the same weights, with backups until the values settle: the same outputs, fewer
         # backups, and any maze size
-        like = ppo.make_model(network._replace(iterations=None), jax.random.key(0))
+        like = ppo.model_skeleton(functools.partial(network, iterations=None))
         model = jax.tree.unflatten(jax.tree.structure(like), jax.tree.leaves(model))
     result = evaluate_size(model, 10)
     if args.agent == "value_iteration":
@@ -110,10 +111,7 @@ def main(argv=None) -> dict:
         "config": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in config._asdict().items()
         },
-        "network": {
-            k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in ppo.networks.network_to_dict(network).items()
-        },
+        "network": ppo.networks.network_to_dict(network),
         "train_seed": TRAIN_SEED,
         "eval_seed": EVAL_SEED,
         "compile_s": compile_s,

@@ -89,7 +89,7 @@ def _rollout_case(num_envs: int) -> tuple:
     from companion.envs.autoreset import make_reset_pool, reset_with_next_obs
 
     env = maze_lib.make_maze_task("medium", time_limit=_TIME_LIMIT)
-    model = _Sharpened(ppo.make_model(ppo.FIXED_MAZE_NETWORK, jax.random.key(0)), 4.0)
+    model = _Sharpened(ppo.FIXED_MAZE_NETWORK(jax.random.key(0)), 4.0)
     pool = make_reset_pool(env, jax.random.key(1), num_envs)
     starts = jax.random.split(jax.random.key(2), num_envs)
     env_state, timestep = jax.vmap(reset_with_next_obs, in_axes=(None, 0))(env, starts)

@@ -11,17 +11,13 @@ from companion.agents.ppo.evaluate import (
 )
 from companion.agents.ppo.losses import Batch, clipped_surrogate, gae, normalise, ppo_loss
 from companion.agents.ppo.networks import (
-    NETWORKS,
     ActorCritic,
-    ConvNet,
     PropagationActorCritic,
-    PropagationNet,
     ValueIterationActorCritic,
-    ValueIterationNet,
-    check_network,
-    make_model,
+    model_skeleton,
     neighbour,
     orthogonal_linear,
+    trained_model,
 )
 from companion.agents.ppo.policy import entropy, log_prob, masked_logits
 from companion.agents.ppo.rollout import Transition, next_values, reached_target, rollout
@@ -47,14 +43,11 @@ from companion.agents.ppo.train import (
 __all__ = [
     "ActorCritic",
     "Batch",
-    "ConvNet",
     "Evaluation",
     "FIXED_MAZE_CONFIG",
     "FIXED_MAZE_NETWORK",
-    "NETWORKS",
     "PPOConfig",
     "PropagationActorCritic",
-    "PropagationNet",
     "RANDOM_MAZE_CONFIG",
     "RANDOM_MAZE_NETWORK",
     "RESETS",
@@ -64,20 +57,18 @@ __all__ = [
     "VALUE_ITERATION_MAZE_CONFIG",
     "VALUE_ITERATION_NETWORK",
     "ValueIterationActorCritic",
-    "ValueIterationNet",
     "check_config",
-    "check_network",
     "clipped_surrogate",
     "default_loss",
     "entropy",
     "evaluate",
     "gae",
     "log_prob",
-    "make_model",
     "make_optimizer",
     "make_train",
     "make_trainer",
     "masked_logits",
+    "model_skeleton",
     "neighbour",
     "next_values",
     "normalise",
@@ -87,4 +78,5 @@ __all__ = [
     "rollout",
     "shortest_path_lengths",
     "success_by_start",
+    "trained_model",
 ]

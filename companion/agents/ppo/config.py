@@ -14,7 +14,11 @@ import optax
 
 from companion._validate import number_in, one_of, positive_int, positive_number
 from companion.agents.ppo.losses import ppo_loss
-from companion.agents.ppo.networks import ConvNet, PropagationNet, ValueIterationNet
+from companion.agents.ppo.networks import (
+    ActorCritic,
+    PropagationActorCritic,
+    ValueIterationActorCritic,
+)
 
 #: Names accepted by ``PPOConfig.reset``.
 RESETS = ("pooled", "per_step")
@@ -75,8 +79,11 @@ FIXED_MAZE_CONFIG = PPOConfig(
     num_minibatches=4,
     learning_rate=2e-3,
 )
-#: The PPO chapter's network for the fixed mazes: one convolution, two dense layers.
-FIXED_MAZE_NETWORK = ConvNet(channels=(8,), hidden_sizes=(64, 64))
+#: The PPO chapter's network for the fixed 10 x 10 mazes: one convolution, two dense layers;
+#: ``FIXED_MAZE_NETWORK(key)`` is a :class:`ActorCritic` with initial weights from ``key``.
+FIXED_MAZE_NETWORK = functools.partial(
+    ActorCritic, grid_shape=(10, 10), channels=(8,), hidden_sizes=(64, 64)
+)
 
 #: The configuration of the chapter's random-maze agent (``tools/train_random_maze.py``).
 RANDOM_MAZE_CONFIG = PPOConfig(
@@ -90,14 +97,18 @@ RANDOM_MAZE_CONFIG = PPOConfig(
 )
 
 #: The random-maze agent's network: 8 features per cell, 32 propagation steps.
-RANDOM_MAZE_NETWORK = PropagationNet(width=8, hidden_sizes=(64,), iterations=32)
+RANDOM_MAZE_NETWORK = functools.partial(
+    PropagationActorCritic, width=8, hidden_sizes=(64,), iterations=32
+)
 
 #: The configuration of the chapter's planning agent on random mazes
 #: (``tools/train_random_maze.py --agent value_iteration``): an eighth of the budget above.
 VALUE_ITERATION_MAZE_CONFIG = RANDOM_MAZE_CONFIG._replace(total_timesteps=131_072)
 #: The planning agent's network: 99 backups (rows * cols - 1, enough to converge on any
 #: 10 x 10 maze), 4 value channels, a value head of 64 units.
-VALUE_ITERATION_NETWORK = ValueIterationNet(width=4, hidden_sizes=(64,), iterations=99)
+VALUE_ITERATION_NETWORK = functools.partial(
+    ValueIterationActorCritic, width=4, hidden_sizes=(64,), iterations=99
+)
 
 
 def make_optimizer(config: PPOConfig) -> optax.GradientTransformation:

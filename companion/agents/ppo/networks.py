@@ -1,12 +1,18 @@
-"""The PPO chapter's actor-critics (equinox), their size descriptions and :func:`make_model`.
+"""The PPO chapter's actor-critics (equinox), and what the trainers need of a ``network``.
 
 Each maps one float32 image ``(3, rows, cols)`` to ``(logits, value)``; orthogonal init
 (Huang et al., 2022); propagation after value iteration networks (Tamar et al., 2016).
+
+A ``network``, as the trainers take it, is the network before its weights: a function
+``network(key) -> model``, such as ``functools.partial(ActorCritic, grid_shape=(10, 10))``
+(DQN's ``hk.Transformed`` is the same idea in haiku's form: ``network.init(key, obs)``).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+import inspect
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -165,137 +171,114 @@ class PropagationActorCritic(eqx.Module):
         return self.policy_head(z), self.value_head(z)
 
 
-class ConvNet(NamedTuple):
-    """:class:`ActorCritic` by its sizes: 3 x 3 convolutions with ``channels`` (may be
-    empty), then fully connected layers of ``hidden_sizes``. For one grid size."""
-
-    channels: tuple = (16,)
-    hidden_sizes: tuple = (128, 128)
+#: The model classes a saved agent may name (``{"class": ..., "kwargs": ...}`` in its JSON).
+MODELS = {
+    cls.__name__: cls for cls in (ActorCritic, PropagationActorCritic, ValueIterationActorCritic)
+}
 
 
-class PropagationNet(NamedTuple):
-    """:class:`PropagationActorCritic` by its sizes: ``width`` features per cell,
-    ``iterations`` propagation steps, then fully connected layers of ``hidden_sizes``."""
-
-    width: int = 8
-    hidden_sizes: tuple = (64,)
-    iterations: int = 32
-
-
-class ValueIterationNet(NamedTuple):
-    """:class:`ValueIterationActorCritic` by its sizes: ``width`` value channels,
-    ``iterations`` backups (``None``: until the values settle; not for training) and a
-    value head of ``hidden_sizes``."""
-
-    width: int = 4
-    hidden_sizes: tuple = (64,)
-    iterations: int | None = 99
-
-
-#: The networks :func:`make_model` builds, by the name a saved agent records.
-NETWORKS = {"conv": ConvNet, "propagation": PropagationNet, "value_iteration": ValueIterationNet}
-
-
-def network_name(network) -> str:
-    """The name of a network description in :data:`NETWORKS` (``"conv"``, ...).
+def network_to_dict(network: functools.partial) -> dict:
+    """``{"class": name, "kwargs": {...}}``, the JSON form of ``network``, a
+    ``functools.partial`` of a class of :data:`MODELS` given keyword arguments only
+    (equinox's serialisation example: the hyperparameters beside the weights).
 
     Raises:
-        TypeError: if ``network`` is not a :class:`ConvNet`, :class:`PropagationNet` or
-            :class:`ValueIterationNet`.
+        TypeError: for anything else (a function of your own has no sizes to save).
     """
-    for name, kind in NETWORKS.items():
-        if type(network) is kind:
-            return name
-    raise TypeError(
-        "network: expected ppo.ConvNet, ppo.PropagationNet or ppo.ValueIterationNet, "
-        f"got {type(network).__name__}"
-    )
-
-
-def network_from_dict(fields: dict):
-    """The network description that ``{"name": ..., **sizes}`` (as saved in JSON) names.
-
-    Raises:
-        ValueError: for an unknown ``name``. TypeError: for an unknown size.
-    """
-    fields = dict(fields)
-    name = fields.pop("name", None)
-    if name not in NETWORKS:
-        raise ValueError(f"network: unknown name {name!r}; expected one of {tuple(NETWORKS)}")
-    kind = NETWORKS[name]
-    unknown = set(fields) - set(kind._fields)
-    if unknown:
+    if not (
+        isinstance(network, functools.partial)
+        and network.func in MODELS.values()
+        and not network.args
+    ):
         raise TypeError(
-            f"network: unknown size(s) {sorted(unknown)} for {name!r}; expected {kind._fields}"
+            "network: expected functools.partial(<one of "
+            f"{', '.join('ppo.' + name for name in MODELS)}>, **sizes) to save, got {network!r:.120}"
         )
-    return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+    kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in network.keywords.items()}
+    return {"class": network.func.__name__, "kwargs": kwargs}
 
 
-def network_to_dict(network) -> dict:
-    """``{"name": ..., **sizes}``, the JSON form of a network description."""
-    return {"name": network_name(network), **network._asdict()}
-
-
-def check_network(network, trainable: bool = True):
-    """Return ``network`` if :func:`make_model` can build it (and, when ``trainable``, train
-    it: a positive number of iterations).
+def network_from_dict(fields: dict) -> functools.partial:
+    """The network that ``{"class": name, "kwargs": {...}}`` (:func:`network_to_dict`) names:
+    ``functools.partial(MODELS[name], **kwargs)``, lists read back as tuples.
 
     Raises:
-        TypeError: for another type, or a size that is not an int.
-        ValueError: naming the field, for a size that is not positive, or ``iterations=None``
-            when ``trainable`` or for a :class:`PropagationNet`.
+        ValueError: for an unknown class; TypeError: for an unknown keyword argument.
     """
-    name = network_name(network)
-    positive_ints(network.hidden_sizes, "network.hidden_sizes")
-    if name == "conv":
-        if not (isinstance(network.channels, (tuple, list)) and len(network.channels) == 0):
-            positive_ints(network.channels, "network.channels")  # () is allowed: no convolution
-        return network
-    positive_int(network.width, "network.width")
-    if network.iterations is None and (trainable or name == "propagation"):
-        raise ValueError(
-            "network.iterations: None (backups until the values settle, in a while_loop) "
-            "cannot be differentiated in reverse mode; train with a positive int, for "
-            "example rows * cols - 1 = 99 on 10 x 10 mazes"
-        )
-    if network.iterations is not None:
-        positive_int(network.iterations, "network.iterations")
-    return network
+    name = fields.get("class")
+    if name not in MODELS:
+        raise ValueError(f"network: unknown class {name!r}; expected one of {tuple(MODELS)}")
+    cls = MODELS[name]
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in fields["kwargs"].items()}
+    unknown = set(kwargs) - set(inspect.signature(cls).parameters)
+    if unknown:
+        raise TypeError(f"network: unknown argument(s) {sorted(unknown)} for ppo.{name}")
+    return functools.partial(cls, **kwargs)
 
 
-def make_model(network, key: jax.Array, grid_shape: tuple = (10, 10)):
-    """The network that ``network`` describes, with initial weights from ``key``.
-
-    Args:
-        network: :class:`ConvNet`, :class:`PropagationNet` or :class:`ValueIterationNet`.
-        grid_shape: ``(rows, cols)`` of the maze (used by :class:`ActorCritic` only).
-
-    Raises:
-        TypeError, ValueError: as :func:`check_network` (``iterations=None`` allowed for planning).
-    """
-    return _make_model(check_network(network, trainable=False), key, grid_shape)
-
-
-def _make_model(network, key: jax.Array, grid_shape: tuple):
-    hidden = tuple(network.hidden_sizes)
-    if isinstance(network, ConvNet):
-        channels = tuple(network.channels)
-        return ActorCritic(key, grid_shape, 4, channels=channels, hidden_sizes=hidden)
-    if isinstance(network, PropagationNet):
-        return PropagationActorCritic(key, 4, network.width, hidden, network.iterations)
-    return ValueIterationActorCritic(
-        key, network.width, hidden_sizes=hidden, iterations=network.iterations
-    )
-
-
-def model_skeleton(network, grid_shape: tuple = (10, 10)):
-    """The network of ``network`` with ``jax.ShapeDtypeStruct`` in place of its weights.
+def model_skeleton(network: Callable, grid_shape: tuple | None = None):
+    """The model ``network(key)`` builds, ``jax.ShapeDtypeStruct`` in place of its weights.
 
     Only traced (``eqx.filter_eval_shape``): no weights computed, nothing compiled; e.g. the
-    ``like`` of ``eqx.tree_deserialise_leaves``.
+    ``like`` of ``eqx.tree_deserialise_leaves``. The model's own constructor checks its sizes.
+
+    Args:
+        network: ``network(key) -> model``, e.g. :data:`~companion.agents.ppo.FIXED_MAZE_NETWORK`.
+        grid_shape: ``(rows, cols)``: also check that the model maps one float32
+            ``(3, rows, cols)`` image to float ``(logits (4,), value ())``.
 
     Raises:
-        TypeError, ValueError: as :func:`make_model`.
+        TypeError: a ``network`` that is not callable; ValueError: naming ``network``, a model
+            that cannot take such an image or returns other shapes; the constructor's own
+            errors for bad sizes.
     """
-    check_network(network, trainable=False)
-    return eqx.filter_eval_shape(_make_model, network, jax.random.key(0), grid_shape)
+    if not callable(network) or isinstance(network, eqx.Module):
+        raise TypeError(
+            "network: expected a function key -> model, e.g. functools.partial(ppo.ActorCritic, "
+            f"grid_shape=(10, 10)), got {type(network).__name__}"
+        )
+    skeleton = eqx.filter_eval_shape(network, jax.random.key(0))
+    if grid_shape is None:
+        return skeleton
+    image = jax.ShapeDtypeStruct((3, *grid_shape), jnp.float32)
+    try:
+        logits, value = eqx.filter_eval_shape(lambda m, x: m(x), skeleton, image)
+    except Exception as error:  # the model's own error, named
+        raise ValueError(
+            f"network: its model cannot map this maze's image float32 {image.shape} to "
+            f"(logits, value): {type(error).__name__}: {error}"
+        ) from error
+    if (
+        logits.shape != (4,)
+        or value.shape != ()
+        or not (
+            jnp.issubdtype(logits.dtype, jnp.floating) and jnp.issubdtype(value.dtype, jnp.floating)
+        )
+    ):
+        raise ValueError(
+            f"network: its model maps an image float32 {image.shape} to logits "
+            f"{logits.dtype}{logits.shape} and value {value.dtype}{value.shape}; expected float "
+            "logits (4,), one per move, and a float value ()"
+        )
+    return skeleton
+
+
+def trained_model(network: Callable, runner):
+    """The model of ``runner``'s parameters: ``runner.params`` put back into the rest of the
+    model ``network`` builds (the parts training never changes). ``runner`` a PPO
+    ``RunnerState``, leading axes allowed (seeds); built from :func:`model_skeleton`, so
+    nothing is computed twice.
+
+    Raises:
+        TypeError: as :func:`model_skeleton`, or a ``runner`` without ``params``.
+    """
+    params = getattr(runner, "params", None)
+    if params is None:
+        raise TypeError(f"runner: expected a ppo.RunnerState, got {type(runner).__name__}")
+    return eqx.combine(params, static_part(model_skeleton(network)))
+
+
+def static_part(skeleton):
+    """What training never changes of a model (:func:`model_skeleton`): its leaves that are
+    not arrays; ``eqx.combine(params, static_part(skeleton))`` is the model of ``params``."""
+    return eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)

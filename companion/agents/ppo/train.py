@@ -27,7 +27,7 @@ from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
     make_optimizer,
 )
 from companion.agents.ppo.losses import Batch, gae
-from companion.agents.ppo.networks import _make_model, check_network
+from companion.agents.ppo.networks import model_skeleton, static_part
 from companion.agents.ppo.rollout import _rollout
 from companion.envs.autoreset import _make_reset_pool, _reset_with_next_obs
 
@@ -66,13 +66,13 @@ class Trainer(NamedTuple):
         run: jitted ``run(runner, num_updates) -> (runner, metrics)`` (``num_updates`` static);
             the learning-rate schedule and update counter continue across calls.
         train: ``train(key) -> (runner, metrics)``, the whole run, pure and not jitted.
-        model: ``model(runner)``, the current model of a runner.
+
+    The model of a runner: :func:`~companion.agents.ppo.trained_model`.
     """
 
     init: Callable
     run: Callable
     train: Callable
-    model: Callable
 
 
 def episode_stats(runner: RunnerState, done: jax.Array, success: jax.Array) -> RunnerState:
@@ -144,7 +144,9 @@ def make_trainer(
     """Build the training program of ``config``, ``network`` and ``env`` as a :class:`Trainer`.
 
     Args:
-        network: a ``ConvNet``, ``PropagationNet`` or ``ValueIterationNet``.
+        network: ``network(key) -> model``, the network before its weights (e.g.
+            :data:`FIXED_MAZE_NETWORK`, a ``functools.partial`` of :class:`ActorCritic`); the
+            model maps one float32 image ``(3, rows, cols)`` to ``(logits (4,), value ())``.
         env: a jumanji Maze, e.g. from :func:`companion.envs.maze.make_maze_task`.
         loss_fn: ``loss_fn(model, batch: Batch) -> (loss, metrics: dict of scalars)``, metrics
             averaged per update; ``None``: :func:`default_loss`.
@@ -152,23 +154,30 @@ def make_trainer(
             over (:func:`companion.parallel.make_data_parallel_train`).
 
     Raises:
-        TypeError, ValueError: as :func:`check_config`, :func:`check_network`; TypeError for a
-            non-callable ``loss_fn``, a non-Maze ``env``, or ``axis_name`` not ``None`` or a str.
+        TypeError, ValueError: as :func:`check_config` and
+            :func:`~companion.agents.ppo.networks.model_skeleton` (a model that does not fit
+            ``env``'s images); ValueError for a model with ``iterations=None`` (a
+            ``while_loop``: no reverse-mode gradient); TypeError for a non-callable
+            ``loss_fn``, a non-Maze ``env``, or ``axis_name`` not ``None`` or a str.
     """
     check_config(config)
-    check_network(network)
     loss_fn = default_loss(config) if loss_fn is None else loss_fn
     if axis_name is not None and not isinstance(axis_name, str):
         raise TypeError(f"axis_name: expected None or a str, got {type(axis_name).__name__}")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function, got {type(loss_fn).__name__}")
     maze_env(env)
-    grid_shape = (env.num_rows, env.num_cols)
+    # The model's structure without its weights: traced, not computed (nothing compiles here).
+    skeleton = model_skeleton(network, (env.num_rows, env.num_cols))
+    if getattr(skeleton, "iterations", 1) is None:
+        raise ValueError(
+            "network: builds a model with iterations=None (backups until the values settle, "
+            "in a while_loop), which cannot be differentiated in reverse mode; train with a "
+            "positive int, for example rows * cols - 1 = 99 on 10 x 10 mazes"
+        )
+    static_model = static_part(skeleton)
     optimizer = make_optimizer(config)
     n = config.num_envs
-    # The model's structure without its weights: traced, not computed (nothing compiles here).
-    skeleton = eqx.filter_eval_shape(_make_model, network, jax.random.key(0), grid_shape)
-    static_model = eqx.filter(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct), inverse=True)
 
     def update(runner: RunnerState, _):
         key, pool_key, rollout_key, perm_key = jax.random.split(runner.key, 4)
@@ -229,7 +238,7 @@ def make_trainer(
 
     def init(key: jax.Array) -> RunnerState:
         key, model_key, env_key = jax.random.split(key, 3)
-        model = _make_model(network, model_key, grid_shape)
+        model = network(model_key)
         params = eqx.filter(model, eqx.is_inexact_array)
         env_state, timestep = jax.vmap(_reset_with_next_obs, in_axes=(None, 0))(
             env, jax.random.split(env_key, n)
@@ -265,9 +274,6 @@ def make_trainer(
         metrics["env_steps"] = steps.astype(jnp.float32)
         return runner, metrics
 
-    def model_of(runner: RunnerState):
-        return eqx.combine(runner.params, static_model)
-
     init_jit, run_jit = jax.jit(init), jax.jit(run, static_argnums=1)
 
     def train(key: jax.Array):
@@ -276,7 +282,7 @@ def make_trainer(
         metrics["success_by_start"] = success_by_start(runner)
         return runner, metrics
 
-    return Trainer(init=init_jit, run=run_jit, train=train, model=model_of)
+    return Trainer(init=init_jit, run=run_jit, train=train)
 
 
 def collect_batch(
@@ -346,7 +352,7 @@ def make_train(
 
     Each of ``config.num_updates`` updates: a rollout, GAE, ``num_epochs`` x ``num_minibatches``
     steps of ``loss_fn`` on the model's floating-point arrays. Trained model:
-    ``make_trainer(config, network, env, ...).model(runner)``. Metrics, float32 ``(num_updates,)``:
+    ``trained_model(network, runner)``. Metrics, float32 ``(num_updates,)``:
     ``env_steps``; ``episodes``, ``success_rate``, ``episode_length`` of episodes that ended in
     the update (nan if none); :func:`success_by_start`; means of ``loss_fn``'s metrics.
     Arguments as :func:`make_trainer`; ``progress_bar``: a jax-tqdm bar over the updates.
