@@ -49,6 +49,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+from book_title import book_title, edition_title  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = ROOT / "locales"
@@ -78,6 +79,8 @@ PLAYGROUND = ROOT / "book" / "_static" / "playground" / "strings.js"
 #: The lab's words (stub lines, hints, placeholders: ``tools/lab_messages.py``), from the
 #: English notebooks' solution cells and the lab's tools.
 LAB = ROOT / "notebooks"
+#: The file whose ``title`` the catalogue ``extensions`` holds too (``book_title.py``).
+TITLE = ROOT / "_config.yml"
 #: The catalogues the package ships compiled.
 PACKAGE_DOMAINS = (PACKAGE_DOMAIN, "checks", "figures", "glue")
 
@@ -99,7 +102,8 @@ def code_domains() -> dict[str, Path]:
     }
 
 
-LANGUAGES = {"ja": "JAX による深層強化学習"}  # language: the edition's title
+#: The editions besides the English one (each title: ``book_title.edition_title``).
+LANGUAGES = ("ja",)
 CACHE = ROOT / "_build" / ".jupyter_cache"
 
 
@@ -118,7 +122,7 @@ def edition_config(language: str | None, execute: str) -> dict:
     settings = sphinx.setdefault("config", {})
     settings.update(gettext_compact=False, gettext_uuid=False, gettext_location=False)
     if language is not None:
-        config["title"] = LANGUAGES[language]
+        config["title"] = edition_title(language)
         settings.update(language=language, locale_dirs=[str(LOCALES)])
     return config
 
@@ -205,7 +209,13 @@ def code_messages(domain: str, folder: Path | None = None):
         import lab_messages  # tools/, beside this file
 
         return lab_messages.template(folder or code_domains()[domain])
-    template = Catalog(domain=domain, project="Deep reinforcement learning in JAX", fuzzy=False)
+    template = Catalog(domain=domain, project=book_title(), fuzzy=False)
+    if domain == "extensions" and TITLE.exists():  # the title, which Sphinx does not translate
+        template.add(
+            book_title(TITLE),
+            locations=[("_config.yml", 1)],
+            auto_comments=["The book's title: the edition's, on every page and in the PDF."],
+        )
     for path in sorted((folder or code_domains()[domain]).glob("*.py")):
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
         found = extract_from_file("python", path, comment_tags=("Translators:",))

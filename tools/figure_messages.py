@@ -31,6 +31,8 @@ import json
 import re
 from pathlib import Path
 
+from book_title import book_title  # tools/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 #: A call's name and the positions of its arguments that are drawn as text.
 TEXT_CALLS = {
@@ -274,7 +276,7 @@ def template(root: Path = ROOT):
     with the files (and line or cell) it was found at."""
     from babel.messages.catalog import Catalog
 
-    catalog = Catalog(domain="figures", project="Deep reinforcement learning in JAX", fuzzy=False)
+    catalog = Catalog(domain="figures", project=book_title(), fuzzy=False)
     for path in sources(root):
         where = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
         if path.suffix == ".ipynb":

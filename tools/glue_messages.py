@@ -16,6 +16,8 @@ import ast
 import json
 from pathlib import Path
 
+from book_title import book_title  # tools/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The functions whose first argument is a message of the catalogue.
 CALLS = frozenset({"words", "markdown"})
@@ -88,7 +90,7 @@ def template(root: Path = ROOT):
     """
     from babel.messages.catalog import Catalog
 
-    catalog = Catalog(domain="glue", project="Deep reinforcement learning in JAX", fuzzy=False)
+    catalog = Catalog(domain="glue", project=book_title(), fuzzy=False)
     found = []
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         found += [(f"notebooks/{path.name}", cell, text) for cell, text in notebook_messages(path)]

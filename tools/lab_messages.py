@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from book_title import book_title  # tools/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LOCALES = ROOT / "locales"
@@ -48,7 +50,7 @@ def template(folder: Path = NOTEBOOKS):
     and every solution cell's hint."""
     from babel.messages.catalog import Catalog
 
-    catalog = Catalog(domain="lab", project="Deep reinforcement learning in JAX", fuzzy=False)
+    catalog = Catalog(domain="lab", project=book_title(), fuzzy=False)
     if not folder.is_dir():  # no notebooks: no lab
         return catalog
     for key, text in MESSAGES.items():

@@ -16,6 +16,8 @@ import json
 import re
 from pathlib import Path
 
+from book_title import book_title  # tools/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 STRINGS = ROOT / "book" / "_static" / "playground" / "strings.js"
 #: A language's block: ``  en: {`` ... ``  }``.
@@ -51,9 +53,7 @@ def template(strings: Path = STRINGS):
     ``playground``), each with its key as context."""
     from babel.messages.catalog import Catalog
 
-    catalog = Catalog(
-        domain="playground", project="Deep reinforcement learning in JAX", fuzzy=False
-    )
+    catalog = Catalog(domain="playground", project=book_title(), fuzzy=False)
     if not strings.is_file():  # no playground: no words
         return catalog
     for key, text in blocks(strings.read_text(encoding="utf-8"))["en"].items():

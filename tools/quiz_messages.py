@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from book_title import book_title  # tools/, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 QUIZZES = ROOT / "notebooks" / "quizzes"
 #: The fields of a question, and of each of its answers, that are read.
@@ -38,7 +40,7 @@ def template(folder: Path = QUIZZES):
     in the context of its quiz's name, with its question number."""
     from babel.messages.catalog import Catalog
 
-    catalog = Catalog(domain="quizzes", project="Deep reinforcement learning in JAX", fuzzy=False)
+    catalog = Catalog(domain="quizzes", project=book_title(), fuzzy=False)
     for path in sorted(folder.glob("*.json")):
         quiz = json.loads(path.read_text(encoding="utf-8"))
         for number, text in texts(quiz):

@@ -75,7 +75,12 @@ def test_a_fuzzy_or_empty_entry_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "CHECKS", tmp_path / "no_code")
     monkeypatch.setattr(tool, "FIGURES", tmp_path / "no_code")  # no notebooks, no drawing code
     monkeypatch.setattr(tool, "GLUE", tmp_path / "no_code")
-    for name in ("QUIZZES", "PLAYGROUND", "LAB"):  # no quizzes, playground or lab words
+    for name in (
+        "QUIZZES",
+        "PLAYGROUND",
+        "LAB",
+        "TITLE",
+    ):  # nor quizzes, playground, lab words, title
         monkeypatch.setattr(tool, name, tmp_path / "no_code")
     found = tool.problems("ja")
     assert len(found) == 2
@@ -412,3 +417,32 @@ def test_a_quiz_that_cannot_be_loaded_is_said_so_in_the_readers_language(monkeyp
     (shown,) = [o.data["text/markdown"] for o in out.outputs if "text/markdown" in o.data]
     expected = {"en": "The quiz cannot be shown here", "ja": "ここではクイズを表示できません"}
     assert shown.startswith(expected[language])
+
+
+def test_the_editions_title_comes_from_the_catalogue_and_follows_the_english(tmp_path, monkeypatch):
+    """The Japanese edition's title is the catalogue ``extensions``' translation of
+    _config.yml's title: a changed English title leaves it fuzzy, and the build refuses it."""
+    import book_title  # tools/book_title.py
+
+    po = editions.LOCALES / "ja" / "LC_MESSAGES" / "extensions.po"
+    assert book_title.edition_title("ja") == editions._read(po).get(book_title.book_title()).string
+    assert editions.edition_config("ja", "off")["title"] == book_title.edition_title("ja")
+    assert book_title.edition_title("ja") != book_title.book_title()
+    # the English title changes: the catalogue's entry turns fuzzy, the edition has no title
+    config = tmp_path / "_config.yml"
+    config.write_text("title: Deep reinforcement learning in JAX, 2e\n")
+    monkeypatch.setattr(editions, "TITLE", config)
+    monkeypatch.setattr(book_title, "CONFIG", config)
+    editions.update_code_catalogue("ja", "extensions", locales=_copy_locales(tmp_path))
+    updated = editions._read(tmp_path / "ja" / "LC_MESSAGES" / "extensions.po")
+    entry = updated.get("Deep reinforcement learning in JAX, 2e")
+    assert entry is not None and entry.fuzzy and entry.string == "JAX による深層強化学習"
+    with pytest.raises(SystemExit, match="has no translation"):
+        book_title.edition_title("ja", locales=tmp_path)
+
+
+def _copy_locales(tmp_path: Path) -> Path:
+    folder = tmp_path / "ja" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    shutil.copy(editions.LOCALES / "ja" / "LC_MESSAGES" / "extensions.po", folder)
+    return tmp_path

@@ -46,6 +46,8 @@ def _copy(tmp_path: Path, monkeypatch, domain: str) -> tuple[Path, Path]:
     monkeypatch.setattr(editions, "FIGURES", tmp_path / "none")  # tests/book/test_figure_words.py
     for name in ("GLUE", "QUIZZES", "PLAYGROUND", "LAB"):  # test_glue.py, test_editions.py
         monkeypatch.setattr(editions, name, tmp_path / "none")
+    if domain != "extensions":  # the book's title is an entry of extensions.po
+        monkeypatch.setattr(editions, "TITLE", tmp_path / "none")
     return code, locales
 
 
