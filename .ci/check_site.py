@@ -22,7 +22,6 @@ Run after `make book`: python .ci/check_site.py [_build/html]
 import html as html_lib
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -44,21 +43,7 @@ BROWSER = measure_pages.browser_path()
 def rendered_questions(page: Path) -> int:
     """How many quiz questions headless Chromium draws on ``page`` (jupyterquiz's JavaScript
     makes one ``div.Quiz`` per question)."""
-    dom = subprocess.run(
-        [
-            BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = measure_pages.dump_dom(page, budget_ms=10000, timeout=120)
     return len(re.findall(r'class="Quiz"', dom))
 
 
@@ -66,21 +51,7 @@ def playground_selftest(page: Path) -> str:
     """The DOM Chromium leaves after the playground's self-test (``?selftest=1``: random mazes
     of three sizes solved step by step, the value map's backups watched, the agent switched,
     a maze drawn by clicks and run by each agent at two speeds)."""
-    return subprocess.run(
-        [
-            BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            page.resolve().as_uri() + "?selftest=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    ).stdout
+    return measure_pages.dump_dom(page, "?selftest=1", budget_ms=30000, timeout=180)
 
 
 problems = []
@@ -272,21 +243,7 @@ if foundations.exists():
             f"{foundations.name}: MathJax is not loaded from the site's _static/mathjax"
         )
     if BROWSER is not None:
-        dom = subprocess.run(
-            [
-                BROWSER,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--virtual-time-budget=10000",
-                "--dump-dom",
-                foundations.resolve().as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        ).stdout
+        dom = measure_pages.dump_dom(foundations, budget_ms=10000, timeout=120)
         if dom.count("<mjx-container") < 20:
             problems.append(
                 f"{foundations.name}: Chromium drew {dom.count('<mjx-container')} formulas offline"

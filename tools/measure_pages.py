@@ -75,6 +75,28 @@ def browser_path() -> str | None:
     return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
 
 
+def dump_dom(page: Path, query: str = "", budget_ms: int = 5000, timeout: float = 180) -> str:
+    """The DOM headless Chromium (:func:`browser_path`) leaves after running the local file
+    ``page`` (with the URL ``query``, e.g. ``"?selftest=1"``) for ``budget_ms`` of virtual
+    time: what the page's scripts drew, for a check to count. ``""`` if Chromium printed none.
+
+    Raises:
+        FileNotFoundError: when there is no Chromium on ``PATH``.
+    """
+    browser = browser_path()
+    if browser is None:
+        raise FileNotFoundError("no Chromium on PATH (chromium, chromium-browser, google-chrome)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    return subprocess.run(
+        [browser, *flags, f"--virtual-time-budget={budget_ms}", "--dump-dom"]
+        + [page.resolve().as_uri() + query],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    ).stdout
+
+
 #: Run in each page once it is ready: ``(openFolds, maxList, minContrast, minFont) ->
 #: measures``.
 PROBE = (Path(__file__).with_name("measure_pages.js")).read_text()

@@ -704,22 +704,7 @@ def standalone_page(folder: Path, lang: str | None = None) -> Path:
 def _chromium_dom(page: Path, query: str = "", budget_ms: int = 5000) -> str:
     """The DOM headless Chromium leaves after running ``page`` (with ``query``) for
     ``budget_ms`` of virtual time."""
-    return subprocess.run(
-        [
-            BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            f"--virtual-time-budget={budget_ms}",
-            "--dump-dom",
-            page.resolve().as_uri() + query,
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    ).stdout
+    return measure_pages.dump_dom(page, query, budget_ms=budget_ms, timeout=180)
 
 
 #: What the page's status says once the agent reached the target, in each language.
@@ -1085,22 +1070,7 @@ def test_every_control_is_legible_in_the_themes_light_and_dark_modes(tmp_path, t
     text = text.replace("<html>", f'<html data-theme="{theme}">')
     text = text.replace("</head>", '<link rel="stylesheet" href="../theme.css"></head>')
     page.write_text(text.replace("</body>", CONTRAST_PROBE + "</body>"))
-    dom = subprocess.run(
-        [
-            BROWSER,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            page.resolve().as_uri(),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = measure_pages.dump_dom(page, budget_ms=5000, timeout=120)
     (found,) = re.findall(r'data-contrast="([\d.]+)/(\d+)"', dom) or [("0", "0")]
     worst, count = float(found[0]), int(found[1])
     assert count >= 5, f"{theme}: {count} controls found"

@@ -479,3 +479,26 @@ def test_a_figures_panels_join_without_seams_in_the_dark_scheme(site):
     assert dark["width"] == pytest.approx(next_right - left)  # the box is the panels' width
     assert not dark["background"].endswith(", 0)")  # and drawn behind them
     assert [p[:2] for p in dark["panels"]] == [p[:2] for p in light["panels"]]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine: the pages were not run")
+def test_dump_dom_returns_what_the_pages_script_drew_after_the_virtual_time(tmp_path):
+    """The one Chromium --dump-dom of the site check and the playground tests: the DOM holds
+    what the script added, with the query it was given, and only once its timer ran."""
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><body><script>setTimeout(function () {"
+        " var p = document.createElement('p'); p.id = 'drawn';"
+        " p.textContent = 'query ' + location.search; document.body.appendChild(p);"
+        " }, 2000);</script></body></html>"
+    )
+    dom = measure_pages.dump_dom(page, "?x=1", budget_ms=5000, timeout=60)
+    assert '<p id="drawn">query ?x=1</p>' in dom
+    assert 'id="drawn"' not in measure_pages.dump_dom(page, budget_ms=500, timeout=60)
+
+
+def test_dump_dom_says_when_there_is_no_chromium(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure_pages, "browser_path", lambda: None)
+    with pytest.raises(FileNotFoundError, match="no Chromium on PATH"):
+        measure_pages.dump_dom(tmp_path / "page.html")
