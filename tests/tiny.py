@@ -4,15 +4,20 @@ Most of a test run is XLA compiling, and a program is compiled for its configura
 network and its shapes: two tests that train with the same configuration and network run one
 program, which JAX's persistent compilation cache (``conftest.py``) then holds once for the
 whole suite and the next run. So the tests import these, and a test that needs another size
-derives it here with ``_replace`` and says why where it does.
+derives it here (a config with ``_replace``, a network with ``functools.partial(network,
+...)``) and says why where it does.
 
 - ``TINY_DQN``: DQN on CartPole, 1,200 environment steps over 2 environments: 200 before
   learning starts, then 5 blocks of 200, each ended by a greedy evaluation of 2 episodes;
   ``TINY_Q_NETWORK``: one hidden layer of 8.
 - ``TINY_PPO``: PPO, 8 environments by 8 steps, 4 updates of 1 epoch of 2 minibatches;
-  ``TINY_CONV_NET``: one convolution of 4 channels, one hidden layer of 16;
-  ``TINY_PROPAGATION_NET``: the propagation network, 3 iterations of width 2.
+  ``TINY_CONV_NET``: one convolution of 4 channels, one hidden layer of 16, for 10 x 10 mazes;
+  ``TINY_PROPAGATION_NET``: the propagation network, 3 iterations of width 2. Each is a
+  network as ``ppo.make_train`` takes it, ``network(key) -> model``: a ``functools.partial``
+  of the model class and its sizes.
 """
+
+import functools
 
 from companion.agents import dqn, ppo
 
@@ -36,5 +41,9 @@ TINY_PPO = ppo.PPOConfig(
     num_epochs=1,
     num_minibatches=2,
 )
-TINY_CONV_NET = ppo.ConvNet(channels=(4,), hidden_sizes=(16,))
-TINY_PROPAGATION_NET = ppo.PropagationNet(width=2, hidden_sizes=(8,), iterations=3)
+TINY_CONV_NET = functools.partial(
+    ppo.ActorCritic, grid_shape=(10, 10), channels=(4,), hidden_sizes=(16,)
+)
+TINY_PROPAGATION_NET = functools.partial(
+    ppo.PropagationActorCritic, width=2, hidden_sizes=(8,), iterations=3
+)

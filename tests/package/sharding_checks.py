@@ -70,7 +70,7 @@ def random_batch(network, size):
     actions under random masks, log-probabilities far from the model's (so that the
     clipped surrogate clips), random values, advantages and targets."""
     keys = iter(jax.random.split(jax.random.key(0), 8))
-    model = ppo.make_model(network, next(keys), (10, 10))
+    model = network(next(keys))
     mask = jax.random.bernoulli(next(keys), 0.6, (size, 4)).at[:, 0].set(True)
     logits = jnp.where(mask, 0.0, -jnp.inf)
     normal = lambda shape: jax.random.normal(next(keys), shape)  # noqa: E731
@@ -177,7 +177,7 @@ def main(out: str) -> None:
     dp_train = parallel.make_data_parallel_train(PPO_TINY, PPO_TINY_NET, short, mesh4)
     runner, metrics = dp_train(jax.random.key(3))
     jitted = jax.jit(dp_train)(jax.random.key(3))
-    model = ppo.make_trainer(PPO_TINY, PPO_TINY_NET, short).model(runner)
+    model = ppo.trained_model(PPO_TINY_NET, runner)
     _, batch16 = parallel.first_batch(PPO_TINY, PPO_TINY_NET, short, jax.random.key(5))
     logits, _ = jax.vmap(model)(batch16.image)
     started = np.asarray(runner.started)

@@ -113,7 +113,7 @@ def test_data_parallel_train_returns_the_whole_runs_runner(checks):
     assert r["started"] == 16 + r["episodes"]
     assert r["ended_within_started"]
     assert r["success_by_start"]["float"] == 0.0  # ppo.success_by_start(runner): the metric
-    assert r["model_logits_shape"] == [128, 4]  # make_trainer(config, ...).model(runner) runs
+    assert r["model_logits_shape"] == [128, 4]  # ppo.trained_model(network, runner) runs
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,8 @@ def test_the_books_networks_over_many_rows_agree_under_jit():
     image = maze_lib.observation_image(timestep.observation).astype(jnp.float32)
     # Rows differ: the image scaled by a different factor each.
     images = image * jnp.linspace(0.5, 1.5, ROWS)[:, None, None, None]
-    model = ppo.make_model(ppo.FIXED_MAZE_NETWORK, jax.random.key(3), (env.num_rows, env.num_cols))
+    assert (env.num_rows, env.num_cols) == (10, 10)  # the grid FIXED_MAZE_NETWORK is built for
+    model = ppo.FIXED_MAZE_NETWORK(jax.random.key(3))
 
     def outputs(model, images):
         return jax.vmap(model)(images)

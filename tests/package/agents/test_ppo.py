@@ -1,5 +1,6 @@
 """PPO pieces against independent references: plain-Python GAE, rlax, hand-computed values."""
 
+import functools
 import math
 import warnings
 
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from compilations import count_compiles
-from tiny import TINY_CONV_NET, TINY_PPO
+from tiny import TINY_CONV_NET, TINY_PPO, TINY_PROPAGATION_NET
 
 from companion.agents import ppo
 from companion.agents.ppo.train import episode_stats, shuffle_minibatches
@@ -432,12 +433,13 @@ def test_train_is_pure_compiles_once_per_config_and_vmaps_over_seeds():
     assert isinstance(runner_a, ppo.RunnerState)
     assert metrics["success_rate"].shape == (TINY_PPO.num_updates,) == (4,)
     np.testing.assert_array_equal(metrics["env_steps"], [64, 128, 192, 256])
-    model_a, model_b = trainer.model(runner_a), trainer.model(runner_b)
+    model_a = ppo.trained_model(TINY_CONV_NET, runner_a)
+    model_b = ppo.trained_model(TINY_CONV_NET, runner_b)
     leaves_a, leaves_b = jax.tree.leaves(model_a), jax.tree.leaves(model_b)
     assert any(not np.allclose(a, b) for a, b in zip(leaves_a, leaves_b))
     runners, metrics = jax.jit(jax.vmap(trainer.train))(jax.random.split(jax.random.PRNGKey(2), 3))
     assert metrics["entropy"].shape == (3, 4)
-    assert trainer.model(runners).policy_head.weight.shape == (3, 4, 16)
+    assert ppo.trained_model(TINY_CONV_NET, runners).policy_head.weight.shape == (3, 4, 16)
 
 
 @pytest.mark.parametrize(
@@ -458,7 +460,7 @@ def test_ppo_learns_the_empty_maze():
     env = maze_lib.make_maze_task("empty")
     trainer = ppo.make_trainer(config, ppo.FIXED_MAZE_NETWORK, env)
     runner, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
-    model = trainer.model(runner)
+    model = ppo.trained_model(ppo.FIXED_MAZE_NETWORK, runner)
     result = ppo.evaluate(model, env, jax.random.PRNGKey(7), num_episodes=50, greedy=True)
     assert np.mean(result.success) == 1.0
     np.testing.assert_array_equal(result.length, 18)  # the shortest path, 9 + 9 moves
@@ -589,34 +591,110 @@ def test_propagation_network_runs_on_any_grid_and_sees_nothing_behind_walls(shap
     np.testing.assert_allclose(value, ref_value, atol=1e-5)
 
 
-def test_propagation_network_shapes_and_description():
-    network = ppo.PropagationNet(width=6, hidden_sizes=(32,), iterations=4)
-    model = ppo.make_model(network, jax.random.PRNGKey(0))
+def test_propagation_network_shapes_and_sizes():
+    network = functools.partial(
+        ppo.PropagationActorCritic, width=6, hidden_sizes=(32,), iterations=4
+    )
+    model = network(jax.random.PRNGKey(0))
     assert isinstance(model, ppo.PropagationActorCritic) and model.iterations == 4
     images = jax.random.bernoulli(jax.random.PRNGKey(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
     logits, value = jax.vmap(model)(images)
     assert logits.shape == (5, 4) and value.shape == (5,)
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
-    with pytest.raises(TypeError, match="network: expected ppo.ConvNet, .* got str"):
+    with pytest.raises(TypeError, match="network: expected a function key -> model, .* got str"):
         ppo.make_train(TINY_PPO, "resnet", EMPTY)
-    with pytest.raises(ValueError, match="network.iterations"):
-        ppo.make_train(TINY_PPO, network._replace(iterations=0), EMPTY)
+    # the sizes are checked once, by the model's constructor, also when make_train builds it
+    with pytest.raises(ValueError, match="iterations: expected a positive int, got 0"):
+        ppo.make_train(TINY_PPO, functools.partial(network, iterations=0), EMPTY)
     with pytest.raises(ValueError, match="iterations"):
         ppo.PropagationActorCritic(jax.random.PRNGKey(0), iterations=0)
 
 
-def test_network_descriptions_round_trip_through_json_and_match_the_saved_agents():
+BOOK_NETWORKS = {
+    "fixed": ppo.FIXED_MAZE_NETWORK,
+    "random": ppo.RANDOM_MAZE_NETWORK,
+    "value_iteration": ppo.VALUE_ITERATION_NETWORK,
+}
+
+
+def test_the_book_networks_are_functions_of_a_key_to_a_model():
+    """A network is the network before its weights: ``network(key)`` builds the model, and one
+    key gives the same weights (as DQN's ``network.init(key, obs)``)."""
+    classes = {
+        "fixed": ppo.ActorCritic,
+        "random": ppo.PropagationActorCritic,
+        "value_iteration": ppo.ValueIterationActorCritic,
+    }
+    image = jnp.zeros((3, 10, 10), jnp.float32).at[1, 0, 0].set(1.0).at[2, 9, 9].set(1.0)
+    for name, network in BOOK_NETWORKS.items():
+        model = network(jax.random.key(0))
+        assert type(model) is classes[name], name
+        again = network(jax.random.key(0))
+        for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(again)):
+            np.testing.assert_array_equal(a, b)
+        logits, value = model(image)
+        assert logits.shape == (4,) and value.shape == (), name
+    assert ppo.FIXED_MAZE_NETWORK(jax.random.key(0)).grid_shape == (10, 10)
+    assert ppo.RANDOM_MAZE_NETWORK(jax.random.key(0)).iterations == 32
+    assert ppo.VALUE_ITERATION_NETWORK(jax.random.key(0)).iterations == 99
+
+
+@pytest.mark.parametrize("name", list(BOOK_NETWORKS))
+def test_networks_round_trip_through_json_as_class_and_keyword_arguments(name):
+    """``network_from_dict(network_to_dict(network))``, through JSON, is the same class with the
+    same keyword arguments (lists read back as tuples), and builds a model of the same tree
+    structure and leaf shapes."""
     import json
 
-    from companion.agents.ppo.networks import network_from_dict, network_to_dict
-    from companion.agents.ppo.saved import saved_network
+    from companion.agents.ppo.networks import MODELS, network_from_dict, network_to_dict
 
-    for network in (ppo.FIXED_MAZE_NETWORK, ppo.RANDOM_MAZE_NETWORK, ppo.VALUE_ITERATION_NETWORK):
-        as_json = json.loads(json.dumps(network_to_dict(network)))
-        assert network_from_dict(as_json) == network and hash(network_from_dict(as_json))
-    assert network_to_dict(ppo.ValueIterationNet(iterations=None))["iterations"] is None
-    assert saved_network("propagation") == ppo.RANDOM_MAZE_NETWORK
-    assert saved_network("value_iteration") == ppo.VALUE_ITERATION_NETWORK
+    network = BOOK_NETWORKS[name]
+    as_dict = network_to_dict(network)
+    assert as_dict == {
+        "class": network.func.__name__,
+        "kwargs": {k: list(v) if isinstance(v, tuple) else v for k, v in network.keywords.items()},
+    }
+    back = network_from_dict(json.loads(json.dumps(as_dict)))
+    assert isinstance(back, functools.partial) and back.func is network.func
+    assert MODELS[as_dict["class"]] is network.func
+    assert back.args == () and back.keywords == network.keywords
+    assert all(type(back.keywords[k]) is type(v) for k, v in network.keywords.items())
+    model, again = network(jax.random.key(1)), back(jax.random.key(1))
+    assert jax.tree.structure(again) == jax.tree.structure(model)
+    for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(model)):
+        assert (a.shape, a.dtype) == (b.shape, b.dtype)
+
+
+def test_network_to_dict_keeps_iterations_none_and_refuses_what_it_cannot_name():
+    from companion.agents.ppo.networks import network_from_dict, network_to_dict
+
+    until_settled = functools.partial(ppo.VALUE_ITERATION_NETWORK, iterations=None)
+    as_dict = network_to_dict(until_settled)
+    assert as_dict["class"] == "ValueIterationActorCritic"
+    assert as_dict["kwargs"]["iterations"] is None and as_dict["kwargs"]["width"] == 4
+    assert network_from_dict(as_dict).keywords["iterations"] is None
+
+    def my_network(key):  # a function of one's own has no sizes to save
+        return ppo.ActorCritic(key, channels=(4,), hidden_sizes=(16,))
+
+    refused = [
+        my_network,
+        functools.partial(ppo.ActorCritic, jax.random.key(0)),  # a positional argument
+        functools.partial(ppo.ActorCritic, jax.random.key(0), channels=(4,)),
+        functools.partial(ppo.ppo_loss, clip_eps=0.1),  # not a class of MODELS
+        ppo.ActorCritic,  # the class itself, not a partial
+        ppo.FIXED_MAZE_NETWORK(jax.random.key(0)),  # a built model
+    ]
+    for network in refused:
+        with pytest.raises(TypeError, match=r"network: expected functools.partial\(<one of"):
+            network_to_dict(network)
+    with pytest.raises(ValueError, match="network: unknown class 'ConvNet'"):
+        network_from_dict({"class": "ConvNet", "kwargs": {}})
+    with pytest.raises(TypeError, match=r"network: unknown argument\(s\) \['depth'\]"):
+        network_from_dict({"class": "ActorCritic", "kwargs": {"depth": 3}})
+
+
+def test_the_config_names_no_network_and_no_environment():
     # the config is the algorithm's alone: no field says which network it trains
     assert not {"network", "channels", "hidden_sizes", "iterations"} & set(ppo.PPOConfig._fields)
     assert "task" not in ppo.PPOConfig._fields  # nor which environment: make_train takes it
@@ -663,8 +741,8 @@ def test_make_train_accepts_another_loss_and_uses_it():
     trainer = ppo.make_trainer(TINY_PPO, TINY_CONV_NET, EMPTY, loss_fn=no_learning)
     train = ppo.make_train(TINY_PPO, TINY_CONV_NET, EMPTY, loss_fn=no_learning)
     runner, metrics = jax.jit(train)(jax.random.PRNGKey(0))
-    model = trainer.model(runner)
-    initial = trainer.model(trainer.init(jax.random.PRNGKey(0)))
+    model = ppo.trained_model(TINY_CONV_NET, runner)
+    initial = ppo.trained_model(TINY_CONV_NET, trainer.init(jax.random.PRNGKey(0)))
     for a, b in zip(
         jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)),
         jax.tree.leaves(eqx.filter(initial, eqx.is_inexact_array)),
@@ -676,8 +754,6 @@ def test_make_train_accepts_another_loss_and_uses_it():
 
 def test_the_default_loss_is_ppo_loss_with_the_configs_coefficients():
     """loss_fn(model, batch): make_train's default binds the config's hyperparameters."""
-    import functools
-
     config = TINY_PPO._replace(
         clip_eps=0.1, vf_coef=0.25, ent_coef=0.05, normalise_advantages=False
     )
@@ -722,19 +798,17 @@ def test_success_by_start_counts_every_episode_once_under_its_start():
 @pytest.mark.parametrize(
     "network",
     [
-        ppo.ConvNet(channels=(5,), hidden_sizes=(7,)),
-        ppo.PropagationNet(width=5, hidden_sizes=(7,), iterations=32),
-        ppo.ValueIterationNet(width=5, hidden_sizes=(7,), iterations=32),
+        functools.partial(ppo.ActorCritic, grid_shape=(6, 9), channels=(5,), hidden_sizes=(7,)),
+        functools.partial(ppo.PropagationActorCritic, width=5, hidden_sizes=(7,), iterations=32),
+        functools.partial(ppo.ValueIterationActorCritic, width=5, hidden_sizes=(7,), iterations=32),
     ],
-    ids=list(ppo.NETWORKS),
+    ids=["ActorCritic", "PropagationActorCritic", "ValueIterationActorCritic"],
 )
 def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
     """The skeleton stands in for the model wherever only its structure counts (the static
-    part in make_trainer, ``like`` when loading weights), so it must match make_model leaf for
-    leaf, and it must cost no computation: eager initialisation compiles dozens of programs."""
+    part in make_trainer, ``like`` when loading weights), so it must match ``network(key)`` leaf
+    for leaf, and it must cost no computation: eager initialisation compiles dozens of programs."""
     from jax import monitoring
-
-    from companion.agents.ppo.networks import model_skeleton
 
     compiles = []
 
@@ -744,15 +818,131 @@ def test_model_skeleton_has_the_models_structure_and_compiles_nothing(network):
 
     monitoring.register_event_duration_secs_listener(count)
     try:
-        skeleton = model_skeleton(network, (6, 9))
+        skeleton = ppo.model_skeleton(network, (6, 9))
+        assert jax.tree.structure(ppo.model_skeleton(network)) == jax.tree.structure(skeleton)
     finally:
         monitoring.unregister_event_duration_listener(count)
     assert compiles == []
-    model = ppo.make_model(network, jax.random.key(3), (6, 9))
+    model = network(jax.random.key(3))
     assert jax.tree.structure(skeleton) == jax.tree.structure(model)
     for shape, leaf in zip(jax.tree.leaves(skeleton), jax.tree.leaves(model)):
         assert isinstance(shape, jax.ShapeDtypeStruct)
         assert (shape.shape, shape.dtype) == (leaf.shape, leaf.dtype) and eqx.is_inexact_array(leaf)
+
+
+def test_model_skeleton_names_a_network_that_is_not_one_or_does_not_fit_the_maze():
+    built = ppo.FIXED_MAZE_NETWORK(jax.random.key(0))
+    for not_a_network, kind in ((3, "int"), (None, "NoneType"), (built, "ActorCritic")):
+        with pytest.raises(
+            TypeError, match=f"network: expected a function key -> model, .* got {kind}"
+        ):
+            ppo.model_skeleton(not_a_network)
+    # a model for 10 x 10 images on a 6 x 9 maze: the error names both shapes
+    with pytest.raises(
+        ValueError, match=r"network: its model cannot map this maze's image"
+    ) as error:
+        ppo.model_skeleton(ppo.FIXED_MAZE_NETWORK, (6, 9))
+    assert "(3, 6, 9)" in str(error.value) and "(10, 10)" in str(error.value)
+    # and through make_train: a 6 x 9 network on the 10 x 10 maze
+    with pytest.raises(ValueError, match=r"image float32 \(3, 10, 10\) .*grid_shape \(6, 9\)"):
+        ppo.make_train(TINY_PPO, functools.partial(TINY_CONV_NET, grid_shape=(6, 9)), EMPTY)
+    # a model that maps the image, but not to one logit per move and one value
+    five_moves = functools.partial(ppo.ActorCritic, num_actions=5, channels=(), hidden_sizes=(4,))
+    with pytest.raises(
+        ValueError, match=r"to logits float32\(5,\) and value float32\(\); expected"
+    ):
+        ppo.model_skeleton(five_moves, (10, 10))
+    with pytest.raises(ValueError, match=r"logits float32\(5,\)"):
+        ppo.make_train(TINY_PPO, five_moves, EMPTY)
+
+    def values_per_cell(key):
+        return lambda image: (jnp.zeros(4), jnp.zeros(image.shape[1:]))
+
+    def int_logits(key):
+        return lambda image: (jnp.zeros(4, jnp.int32), jnp.zeros(()))
+
+    with pytest.raises(ValueError, match=r"value float32\(10, 10\); expected float logits \(4,\)"):
+        ppo.model_skeleton(values_per_cell, (10, 10))
+    with pytest.raises(ValueError, match=r"to logits int32\(4,\) and value float32\(\)"):
+        ppo.model_skeleton(int_logits, (10, 10))
+    # without a grid, only the structure: nothing is called on an image
+    assert ppo.model_skeleton(five_moves).policy_head.weight.shape == (5, 4)
+
+
+def test_trained_model_is_the_model_training_used():
+    """``trained_model(network, runner)``: the runner's parameters in the model ``network``
+    builds, the model whose logits training computed; over seeds, every leaf leads with S."""
+    trainer = ppo.make_trainer(TINY_PPO, TINY_CONV_NET, EMPTY)
+    runner, _ = jax.jit(trainer.train)(jax.random.PRNGKey(0))  # the program of the test above
+    model = ppo.trained_model(TINY_CONV_NET, runner)
+    assert isinstance(model, ppo.ActorCritic) and model.grid_shape == (10, 10)
+    rest = eqx.filter(TINY_CONV_NET(jax.random.key(9)), eqx.is_inexact_array, inverse=True)
+    by_hand = eqx.combine(runner.params, rest)
+    assert jax.tree.structure(model) == jax.tree.structure(by_hand)
+    image = jax.random.uniform(jax.random.key(1), (3, 10, 10))
+    for a, b in zip(model(image), by_hand(image)):
+        np.testing.assert_array_equal(a, b)
+    initial = ppo.trained_model(TINY_CONV_NET, trainer.init(jax.random.PRNGKey(0)))
+    assert not np.allclose(model(image)[0], initial(image)[0])  # the weights trained
+    # the static fields come from the network, as trained: the propagation network's iterations
+    propagation = ppo.make_trainer(TINY_PPO, TINY_PROPAGATION_NET, EMPTY)
+    started = ppo.trained_model(TINY_PROPAGATION_NET, propagation.init(jax.random.PRNGKey(0)))
+    assert isinstance(started, ppo.PropagationActorCritic) and started.iterations == 3
+    assert started(image)[0].shape == (4,)
+    # seeds: leading axis S on every leaf, and the vmapped model maps S images
+    runners = jax.jit(jax.vmap(trainer.init))(jax.random.split(jax.random.PRNGKey(2), 3))
+    models = ppo.trained_model(TINY_CONV_NET, runners)
+    assert all(leaf.shape[0] == 3 for leaf in jax.tree.leaves(models))
+    logits, value = eqx.filter_vmap(lambda m, x: m(x))(models, jnp.stack([image] * 3))
+    assert logits.shape == (3, 4) and value.shape == (3,)
+    one = ppo.trained_model(TINY_CONV_NET, jax.tree.map(lambda x: x[1], runners))
+    np.testing.assert_array_equal(logits[1], one(image)[0])
+    with pytest.raises(TypeError, match="runner: expected a ppo.RunnerState, got dict"):
+        ppo.trained_model(TINY_CONV_NET, {"params": None})
+
+
+@pytest.mark.parametrize(
+    "agent, network",
+    [("propagation", ppo.RANDOM_MAZE_NETWORK), ("value_iteration", ppo.VALUE_ITERATION_NETWORK)],
+)
+def test_the_saved_json_names_the_network_that_builds_the_saved_weights(agent, network):
+    """A saved agent's JSON holds its network as class and keyword arguments (the book's
+    network), and that network builds the structure of the saved weights: loading them into
+    ``network(key)`` fills every leaf, with the trained number of iterations or another."""
+    from companion.agents.ppo.networks import network_to_dict
+    from companion.agents.ppo.saved import (
+        load_saved_agent,
+        saved_agent_files,
+        saved_network,
+        saved_summary,
+    )
+
+    assert saved_summary(agent)["network"] == network_to_dict(network)
+    saved = saved_network(agent)
+    assert saved.func is network.func and saved.keywords == network.keywords and not saved.args
+    built = saved(jax.random.key(0))
+    loaded = eqx.tree_deserialise_leaves(saved_agent_files(agent)[0], built)
+    model = load_saved_agent(agent)
+    assert type(model) is network.func and model.iterations == network.keywords["iterations"]
+    assert jax.tree.structure(model) == jax.tree.structure(built)
+    for a, b, c in zip(jax.tree.leaves(model), jax.tree.leaves(loaded), jax.tree.leaves(built)):
+        assert a.shape == c.shape and a.dtype == c.dtype
+        np.testing.assert_array_equal(a, b)
+    assert any(
+        not np.array_equal(a, c) for a, c in zip(jax.tree.leaves(model), jax.tree.leaves(built))
+    )
+    fewer = load_saved_agent(agent, iterations=16)
+    assert fewer.iterations == 16
+    for a, b in zip(jax.tree.leaves(fewer), jax.tree.leaves(model)):
+        np.testing.assert_array_equal(a, b)
+    image = jnp.zeros((3, 10, 10), jnp.float32).at[1, 0, 0].set(1.0).at[2, 9, 9].set(1.0)
+    logits, value = fewer(image)
+    assert logits.shape == (4,) and value.shape == () and np.isfinite(np.asarray(logits)).all()
+    if agent == "value_iteration":  # backups until the values settle: for acting
+        assert load_saved_agent(agent, iterations=None).iterations is None
+    else:  # the propagation network has no such end
+        with pytest.raises(TypeError, match="iterations: expected a positive int, got None"):
+            load_saved_agent(agent, iterations=None)
 
 
 def test_episode_stats_counts_each_end_under_the_update_it_started_in():

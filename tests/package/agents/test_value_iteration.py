@@ -2,6 +2,7 @@
 point, its policy features, and the saved planning agent on mazes larger than it trained on."""
 
 import collections
+import functools
 
 import equinox as eqx
 import jax
@@ -149,17 +150,26 @@ def test_policy_reads_cost_times_distance_differences_through_one_shared_network
 
 def test_value_iteration_network_and_bad_input():
     network = ppo.VALUE_ITERATION_NETWORK
-    model = ppo.make_model(network, jax.random.key(0))
+    model = network(jax.random.key(0))
     assert isinstance(model, ppo.ValueIterationActorCritic) and model.iterations == 99
     images = jax.random.bernoulli(jax.random.key(1), 0.3, (5, 3, 10, 10)).astype(jnp.float32)
     logits, value = jax.vmap(model)(images)
     assert logits.shape == (5, 4) and value.shape == (5,)
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     np.testing.assert_allclose(jax.nn.softmax(logits), 0.25, atol=0.02)
-    with pytest.raises(ValueError, match="network.iterations: None .* reverse mode"):
+    with pytest.raises(
+        ValueError, match="network: builds a model with iterations=None .* reverse mode"
+    ):
         ppo.make_train(
             ppo.VALUE_ITERATION_MAZE_CONFIG,
-            network._replace(iterations=None),
+            functools.partial(network, iterations=None),
+            maze_lib.make_maze_task("random"),
+        )
+    # the class's own default is None too (for acting): make_train names it as well
+    with pytest.raises(ValueError, match="network: builds a model with iterations=None"):
+        ppo.make_train(
+            ppo.VALUE_ITERATION_MAZE_CONFIG,
+            functools.partial(ppo.ValueIterationActorCritic, width=2),
             maze_lib.make_maze_task("random"),
         )
     with pytest.raises(ValueError, match="iterations"):
@@ -194,8 +204,10 @@ def test_saved_planning_agent_walks_shortest_paths_on_larger_unseen_mazes():
     model = load_saved_agent("value_iteration", iterations=None)
     assert model.iterations is None and load_saved_agent("value_iteration").iterations == 99
     summary = saved_summary("value_iteration")
-    assert summary["network"]["name"] == "value_iteration"
-    assert saved_network("value_iteration") == ppo.VALUE_ITERATION_NETWORK
+    assert summary["network"]["class"] == "ValueIterationActorCritic"
+    network = saved_network("value_iteration")
+    assert network.func is ppo.ValueIterationActorCritic
+    assert network.keywords == ppo.VALUE_ITERATION_NETWORK.keywords
     for (rows, cols), seed in (((12, 12), 20), ((9, 16), 21)):
         env = maze_lib.make_maze(
             generator=RandomGenerator(num_rows=rows, num_cols=cols), time_limit=rows * cols
