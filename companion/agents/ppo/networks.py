@@ -73,7 +73,11 @@ class ActorCritic(eqx.Module):
     ):
         rows, cols = _grid_shape(grid_shape)
         num_actions = positive_int(num_actions, "num_actions")
-        channels = positive_ints(channels, "channels") if len(channels) else ()
+        channels = (
+            ()
+            if isinstance(channels, (tuple, list)) and not channels
+            else positive_ints(channels, "channels")
+        )
         hidden_sizes = positive_ints(hidden_sizes, "hidden_sizes")
         keys = list(jax.random.split(key, len(channels) + len(hidden_sizes) + 2))
         in_ch = 3
