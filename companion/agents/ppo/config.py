@@ -80,7 +80,7 @@ FIXED_MAZE_CONFIG = PPOConfig(
     learning_rate=2e-3,
 )
 #: The PPO chapter's network for the fixed 10 x 10 mazes: one convolution, two dense layers;
-#: ``FIXED_MAZE_NETWORK(key)`` is a :class:`ActorCritic` with initial weights from ``key``.
+#: ``FIXED_MAZE_NETWORK(key)`` is an :class:`ActorCritic` with initial weights from ``key``.
 FIXED_MAZE_NETWORK = functools.partial(
     ActorCritic, grid_shape=(10, 10), channels=(8,), hidden_sizes=(64, 64)
 )
