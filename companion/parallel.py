@@ -18,14 +18,11 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from companion._validate import positive_int, prng_key
+from companion.agents.ppo.config import PPOConfig, check_config, default_loss, make_optimizer
 from companion.agents.ppo.networks import trained_model
 from companion.agents.ppo.train import (
-    PPOConfig,
     RunnerState,
-    check_config,
     collect_batch,
-    default_loss,
-    make_optimizer,
     make_trainer,
     success_by_start,
 )

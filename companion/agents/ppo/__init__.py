@@ -4,6 +4,19 @@ Networks, masked policy, rollouts, GAE (Schulman et al., 2016), loss, config, tr
 (structure of PureJaxRL's PPO, Lu et al., 2022), evaluation and the saved agents.
 """
 
+from companion.agents.ppo.config import (
+    FIXED_MAZE_CONFIG,
+    FIXED_MAZE_NETWORK,
+    RANDOM_MAZE_CONFIG,
+    RANDOM_MAZE_NETWORK,
+    RESETS,
+    VALUE_ITERATION_MAZE_CONFIG,
+    VALUE_ITERATION_NETWORK,
+    PPOConfig,
+    check_config,
+    default_loss,
+    make_optimizer,
+)
 from companion.agents.ppo.evaluate import (
     Evaluation,
     evaluate,
@@ -22,19 +35,8 @@ from companion.agents.ppo.networks import (
 from companion.agents.ppo.policy import entropy, log_prob, masked_logits
 from companion.agents.ppo.rollout import Transition, next_values, reached_target, rollout
 from companion.agents.ppo.train import (
-    FIXED_MAZE_CONFIG,
-    FIXED_MAZE_NETWORK,
-    RANDOM_MAZE_CONFIG,
-    RANDOM_MAZE_NETWORK,
-    RESETS,
-    VALUE_ITERATION_MAZE_CONFIG,
-    VALUE_ITERATION_NETWORK,
-    PPOConfig,
     RunnerState,
     Trainer,
-    check_config,
-    default_loss,
-    make_optimizer,
     make_train,
     make_trainer,
     success_by_start,

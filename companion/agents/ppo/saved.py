@@ -16,8 +16,8 @@ from typing import Any
 import equinox as eqx
 
 from companion._validate import one_of
+from companion.agents.ppo.config import PPOConfig
 from companion.agents.ppo.networks import model_skeleton, network_from_dict
-from companion.agents.ppo.train import PPOConfig
 
 #: The saved agents by name: the file name (without suffix) of each.
 SAVED_AGENTS = {

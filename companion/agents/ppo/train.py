@@ -13,19 +13,7 @@ import jax.numpy as jnp
 import optax
 
 from companion._validate import maze_env, prng_key
-from companion.agents.ppo.config import (  # noqa: F401  (re-exported)
-    FIXED_MAZE_CONFIG,
-    FIXED_MAZE_NETWORK,
-    RANDOM_MAZE_CONFIG,
-    RANDOM_MAZE_NETWORK,
-    RESETS,
-    VALUE_ITERATION_MAZE_CONFIG,
-    VALUE_ITERATION_NETWORK,
-    PPOConfig,
-    check_config,
-    default_loss,
-    make_optimizer,
-)
+from companion.agents.ppo.config import PPOConfig, check_config, default_loss, make_optimizer
 from companion.agents.ppo.losses import Batch, gae
 from companion.agents.ppo.networks import model_skeleton, static_part
 from companion.agents.ppo.rollout import _rollout
