@@ -358,17 +358,31 @@ def test_the_quiz_output_holds_each_language_in_its_own_block():
     assert json.dumps(japanese[0]["question"]) in scripts[1].data["application/javascript"]
 
 
+def _quiz_shown_in(language: str):
+    """What chapter 7's quiz cell shows (IPython's captured outputs) to a reader of
+    ``language``, in an IPython shell of its own; the language is reset after."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from companion import set_language
+
+    set_language(language)
+    InteractiveShell.instance()
+    try:
+        with capture_output() as out:
+            quiz.show_quiz("07_dqn")
+    finally:
+        InteractiveShell.clear_instance()
+        set_language(None)
+    return out
+
+
 @pytest.mark.parametrize("language, shown", [("en", "en"), ("ja", "ja")])
 def test_outside_the_book_the_quiz_is_in_the_readers_language(monkeypatch, language, shown):
     """In Colab or Jupyter (no myst-nb, so no edition style) one quiz is shown, the one of the
     reader's language: a Japanese notebook's setup chooses Japanese."""
     import builtins
     import sys as _sys
-
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-
-    from companion import set_language
 
     real_import = builtins.__import__
 
@@ -379,14 +393,7 @@ def test_outside_the_book_the_quiz_is_in_the_readers_language(monkeypatch, langu
 
     monkeypatch.delitem(_sys.modules, "myst_nb", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_myst_nb)
-    set_language(language)
-    InteractiveShell.instance()
-    try:
-        with capture_output() as out:
-            quiz.show_quiz("07_dqn")
-    finally:
-        InteractiveShell.clear_instance()
-        set_language(None)
+    out = _quiz_shown_in(language)
     html = [o.data["text/html"] for o in out.outputs if "text/html" in o.data]
     assert [h.split('lang="')[1].split('"')[0] for h in html] == [shown]
 
@@ -395,25 +402,14 @@ def test_outside_the_book_the_quiz_is_in_the_readers_language(monkeypatch, langu
 def test_a_quiz_that_cannot_be_loaded_is_said_so_in_the_readers_language(monkeypatch, language):
     """Where the quiz's file is not at hand and the network cannot be reached, the cell says
     so in the reader's language, and the notebook goes on."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-
     from companion import language as languages
-    from companion import set_language
 
     def unreachable(chapter, language="en"):
         raise FileNotFoundError(f"chapter: no local quiz {chapter!r} and no network")
 
     monkeypatch.setattr(quiz, "load_quiz", unreachable)
     monkeypatch.delenv(languages.BOOK_BUILD, raising=False)
-    set_language(language)
-    InteractiveShell.instance()
-    try:
-        with capture_output() as out:
-            quiz.show_quiz("07_dqn")
-    finally:
-        InteractiveShell.clear_instance()
-        set_language(None)
+    out = _quiz_shown_in(language)
     (shown,) = [o.data["text/markdown"] for o in out.outputs if "text/markdown" in o.data]
     expected = {"en": "The quiz cannot be shown here", "ja": "ここではクイズを表示できません"}
     assert shown.startswith(expected[language])
