@@ -491,6 +491,10 @@ def test_ppo_chapter(executed):
     assert "log p replaced first: H = 0.6931" in text
     assert "naive: H = nan" in text
     assert "identical to companion.agents.ppo.rollout: True" in text
+    # section 1's network is the one later pages take as ppo.FIXED_MAZE_NETWORK
+    from companion.agents import ppo
+
+    assert f"ActorCritic {ppo.FIXED_MAZE_NETWORK.keywords}" in text
     # V(s_t+1) gathered at the truncations: fewer observations through the network
     (gathered, every) = re.findall(r"V\(s_t\+1\) from ([\d,]+) observations, not ([\d,]+)", text)[0]
     assert int(gathered.replace(",", "")) < int(every.replace(",", "")), (gathered, every)
